@@ -1,0 +1,180 @@
+// The abstract syntax tree of a .vbn model, as the parser builds it.
+//
+// Every node that a diagnostic may point at derives from x3::position_tagged, so the
+// error handler can map it back to its place in the source (line and column).
+// The tree is a faithful picture of the text: names are not resolved, constants are not
+// evaluated, shapes are not inferred. That is the job of lowering (lower.hpp).
+#pragma once
+
+#include <boost/optional.hpp>
+#include <boost/spirit/home/x3/support/ast/position_tagged.hpp>
+#include <boost/spirit/home/x3/support/ast/variant.hpp>
+
+#include <string>
+#include <vector>
+
+namespace vbn::ast {
+
+namespace x3 = boost::spirit::x3;
+
+struct identifier : x3::position_tagged {
+    std::string name;
+};
+
+// ---------------------------------------------------------------------------------------
+// Constant expressions: numbers, unary minus, + - * /, parentheses and the functions
+// sqrt exp log logit inv_logit. They appear as probabilities, prior arguments, fixed
+// offsets and fixed weights.
+
+struct number : x3::position_tagged {
+    double value = 0;
+};
+
+struct unary;
+struct call;
+struct expression;
+
+struct operand : x3::variant<number, x3::forward_ast<unary>, x3::forward_ast<call>,
+                             x3::forward_ast<expression>> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+// '-' operand (also '+' operand, kept for symmetry)
+struct unary : x3::position_tagged {
+    char op = '-';
+    operand operand_;
+};
+
+// name '(' expression ')', name one of sqrt exp log logit inv_logit
+struct call : x3::position_tagged {
+    identifier function;
+    x3::forward_ast<expression> argument;
+};
+
+// one binary operation applied to the running value: op is one of + - * /
+struct operation : x3::position_tagged {
+    char op = '+';
+    operand operand_;
+};
+
+// first (op operand)* with the usual precedence already resolved by the grammar:
+// an expression is a chain of '+'/'-' over products, a product a chain of '*'/'/'.
+struct expression : x3::position_tagged {
+    operand first;
+    std::vector<operation> rest;
+};
+
+// ---------------------------------------------------------------------------------------
+// Vector and matrix literals for priors: [1, 2] and [[1, 0.5], [0.5, 1]].
+
+struct array_literal;
+
+struct value : x3::variant<expression, x3::forward_ast<array_literal>> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+struct array_literal : x3::position_tagged {
+    std::vector<value> items;
+};
+
+// ---------------------------------------------------------------------------------------
+// Predictors of logistic nodes.
+
+// A parent reference: a node or covariate, whole (`h`) or one element (`v[2]`, 1-based).
+struct parent_ref : x3::position_tagged {
+    identifier name;
+    boost::optional<int> index;
+};
+
+// `h`, `v[2]` or a bracketed list `[h, o, v[2]]`.
+struct parent_list : x3::position_tagged {
+    bool bracketed = false;
+    std::vector<parent_ref> items;
+};
+
+// The coefficient of a term: a parameter name (learned) or a constant expression (fixed).
+struct coefficient : x3::variant<identifier, expression> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+// One term of a predictor sum: sign coefficient ['*' parents].
+//   `2`           constant offset           (coef = expression, no parents)
+//   `b`           learned bias              (coef = identifier, no parents)
+//   `w * [h, o]`  learned weights           (coef = identifier, parents)
+//   `0.5 * h`     fixed weight              (coef = expression, parents)
+struct term : x3::position_tagged {
+    char sign = '+';
+    coefficient coef;
+    boost::optional<parent_list> parents;
+};
+
+struct predictor : x3::position_tagged {
+    std::vector<term> terms;
+};
+
+// ---------------------------------------------------------------------------------------
+// Distributions and statements.
+
+struct bernoulli_dist : x3::position_tagged {
+    expression p;
+};
+
+struct logistic_dist : x3::position_tagged {
+    predictor linear;
+};
+
+struct node_distribution : x3::variant<bernoulli_dist, logistic_dist> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+// node NAME ['[' N ']'] ['hidden'] '~' DIST ';'
+struct node_decl : x3::position_tagged {
+    identifier name;
+    boost::optional<int> size;
+    bool hidden = false;
+    node_distribution dist;
+};
+
+// covariate NAME ['[' N ']'] ';'
+struct covariate_decl : x3::position_tagged {
+    identifier name;
+    boost::optional<int> size;
+};
+
+// normal(MEAN, SD): each a scalar expression or a vector literal
+struct normal_prior : x3::position_tagged {
+    value mean;
+    value sd;
+};
+
+// mvnormal(MEANVEC, COVMATRIX)
+struct mvnormal_prior : x3::position_tagged {
+    value mean;
+    value cov;
+};
+
+struct prior_distribution : x3::variant<normal_prior, mvnormal_prior> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+// PARAM [, PARAM]* '~' normal(...) ';'   or   PARAM '~' mvnormal(...) ';'
+struct prior_stmt : x3::position_tagged {
+    std::vector<identifier> params;
+    prior_distribution dist;
+};
+
+struct statement : x3::variant<node_decl, covariate_decl, prior_stmt> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+struct program {
+    std::vector<statement> statements;
+};
+
+}  // namespace vbn::ast

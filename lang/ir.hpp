@@ -1,0 +1,108 @@
+// The IR graph: a checked model in the canonical form that everything after the parser
+// works on (DESIGN.md §1).
+//
+// Every binary node element i has
+//     logit P(x_i = +1 | parents) = offset_i + Σ_k c_k x_{j_k} + θ_i' f_i
+// where the fixed terms c_k x_{j_k} come from `CONST * PARENTS`, f_i is the feature vector
+// (parents' values, ±1 for binary parents and real for covariates, and a constant ±1 for a
+// learned bias) and θ_i is one parameter block with a Gaussian prior N(μ_i, Σ_i).
+// A root with a fixed probability p has no block and offset logit p.
+//
+// The graph is immutable once lowered; indices are 0-based throughout, while names shown
+// to users are 1-based (`v[3]`, `W[2,3]`).
+#pragma once
+
+#include "lang/diagnostics.hpp"
+
+#include <string>
+#include <vector>
+
+namespace vbn::ir {
+
+using lang::Location;
+
+enum class VariableKind { binary, covariate };
+
+// A declared node or covariate, scalar or array.
+struct Variable {
+    std::string name;
+    VariableKind kind = VariableKind::binary;
+    bool hidden = false;   // binary only: never observed, no data column
+    bool is_array = false;
+    int size = 1;          // number of elements (1 for a scalar)
+    int first_element = 0; // elements [first_element, first_element + size) in Graph::elements
+    Location loc;
+};
+
+// One element of a variable: a scalar node, or `v[k]` of an array node.
+struct Element {
+    int variable = 0;
+    int index = 0;          // 0-based position inside its variable (0 for scalars)
+    std::string name;       // as in data columns and messages: "y" or "v[3]"
+    bool binary = true;     // false: a covariate element (real-valued)
+    bool hidden = false;
+};
+
+// One entry of a node's feature vector f_i.
+struct Feature {
+    int element = -1;   // parent element, or -1 for the constant feature of a learned bias
+    double sign = 1.0;  // -1 when the term was subtracted (`... - w * h`)
+};
+
+// A fixed-weight term c * x_element, part of the node's offset in every row.
+struct FixedTerm {
+    int element = 0;
+    double coef = 0;
+};
+
+// The conditional distribution of one binary element.
+struct Cpd {
+    bool logistic = false;          // false: bernoulli(p) root, offset = logit p
+    double offset = 0;              // α_i
+    std::vector<FixedTerm> fixed;   // Σ_k c_k x_{j_k}
+    std::vector<Feature> features;  // f_i, in the order of θ_i
+    int block = -1;                 // index into Graph::blocks, -1 if no learned weights
+};
+
+// One parameter block θ_i: the learned weights of one node element.
+struct Block {
+    int element = 0;                 // the node element it belongs to
+    int offset = 0;                  // its first index in the full parameter vector θ
+    int size = 0;                    // = Cpd::features.size()
+    std::vector<double> prior_mean;  // μ_i, size entries
+    std::vector<double> prior_cov;   // Σ_i, size × size, row-major, symmetric positive definite
+    bool prior_diagonal = true;      // Σ_i diagonal (normal priors only)
+};
+
+// A user-visible parameter (`w`, `b`, `W`) and where its elements live in θ.
+struct Parameter {
+    std::string name;
+    std::vector<int> shape;          // {} scalar, {K} vector, {K, P} matrix
+    std::vector<int> theta_index;    // element e (row-major over shape) -> index in θ
+    std::string prior;               // the prior as the user wrote it, for display
+    Location loc;                    // where the parameter is used in a predictor
+};
+
+struct Graph {
+    std::string name;                   // the model's display name (usually its file name)
+    std::vector<Variable> variables;    // in declaration order
+    std::vector<Element> elements;      // variables' elements, in declaration order
+    std::vector<Cpd> cpds;              // one per element; unused (default) for covariates
+    std::vector<int> topological_order; // binary elements, parents before children
+    std::vector<Block> blocks;          // in topological order of their nodes
+    std::vector<Parameter> parameters;  // in order of first use in the model text
+    int dim = 0;                        // length of θ: the sum of block sizes
+
+    // Name of θ's entry k as a user sees it: "w[2]", "W[1,3]" or "b".
+    std::string theta_name(int k) const;
+    // The same with CmdStan CSV's dotted indices: "w.2", "W.1.3".
+    std::string theta_csv_name(int k) const;
+    // Parents of an element (fixed and learned), without duplicates, in order of appearance.
+    std::vector<int> parents(int element) const;
+    // Children of an element.
+    std::vector<int> children(int element) const;
+    // Index of a variable by name, -1 if none.
+    int find_variable(const std::string& name) const;
+};
+
+}  // namespace vbn::ir

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vbn builds and tests with. Run as root on Debian 12.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  build-essential cmake ninja-build
+  libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
+  libbenchmark-dev
+)
+if [ "${1:-}" = "--with-tools" ]; then
+  packages+=(graphviz)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
