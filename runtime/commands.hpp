@@ -1,0 +1,36 @@
+// The commands of the `vbn` binary (DESIGN.md §3), callable from tests and other programs.
+// Each returns the process exit status: 0 success, 1 model/data/usage error, 2 inference
+// failure. Results go to `out`, messages to `err`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace vbn::commands {
+
+struct CheckArgs {
+    std::string model;
+    std::optional<std::string> data;
+    std::optional<std::string> dot;
+};
+int check(const CheckArgs& args, std::ostream& out, std::ostream& err);
+
+struct SimulateArgs {
+    std::string model;
+    long rows = 0;
+    std::optional<std::uint64_t> seed;
+    std::optional<std::string> params;  // JSON file
+    bool include_hidden = false;
+    std::optional<std::string> output;  // CSV file; stdout if absent
+};
+int simulate(const SimulateArgs& args, std::ostream& out, std::ostream& err);
+
+// Exit status for an error kind (DESIGN.md §3).
+int exit_status(int error_kind);
+
+// A seed for runs where the user gave none (printed so the run can be repeated).
+std::uint64_t fresh_seed();
+
+}  // namespace vbn::commands
