@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian 12, as root), builds vbn with -Werror and runs the
+# whole test suite; then builds it again under AddressSanitizer + UndefinedBehaviorSanitizer
+# and runs the suite once more.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; fi
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVBN_WERROR=ON
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON \
+      -DVBN_SANITIZE=address,undefined
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
