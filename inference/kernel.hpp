@@ -1,0 +1,73 @@
+// Markov kernels that leave a target density invariant, and the state they move.
+//
+// A kernel is a value owned by one chain (clone() gives each chain its own copy with its own
+// adaptation state). Kernels compose: a mixture (with probability ν take A, else B —
+// variational-mcmc.txt Fig. 7) and a cycle (A then B) are kernels too (kernel_combinators.hpp).
+// Output and progress never live inside a kernel: a step reports what it did through
+// TransitionInfo and per-kernel counters, and the chain runner writes.
+#pragma once
+
+#include "inference/density.hpp"
+#include "inference/rng.hpp"
+
+#include <Eigen/Core>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vbn::inference {
+
+// The chain's position and the log density there (kept in step with x by every kernel).
+struct State {
+    Eigen::VectorXd x;
+    double lp = 0;
+};
+
+// What one transition did, for the CmdStan CSV columns (DESIGN.md §4); kernels that are not
+// HMC leave the HMC fields at their neutral values.
+struct TransitionInfo {
+    double accept_stat = 1;  // MH: min(1, ratio) of the proposal; HMC: mean over the tree
+    double stepsize = 0;
+    int treedepth = 0;
+    int n_leapfrog = 0;
+    bool divergent = false;
+    double energy = 0;
+    int kernel = -1;         // which leaf kernel moved (index into the chain's kernel list)
+    bool regenerated = false;
+};
+
+// Acceptance counters of one leaf kernel.
+struct KernelStats {
+    std::string name;
+    long proposed = 0;
+    long accepted = 0;
+    double rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0; }
+};
+
+class Kernel {
+public:
+    virtual ~Kernel() = default;
+
+    // One transition from `state`, leaving the target invariant (outside warmup).
+    virtual void step(State& state, Density& target, Rng& rng, TransitionInfo& info) = 0;
+
+    // Warmup: kernels may adapt (step sizes, scales, metrics) between begin_warmup and
+    // end_warmup, and must be frozen afterwards (except regeneration-based adaptation,
+    // which is valid at regeneration times).
+    virtual void begin_warmup(int iterations) { (void)iterations; }
+    virtual void end_warmup() {}
+
+    virtual std::unique_ptr<Kernel> clone() const = 0;
+
+    // Appends one KernelStats per leaf kernel (combinators recurse).
+    virtual void collect_stats(std::vector<KernelStats>& out) const = 0;
+
+    // Number of leaf kernels below this one (1 for a leaf); TransitionInfo::kernel indexes
+    // them in collect_stats order.
+    virtual int leaf_count() const { return 1; }
+
+    virtual std::string name() const = 0;
+};
+
+}  // namespace vbn::inference
