@@ -1,0 +1,115 @@
+// The compiled target: the exact log posterior log p(θ | x_v) + const of a logistic belief
+// network and its analytic gradient, with hidden nodes and missing entries summed out
+// (Variational MCMC, Sec. 2, case (ii)), evaluated over weighted patterns (runtime/families.hpp).
+//
+//   Target target(graph, data);
+//   auto ws = target.make_workspace();          // one per chain / thread
+//   Eigen::VectorXd grad(target.dim());
+//   double lp = target.log_density_gradient(theta, grad, ws);
+//
+// Every const method may be called from several threads at once as long as each thread
+// passes its own Workspace; with a workspace, evaluation allocates nothing.
+#pragma once
+
+#include "lang/ir.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/families.hpp"
+
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+struct TargetOptions {
+    int max_enumerated = 12;  // largest group of unobserved nodes summed out exactly
+};
+
+class Target {
+public:
+    using Vector = Eigen::VectorXd;
+    using In = Eigen::Ref<const Eigen::VectorXd>;
+    using Out = Eigen::Ref<Eigen::VectorXd>;
+
+    // Scratch memory for evaluations, sized for this target. Not shared between threads.
+    class Workspace {
+        friend class Target;
+        Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
+        Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
+        Eigen::VectorXd eta0_;         // per factor of a component: the observed part of η
+        Eigen::VectorXd coef_;         // per link: its coefficient at θ
+        Eigen::VectorXd resid_acc_;    // per factor: Σ_x p(x) x_j g(-x_j η_j), rescaled online
+        Eigen::VectorXd link_acc_;     // per link: Σ_x p(x) x_j g(-x_j η_j) x_var, rescaled online
+        Eigen::VectorXd factor_resid_; // per factor, at the current configuration
+        Eigen::VectorXd x_;            // the current configuration, ±1
+    };
+
+    Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
+
+    int dim() const { return dim_; }
+    int blocks() const { return static_cast<int>(blocks_.size()); }
+    int block_offset(int b) const { return blocks_[static_cast<std::size_t>(b)].offset; }
+    int block_size(int b) const { return blocks_[static_cast<std::size_t>(b)].size; }
+    // A partition of the blocks into groups coupled through summed-out nodes.
+    const std::vector<std::vector<int>>& coupled_groups() const { return families_.coupled_groups; }
+    // Warnings for the caller to print (e.g. an observed node missing in every row).
+    const std::vector<std::string>& notes() const { return families_.notes; }
+    // The preprocessed data, for code that evaluates other functionals of it (VB, Gibbs).
+    const Families& families() const { return families_; }
+    const CompleteFamily& complete_family(int b) const { return families_.complete[static_cast<std::size_t>(b)]; }
+
+    Workspace make_workspace() const;
+
+    // log p(θ) + log p(x_v | θ) up to the constant log_constant().
+    double log_density(In theta, Workspace& ws) const;
+    // The same, writing ∇_θ into grad (size dim()).
+    double log_density_gradient(In theta, Out grad, Workspace& ws) const;
+
+    // Only the terms that involve block b: its prior, its node's complete-family patterns
+    // and the summed-out components touching it. Between two θ that differ only in block b,
+    // it changes exactly as log_density does. theta is the full vector.
+    double block_log_density(int b, In theta, Workspace& ws) const;
+    // The same with ∇ over block b only (grad has block_size(b) entries).
+    double block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const;
+
+    // The pieces: log p(θ) without its normalising constant, and log p(x_v | θ) without the
+    // θ-free terms of fixed CPDs.
+    double log_prior(In theta, Workspace& ws) const;
+    double log_likelihood(In theta, Workspace& ws) const;
+    // What log_density drops: log p(x_v, θ) = log_density(θ) + log_constant(). It holds the
+    // Gaussian normalisers and the log-probabilities of observed fixed-CPD nodes.
+    double log_constant() const { return log_constant_; }
+
+    // Convenience overloads with a temporary workspace (they allocate).
+    double log_density(In theta) const;
+    double log_density_gradient(In theta, Out grad) const;
+    double block_log_density(int b, In theta) const;
+    double block_log_density_gradient(int b, In theta, Out grad) const;
+
+private:
+    struct BlockPrior {
+        int offset = 0;
+        int size = 0;
+        bool diagonal = true;
+        Eigen::VectorXd mean;
+        Eigen::VectorXd precision;  // diagonal case: 1 / σ²
+        Eigen::MatrixXd chol;       // full case: lower L with L L' = Σ
+    };
+
+    void check_theta(In theta) const;
+    void check_block(int b) const;
+    double prior_term(int b, In theta, double* grad, Workspace& ws) const;
+    double complete_term(int b, In theta, double* grad, Workspace& ws) const;
+    // weight · log Σ_x Π g(·) of one component; with grad (full-θ layout), adds its gradient
+    // for factors of block only_block (all blocks when only_block < 0).
+    double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
+
+    int dim_ = 0;
+    std::vector<BlockPrior> blocks_;
+    Families families_;
+    double log_constant_ = 0;
+    int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
+};
+
+}  // namespace vbn
