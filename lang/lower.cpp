@@ -1,0 +1,185 @@
+// lang::lower and lang::compile: runs the lowering passes (lower_state.hpp) and reports
+// their diagnostics in the order of the text.
+#include "lang/frontend.hpp"
+#include "lang/lower_state.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include <fmt/format.h>
+
+namespace vbn::lang {
+
+namespace lowering {
+
+Location Lowering::after_bracket(const boost::spirit::x3::position_tagged& node, Location fallback) const {
+    const auto [begin, end] = map.span(node);
+    if (begin == 0 && end == 0) return fallback;
+    const std::string& text = map.source().text();
+    std::size_t pos = end;
+    auto skip_space = [&] {
+        while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\r' || text[pos] == '\n')) ++pos;
+    };
+    skip_space();
+    if (pos < text.size() && text[pos] == '[') {
+        ++pos;
+        skip_space();
+    }
+    return map.source().locate(pos);
+}
+
+namespace {
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of
+// neighbours each cost one, the usual typos.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    const std::size_t n = a.size(), m = b.size();
+    std::vector<std::size_t> d((n + 1) * (m + 1));
+    auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (m + 1) + j]; };
+    for (std::size_t i = 0; i <= n; ++i) at(i, 0) = i;
+    for (std::size_t j = 0; j <= m; ++j) at(0, j) = j;
+    for (std::size_t i = 1; i <= n; ++i)
+        for (std::size_t j = 1; j <= m; ++j) {
+            const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+        }
+    return at(n, m);
+}
+}  // namespace
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+    // A one-letter name is one edit away from every other one-letter name: only suggest
+    // when most of the name survives.
+    const std::size_t allowed = name.size() <= 3 ? 1 : name.size() <= 6 ? 2 : 3;
+    std::string best;
+    std::size_t best_distance = allowed + 1;
+    for (const auto& c : candidates) {
+        const std::size_t d = edit_distance(name, c);
+        if (d < best_distance && d < name.size() && d < c.size()) {
+            best = c;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+std::string name_list(const std::vector<std::string>& names, std::size_t limit) {
+    std::string out;
+    const std::size_t shown = std::min(names.size(), limit);
+    for (std::size_t k = 0; k < shown; ++k) {
+        if (k > 0) out += (k + 1 == shown && shown == names.size()) ? " and " : ", ";
+        out += names[k];
+    }
+    if (shown < names.size()) out += fmt::format(" and {} more", names.size() - shown);
+    return out;
+}
+
+namespace {
+
+void add_variable(Lowering& s, const ast::identifier& name, Location fallback, ir::VariableKind kind, bool hidden,
+                  const boost::optional<int>& size, const ast::node_decl* decl) {
+    const Location loc = s.at(name, fallback);
+    const auto known = s.variable_by_name.find(name.name);
+    if (known != s.variable_by_name.end()) {
+        const ir::Variable& first = s.variable(known->second);
+        s.diag.error(loc, fmt::format("duplicate name '{}'; a {} '{}' is already declared on line {}, and names must be unique",
+                                      name.name, first.kind == ir::VariableKind::binary ? "node" : "covariate", name.name,
+                                      first.loc.line));
+        return;
+    }
+    ir::Variable v;
+    v.name = name.name;
+    v.kind = kind;
+    v.hidden = hidden;
+    v.loc = loc;
+    v.is_array = size.has_value();
+    if (size && *size < 1)
+        s.diag.error(s.after_bracket(name, loc),
+                     fmt::format("array size must be at least 1, found {}; write '{}' for a single node", *size, name.name));
+    // An invalid size still declares the name, so its uses do not cascade into more errors.
+    v.size = size ? std::max(1, *size) : 1;
+    v.first_element = static_cast<int>(s.g.elements.size());
+    const int index = static_cast<int>(s.g.variables.size());
+    for (int k = 0; k < v.size; ++k) {
+        ir::Element e;
+        e.variable = index;
+        e.index = k;
+        e.name = v.is_array ? fmt::format("{}[{}]", v.name, k + 1) : v.name;
+        e.binary = kind == ir::VariableKind::binary;
+        e.hidden = hidden;
+        s.g.elements.push_back(e);
+    }
+    s.variable_by_name.emplace(v.name, index);
+    s.g.variables.push_back(std::move(v));
+    s.node_decls.push_back(decl);
+}
+
+void collect_parameter_names(Lowering& s, const ast::node_decl& d) {
+    const auto* logistic = boost::get<ast::logistic_dist>(&d.dist.get());
+    if (!logistic) return;
+    for (const auto& t : logistic->linear.terms)
+        if (const auto* id = boost::get<ast::identifier>(&t.coef.get())) s.parameter_names.insert(id->name);
+}
+
+void declare(Lowering& s, const ast::program& program) {
+    for (const auto& st : program.statements) {
+        const auto& v = st.get();
+        if (const auto* d = boost::get<ast::node_decl>(&v)) {
+            add_variable(s, d->name, s.at(*d), ir::VariableKind::binary, d->hidden, d->size, d);
+            collect_parameter_names(s, *d);
+        } else if (const auto* c = boost::get<ast::covariate_decl>(&v)) {
+            add_variable(s, c->name, s.at(*c), ir::VariableKind::covariate, false, c->size, nullptr);
+        } else {
+            for (const auto& id : boost::get<ast::prior_stmt>(v).params) s.parameter_names.insert(id.name);
+        }
+    }
+    s.g.cpds.resize(s.g.elements.size());
+    s.weights.resize(s.g.elements.size());
+    const bool any_node = std::any_of(s.g.variables.begin(), s.g.variables.end(),
+                                      [](const ir::Variable& v) { return v.kind == ir::VariableKind::binary; });
+    if (!any_node)
+        s.diag.error({}, "the model declares no nodes; a model needs at least one, e.g. 'node y ~ bernoulli(0.5);'");
+}
+
+// Diagnostics in the order of the text, so a long list reads top to bottom; messages about
+// the file as a whole come last.
+void report_in_text_order(const Diagnostics& local, Diagnostics& out) {
+    std::vector<Diagnostic> items = local.items();
+    auto key = [](const Diagnostic& d) {
+        return std::pair(d.location.line > 0 ? d.location.line : INT_MAX, d.location.column);
+    };
+    std::stable_sort(items.begin(), items.end(), [&](const Diagnostic& a, const Diagnostic& b) { return key(a) < key(b); });
+    for (auto& d : items) {
+        if (d.severity == Severity::warning) out.warning(d.location, std::move(d.message));
+        else out.error(d.location, std::move(d.message));
+    }
+}
+
+}  // namespace
+}  // namespace lowering
+
+std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map, Diagnostics& diag) {
+    Diagnostics local{map.source()};
+    lowering::Lowering s{map, local};
+    lowering::declare(s, program);
+    lowering::lower_nodes(s);
+    lowering::lower_priors(s, program);
+    lowering::order_graph(s);
+    if (!local.has_errors()) lowering::build_blocks(s);
+    lowering::report_in_text_order(local, diag);
+    if (local.has_errors()) return std::nullopt;
+    s.g.name = map.source().name();
+    return std::move(s.g);
+}
+
+std::optional<ir::Graph> compile(const Source& source, Diagnostics& diag) {
+    ast::program program;
+    SourceMap map{source};
+    // Lowering a tree with syntax errors would only add confusing follow-on messages.
+    if (!parse(source, program, map, diag)) return std::nullopt;
+    auto graph = lower(program, map, diag);
+    if (graph) graph->name = source.name();
+    return graph;
+}
+
+}  // namespace vbn::lang

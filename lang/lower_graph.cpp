@@ -1,0 +1,177 @@
+// The graph as a whole: acyclicity and a deterministic topological order (Kahn's
+// algorithm, ties broken by declaration order), warnings about nodes that cannot matter,
+// and the parameter blocks θ_i laid end to end in that order.
+#include "lang/lower_state.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+#include <fmt/format.h>
+
+namespace vbn::lang::lowering {
+
+namespace {
+
+// Binary parents and children of every element: the edges that order the network.
+// Covariates are inputs, outside the order.
+struct Edges {
+    std::vector<std::vector<int>> parents;
+    std::vector<std::vector<int>> children;
+};
+
+Edges binary_edges(const Lowering& s) {
+    const auto n = s.g.elements.size();
+    Edges out{std::vector<std::vector<int>>(n), std::vector<std::vector<int>>(n)};
+    for (std::size_t e = 0; e < n; ++e) {
+        if (!s.g.elements[e].binary) continue;
+        for (int p : s.g.parents(static_cast<int>(e)))
+            if (s.element(p).binary) {
+                out.parents[e].push_back(p);
+                out.children[static_cast<std::size_t>(p)].push_back(static_cast<int>(e));
+            }
+    }
+    return out;
+}
+
+// A cycle through `start`, which has a parent that is not done yet, as a list in
+// parent-to-child order beginning with its earliest-declared element.
+std::vector<int> find_cycle(const Edges& edges, const std::vector<bool>& done, int start) {
+    std::vector<int> path;
+    std::vector<int> position(edges.parents.size(), -1);
+    int cur = start;
+    while (position[static_cast<std::size_t>(cur)] < 0) {
+        position[static_cast<std::size_t>(cur)] = static_cast<int>(path.size());
+        path.push_back(cur);
+        // Every element left after Kahn's algorithm has a parent that is left too.
+        for (int p : edges.parents[static_cast<std::size_t>(cur)])
+            if (!done[static_cast<std::size_t>(p)]) {
+                cur = p;
+                break;
+            }
+    }
+    // The walk went from child to parent; reverse it into the direction of the edges.
+    std::vector<int> cycle(path.begin() + position[static_cast<std::size_t>(cur)], path.end());
+    std::reverse(cycle.begin(), cycle.end());
+    std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+    return cycle;
+}
+
+void report_cycle(Lowering& s, const std::vector<int>& cycle) {
+    std::string text;
+    for (int e : cycle) text += s.element(e).name + " -> ";
+    text += s.element(cycle.front()).name;
+    const ir::Variable& first = s.variable(s.element(cycle.front()).variable);
+    const char* advice = cycle.size() == 1 ? "a node cannot be its own parent"
+                                           : "a belief network must be acyclic, so remove one of these edges";
+    s.diag.error(first.loc, fmt::format("the graph has a cycle: {}; {}", text, advice));
+}
+
+void warn_childless_hidden(Lowering& s, const Edges& edges) {
+    for (const auto& v : s.g.variables) {
+        if (v.kind != ir::VariableKind::binary || !v.hidden) continue;
+        std::vector<std::string> childless;
+        for (int k = 0; k < v.size; ++k)
+            if (edges.children[static_cast<std::size_t>(v.first_element + k)].empty())
+                childless.push_back(s.element(v.first_element + k).name);
+        if (childless.empty()) continue;
+        if (static_cast<int>(childless.size()) == v.size)
+            s.diag.warning(v.loc, fmt::format("hidden node '{}' has no children, so it does not affect the posterior; make it "
+                                              "a parent of another node or remove it",
+                                              v.name));
+        else
+            s.diag.warning(v.loc, fmt::format("hidden element{} {} of '{}' {} no children, so {} not affect the posterior",
+                                              childless.size() == 1 ? "" : "s", name_list(childless),
+                                              v.name, childless.size() == 1 ? "has" : "have",
+                                              childless.size() == 1 ? "it does" : "they do"));
+    }
+}
+
+}  // namespace
+
+void order_graph(Lowering& s) {
+    const Edges edges = binary_edges(s);
+    const auto n = s.g.elements.size();
+    std::vector<int> missing(n, 0);
+    std::vector<bool> done(n, false);
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    std::size_t binary = 0;
+    for (std::size_t e = 0; e < n; ++e) {
+        if (!s.g.elements[e].binary) continue;
+        ++binary;
+        missing[e] = static_cast<int>(edges.parents[e].size());
+        if (missing[e] == 0) ready.push(static_cast<int>(e));
+    }
+    std::size_t finished = 0;
+    auto finish = [&](int e) {
+        done[static_cast<std::size_t>(e)] = true;
+        ++finished;
+        for (int c : edges.children[static_cast<std::size_t>(e)])
+            if (!done[static_cast<std::size_t>(c)] && --missing[static_cast<std::size_t>(c)] == 0) ready.push(c);
+    };
+    std::set<int> reported;  // variables already named in a cycle message
+    while (finished < binary) {
+        while (!ready.empty()) {
+            const int e = ready.top();
+            ready.pop();
+            if (done[static_cast<std::size_t>(e)]) continue;
+            s.g.topological_order.push_back(e);
+            finish(e);
+        }
+        if (finished == binary) break;
+        // Stuck: what is left holds a cycle. Report it, then take it out and go on, so
+        // every independent cycle is reported once.
+        int start = 0;
+        while (done[static_cast<std::size_t>(start)] || !s.g.elements[static_cast<std::size_t>(start)].binary) ++start;
+        const std::vector<int> cycle = find_cycle(edges, done, start);
+        bool is_new = false;
+        for (int e : cycle) is_new = reported.insert(s.element(e).variable).second || is_new;
+        if (is_new) report_cycle(s, cycle);
+        for (int e : cycle)
+            if (!done[static_cast<std::size_t>(e)]) finish(e);
+    }
+    warn_childless_hidden(s, edges);
+}
+
+void build_blocks(Lowering& s) {
+    for (auto& p : s.params) {
+        ir::Parameter out;
+        out.name = p.name;
+        out.shape = p.shape;
+        out.theta_index.assign(static_cast<std::size_t>(p.size()), -1);
+        out.prior = p.prior_text;
+        out.loc = p.loc;
+        s.g.parameters.push_back(std::move(out));
+    }
+    for (int e : s.g.topological_order) {
+        ir::Cpd& cpd = s.g.cpds[static_cast<std::size_t>(e)];
+        if (!cpd.logistic || cpd.features.empty()) continue;
+        const auto& w = s.weights[static_cast<std::size_t>(e)];
+        ir::Block b;
+        b.element = e;
+        b.offset = s.g.dim;
+        b.size = static_cast<int>(cpd.features.size());
+        const auto m = static_cast<std::size_t>(b.size);
+        b.prior_mean.resize(m);
+        b.prior_cov.assign(m * m, 0.0);
+        // Block-diagonal between parameters; full only within one mvnormal parameter.
+        for (std::size_t a = 0; a < m; ++a) {
+            const ParamInfo& pa = s.params[static_cast<std::size_t>(w[a].param)];
+            b.prior_mean[a] = pa.mean[static_cast<std::size_t>(w[a].element)];
+            s.g.parameters[static_cast<std::size_t>(w[a].param)].theta_index[static_cast<std::size_t>(w[a].element)] =
+                b.offset + static_cast<int>(a);
+            for (std::size_t c = 0; c < m; ++c) {
+                if (w[c].param != w[a].param) continue;
+                const auto size = static_cast<std::size_t>(pa.size());
+                const double v = pa.cov[static_cast<std::size_t>(w[a].element) * size + static_cast<std::size_t>(w[c].element)];
+                b.prior_cov[a * m + c] = v;
+                if (a != c && v != 0) b.prior_diagonal = false;
+            }
+        }
+        cpd.block = static_cast<int>(s.g.blocks.size());
+        s.g.blocks.push_back(std::move(b));
+        s.g.dim += static_cast<int>(m);
+    }
+}
+
+}  // namespace vbn::lang::lowering

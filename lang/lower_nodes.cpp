@@ -1,0 +1,201 @@
+// Node distributions into the canonical form of DESIGN.md §1: per element i,
+//   logit P(x_i = +1 | parents) = offset_i + Σ c_k x_{j_k} + θ_i' f_i.
+// Constant terms add to the offset, `CONST * PARENTS` gives fixed terms, a parameter gives
+// learned features; shapes of parameters follow from the node and the parent count (§2).
+#include "lang/lower_state.hpp"
+
+#include <fmt/format.h>
+
+namespace vbn::lang::lowering {
+
+namespace {
+
+const char* kind_word(const ir::Variable& v) { return v.kind == ir::VariableKind::binary ? "node" : "covariate"; }
+
+std::vector<std::string> variable_names(const Lowering& s) {
+    std::vector<std::string> out;
+    for (const auto& v : s.g.variables) out.push_back(v.name);
+    return out;
+}
+
+// The parents of one node, element by element, with the checks that need the whole list.
+struct NodeContext {
+    int variable = 0;
+    std::set<int> seen;  // parent elements already used by an earlier term or item
+};
+
+struct Parents {
+    std::vector<int> elements;
+    bool complete = true;  // false when an item could not be resolved
+};
+
+void unknown_parent(Lowering& s, const std::string& name, Location loc) {
+    if (s.parameter_names.count(name)) {
+        s.diag.error(loc, fmt::format("'{}' is a parameter, not a node or covariate; a parent must be a declared node or "
+                                      "covariate",
+                                      name));
+        return;
+    }
+    const auto names = variable_names(s);
+    const std::string guess = closest_name(name, names);
+    if (!guess.empty()) s.diag.error(loc, fmt::format("unknown parent '{}'; did you mean '{}'?", name, guess));
+    else if (names.empty()) s.diag.error(loc, fmt::format("unknown parent '{}'; no nodes or covariates are declared", name));
+    else s.diag.error(loc, fmt::format("unknown parent '{}'; declared nodes and covariates are {}", name, name_list(names)));
+}
+
+// The elements one parent item names: all of an array, one element, or a scalar.
+std::vector<int> resolve_item(Lowering& s, const ast::parent_ref& r, Location loc, bool& complete) {
+    const auto found = s.variable_by_name.find(r.name.name);
+    if (found == s.variable_by_name.end()) {
+        unknown_parent(s, r.name.name, loc);
+        complete = false;
+        return {};
+    }
+    const ir::Variable& v = s.variable(found->second);
+    if (!r.index) {
+        std::vector<int> all;
+        for (int k = 0; k < v.size; ++k) all.push_back(v.first_element + k);
+        return all;
+    }
+    const int index = *r.index;
+    if (!v.is_array) {
+        s.diag.error(s.after_bracket(r.name, loc),
+                     fmt::format("'{}' is a single {}, not an array, so it cannot be indexed; write '{}'", v.name, kind_word(v), v.name));
+        return {v.first_element};  // the intent is clear, so go on with it
+    }
+    if (index < 1 || index > v.size) {
+        s.diag.error(s.after_bracket(r.name, loc),
+                     fmt::format("index {} is out of range for '{}', which has {} element{}; indices run from 1 to {}", index,
+                                 v.name, v.size, v.size == 1 ? "" : "s", v.size));
+        complete = false;
+        return {};
+    }
+    return {v.first_element + index - 1};
+}
+
+Parents resolve(Lowering& s, NodeContext& node, const ast::parent_list& list, Location fallback) {
+    Parents out;
+    const Location list_loc = s.at(list, fallback);
+    for (const auto& r : list.items) {
+        const Location loc = s.at(r, s.at(r.name, list_loc));
+        bool reported = false;
+        for (int e : resolve_item(s, r, loc, out.complete)) {
+            if (!node.seen.insert(e).second && !reported) {
+                s.diag.error(loc, fmt::format("parent '{}' appears twice in the predictor of '{}'; list each parent once",
+                                              s.element(e).name, s.variable(node.variable).name));
+                reported = true;
+            }
+            out.elements.push_back(e);  // kept even when repeated, so shapes stay as written
+        }
+    }
+    return out;
+}
+
+void add_offset(Lowering& s, const ir::Variable& v, double c) {
+    for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].offset += c;
+}
+
+void add_fixed(Lowering& s, const ir::Variable& v, const std::vector<int>& parents, double c) {
+    for (int k = 0; k < v.size; ++k)
+        for (int j : parents) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].fixed.push_back({j, c});
+}
+
+// A new parameter and its features. Element-wise over an array node of size K: a bias is
+// vector[K] and weights on P parents are K×P (vector[K] when P = 1); for a scalar node the
+// weights are vector[P] (scalar when P = 1).
+void add_parameter(Lowering& s, const ir::Variable& v, const ast::identifier& id, Location loc, double sign,
+                   const Parents* parents) {
+    const int p = static_cast<int>(s.params.size());
+    ParamInfo info;
+    info.name = id.name;
+    info.node = s.variable_by_name.at(v.name);
+    info.loc = loc;
+    const int K = v.size;
+    const int P = parents ? static_cast<int>(parents->elements.size()) : 1;
+    if (parents) info.shape_known = parents->complete;
+    if (v.is_array) info.shape = P == 1 ? std::vector<int>{K} : std::vector<int>{K, P};
+    else if (P != 1) info.shape = {P};
+    for (int k = 0; k < K; ++k) {
+        const auto e = static_cast<std::size_t>(v.first_element + k);
+        for (int q = 0; q < P; ++q) {
+            const int parent = parents ? parents->elements[static_cast<std::size_t>(q)] : -1;
+            s.g.cpds[e].features.push_back({parent, sign});
+            s.weights[e].push_back({p, k * P + q});
+        }
+    }
+    s.param_by_name.emplace(id.name, p);
+    s.params.push_back(std::move(info));
+}
+
+void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location node_loc) {
+    const ir::Variable& v = s.variable(node.variable);
+    const double sign = t.sign == '-' ? -1.0 : 1.0;
+    const Location term_loc = s.at(t, node_loc);
+    const Parents parents = t.parents ? resolve(s, node, *t.parents, term_loc) : Parents{};
+
+    if (const auto* e = boost::get<ast::expression>(&t.coef.get())) {
+        const auto c = s.eval.expression(*e, term_loc);
+        if (!c) return;
+        if (t.parents) add_fixed(s, v, parents.elements, sign * *c);
+        else add_offset(s, v, sign * *c);
+        return;
+    }
+    const auto& id = boost::get<ast::identifier>(t.coef.get());
+    const Location loc = s.at(id, term_loc);
+    if (const auto known = s.variable_by_name.find(id.name); known != s.variable_by_name.end()) {
+        const char* kind = kind_word(s.variable(known->second));
+        if (t.parents)
+            s.diag.error(loc, fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter name "
+                                          "or a constant",
+                                          id.name, kind));
+        else
+            s.diag.error(loc, fmt::format("'{}' is a {}, but a term without '*' is a constant or a learned bias; to weight "
+                                          "'{}' put a parameter or a constant before it, e.g. 'w * {}'",
+                                          id.name, kind, id.name, id.name));
+        return;
+    }
+    if (const auto used = s.param_by_name.find(id.name); used != s.param_by_name.end()) {
+        const ParamInfo& first = s.params[static_cast<std::size_t>(used->second)];
+        s.diag.error(loc, fmt::format("parameter '{}' is already used on line {}; each parameter belongs to exactly one term "
+                                      "of one node, so give this term a parameter of its own",
+                                      id.name, first.loc.line));
+        return;
+    }
+    add_parameter(s, v, id, loc, sign, t.parents ? &parents : nullptr);
+}
+
+void lower_bernoulli(Lowering& s, const ir::Variable& v, const ast::bernoulli_dist& b, Location node_loc) {
+    const Location loc = s.at(b.p, s.at(b, node_loc));
+    const auto p = s.eval.expression(b.p, loc);
+    if (!p) return;
+    if (!(*p > 0 && *p < 1)) {
+        s.diag.error(loc, fmt::format("bernoulli needs a probability strictly between 0 and 1, found {}", format_number(*p)));
+        return;
+    }
+    for (int k = 0; k < v.size; ++k) {
+        ir::Cpd& c = s.g.cpds[static_cast<std::size_t>(v.first_element + k)];
+        c.logistic = false;
+        c.offset = logit(*p);
+    }
+}
+
+}  // namespace
+
+void lower_nodes(Lowering& s) {
+    for (int vi = 0; vi < static_cast<int>(s.g.variables.size()); ++vi) {
+        const ast::node_decl* decl = s.node_decls[static_cast<std::size_t>(vi)];
+        if (!decl) continue;
+        const ir::Variable& v = s.variable(vi);
+        const Location node_loc = s.at(*decl, v.loc);
+        if (const auto* b = boost::get<ast::bernoulli_dist>(&decl->dist.get())) {
+            lower_bernoulli(s, v, *b, node_loc);
+            continue;
+        }
+        for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].logistic = true;
+        NodeContext node{vi, {}};
+        const auto& logistic = boost::get<ast::logistic_dist>(decl->dist.get());
+        for (const auto& t : logistic.linear.terms) lower_term(s, node, t, node_loc);
+    }
+}
+
+}  // namespace vbn::lang::lowering

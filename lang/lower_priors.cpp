@@ -1,0 +1,238 @@
+// Prior statements into each parameter's Gaussian N(mean, cov) over its elements
+// (row-major). normal(MEAN, SD) gives iid or independent elements, a diagonal covariance;
+// mvnormal(MEANVEC, COV) a full one, for a vector parameter of one scalar node, whose
+// elements then all sit in the one block of that node.
+//
+// Accepted shapes: MEAN and SD of normal are each a scalar (shared by all elements), a
+// vector literal with one entry per element (row-major for a matrix parameter), or, for a
+// matrix parameter, a matrix literal of its shape. mvnormal takes a vector of the
+// parameter's length and a square matrix of that size (a scalar parameter also accepts a
+// scalar mean and variance).
+//
+// ir::Parameter::prior is the prior with its arguments evaluated and printed with six
+// significant digits, e.g. `normal(3, 3.16228)` for `normal(3, sqrt(10))`.
+#include "lang/lower_state.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace vbn::lang::lowering {
+
+namespace {
+
+// Relative tolerance of the symmetry check: tighter than any covariance a user would
+// type, looser than the rounding of entries computed from constant expressions.
+constexpr double symmetry_tolerance = 1e-9;
+
+// The checked arguments of one prior statement, shared by all the parameters it names.
+struct PriorArgs {
+    bool normal = true;
+    std::optional<Literal> mean;
+    std::optional<Literal> spread;  // SD of normal, covariance of mvnormal
+    bool valid = false;
+    std::string text;
+};
+
+// Each SD entry must be positive: a zero SD is a point mass, not a Gaussian prior.
+bool check_sd(Lowering& s, const Literal& sd) {
+    bool ok = true;
+    for (std::size_t k = 0; k < sd.values.size(); ++k)
+        if (!(sd.values[k] > 0)) {
+            s.diag.error(sd.places[k], fmt::format("the standard deviation of normal must be positive, found {}",
+                                                   format_number(sd.values[k])));
+            ok = false;
+        }
+    return ok;
+}
+
+// Row (1-based) where the Cholesky factorisation of the n×n matrix `a` breaks down, or 0
+// if it succeeds. A pivot that is not clearly positive relative to its diagonal entry means
+// the matrix is singular to working precision.
+int cholesky_failure(const std::vector<double>& a, int n) {
+    std::vector<double> l(static_cast<std::size_t>(n * n), 0.0);
+    auto A = [&](int i, int j) { return a[static_cast<std::size_t>(i * n + j)]; };
+    auto L = [&](int i, int j) -> double& { return l[static_cast<std::size_t>(i * n + j)]; };
+    for (int j = 0; j < n; ++j) {
+        double d = A(j, j);
+        for (int k = 0; k < j; ++k) d -= L(j, k) * L(j, k);
+        if (!(d > 1e-12 * std::abs(A(j, j)))) return j + 1;
+        L(j, j) = std::sqrt(d);
+        for (int i = j + 1; i < n; ++i) {
+            double x = A(i, j);
+            for (int k = 0; k < j; ++k) x -= L(i, k) * L(j, k);
+            L(i, j) = x / L(j, j);
+        }
+    }
+    return 0;
+}
+
+// A covariance literal must be square, symmetric and positive definite. On success the
+// values are made exactly symmetric, as the IR promises.
+bool check_cov(Lowering& s, Literal& cov) {
+    if (cov.shape.empty()) {
+        if (cov.values[0] > 0) return true;
+        s.diag.error(cov.loc, fmt::format("the variance of mvnormal must be positive, found {}", format_number(cov.values[0])));
+        return false;
+    }
+    if (cov.shape.size() != 2 || cov.shape[0] != cov.shape[1]) {
+        s.diag.error(cov.loc, fmt::format("the covariance of mvnormal must be a square matrix, found a {}; write it as a list "
+                                          "of rows, e.g. [[1, 0.5], [0.5, 1]]",
+                                          shape_text(cov.shape)));
+        return false;
+    }
+    const int n = cov.shape[0];
+    auto at = [&](int i, int j) -> double& { return cov.values[static_cast<std::size_t>(i * n + j)]; };
+    for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) {
+            const double a = at(i, j), b = at(j, i);
+            if (std::abs(a - b) > symmetry_tolerance * std::max(std::abs(a), std::abs(b))) {
+                s.diag.error(cov.places[static_cast<std::size_t>(j * n + i)],
+                             fmt::format("the covariance matrix is not symmetric: entry [{},{}] is {} but entry [{},{}] is {}",
+                                         j + 1, i + 1, format_number(b), i + 1, j + 1, format_number(a)));
+                return false;
+            }
+            at(i, j) = at(j, i) = 0.5 * (a + b);
+        }
+    if (const int row = cholesky_failure(cov.values, n)) {
+        s.diag.error(cov.loc, fmt::format("the covariance matrix is not positive definite (its Cholesky factorisation fails "
+                                          "at row {}); a covariance must be symmetric positive definite",
+                                          row));
+        return false;
+    }
+    return true;
+}
+
+PriorArgs evaluate(Lowering& s, const ast::prior_stmt& ps, Location stmt_loc) {
+    PriorArgs args;
+    if (const auto* n = boost::get<ast::normal_prior>(&ps.dist.get())) {
+        const Location loc = s.at(*n, stmt_loc);
+        args.mean = s.eval.value(n->mean, loc);
+        args.spread = s.eval.value(n->sd, loc);
+        args.valid = args.mean && args.spread && check_sd(s, *args.spread);
+        if (args.valid) args.text = fmt::format("normal({}, {})", format_literal(*args.mean), format_literal(*args.spread));
+        return args;
+    }
+    const auto& m = boost::get<ast::mvnormal_prior>(ps.dist.get());
+    const Location loc = s.at(m, stmt_loc);
+    args.normal = false;
+    args.mean = s.eval.value(m.mean, loc);
+    args.spread = s.eval.value(m.cov, loc);
+    if (args.spread && !check_cov(s, *args.spread)) args.spread.reset();
+    args.valid = args.mean && args.spread;
+    if (args.valid) args.text = fmt::format("mvnormal({}, {})", format_literal(*args.mean), format_literal(*args.spread));
+    return args;
+}
+
+// One value per element of `p` from a normal argument, or an error naming what would fit.
+std::optional<std::vector<double>> per_element(Lowering& s, const ParamInfo& p, const Literal& lit, const char* what) {
+    const int n = p.size();
+    if (lit.shape.empty()) return std::vector<double>(static_cast<std::size_t>(n), lit.values[0]);
+    if ((lit.shape.size() == 1 && lit.shape[0] == n) || lit.shape == p.shape) return lit.values;
+    std::string fits = "a scalar";
+    if (p.shape.size() == 1) fits += fmt::format(" or a vector of length {}", n);
+    if (p.shape.size() == 2)
+        fits += fmt::format(", a {} or a vector of its {} elements in row-major order", shape_text(p.shape), n);
+    s.diag.error(lit.loc, fmt::format("the {} is a {} but '{}' is a {}; give {}", what, shape_text(lit.shape), p.name,
+                                      shape_text(p.shape), fits));
+    return std::nullopt;
+}
+
+bool apply_normal(Lowering& s, ParamInfo& p, const PriorArgs& args) {
+    const auto mean = per_element(s, p, *args.mean, "mean");
+    const auto sd = per_element(s, p, *args.spread, "standard deviation");
+    if (!mean || !sd) return false;
+    const auto n = static_cast<std::size_t>(p.size());
+    p.mean = *mean;
+    p.cov.assign(n * n, 0.0);
+    for (std::size_t k = 0; k < n; ++k) p.cov[k * n + k] = (*sd)[k] * (*sd)[k];
+    return true;
+}
+
+bool apply_mvnormal(Lowering& s, ParamInfo& p, const PriorArgs& args, Location use) {
+    if (p.shape.size() == 2) {
+        s.diag.error(use, fmt::format("mvnormal is for a vector parameter, but '{}' is a {}; use normal(MEAN, SD) for its "
+                                      "elements",
+                                      p.name, shape_text(p.shape)));
+        return false;
+    }
+    const ir::Variable& node = s.variable(p.node);
+    if (node.is_array) {
+        s.diag.error(use, fmt::format("mvnormal needs a parameter of one scalar node, but '{}' holds one weight per element "
+                                      "of the array node '{}', each in its own block; use normal(MEAN, SD)",
+                                      p.name, node.name));
+        return false;
+    }
+    const int n = p.size();
+    const Literal& mean = *args.mean;
+    const Literal& cov = *args.spread;
+    bool ok = true;
+    if (!((mean.shape.size() == 1 && mean.shape[0] == n) || (mean.shape.empty() && n == 1))) {
+        s.diag.error(mean.loc, fmt::format("the mean of mvnormal is a {} but '{}' is a {}; give a vector of length {}",
+                                           shape_text(mean.shape), p.name, shape_text(p.shape), n));
+        ok = false;
+    }
+    if (!((cov.shape.size() == 2 && cov.shape[0] == n) || (cov.shape.empty() && n == 1))) {
+        s.diag.error(cov.loc, fmt::format("the covariance of mvnormal is a {} but '{}' is a {}; give a matrix[{},{}]",
+                                          shape_text(cov.shape), p.name, shape_text(p.shape), n, n));
+        ok = false;
+    }
+    if (!ok) return false;
+    p.mean = mean.values;
+    p.cov = cov.values;
+    return true;
+}
+
+void prior_target(Lowering& s, const ast::identifier& id, Location stmt_loc, const PriorArgs& args) {
+    const Location loc = s.at(id, stmt_loc);
+    if (const auto v = s.variable_by_name.find(id.name); v != s.variable_by_name.end()) {
+        if (s.variable(v->second).kind == ir::VariableKind::binary)
+            s.diag.error(loc, fmt::format("'{}' is a node, not a parameter; a prior belongs to a parameter, a coefficient in a "
+                                          "predictor, while a node gets its distribution in its declaration",
+                                          id.name));
+        else
+            s.diag.error(loc, fmt::format("'{}' is a covariate, not a parameter; a covariate is an observed input with no "
+                                          "distribution: it can be a parent but never a child",
+                                          id.name));
+        return;
+    }
+    const auto found = s.param_by_name.find(id.name);
+    if (found == s.param_by_name.end()) {
+        std::vector<std::string> names;
+        for (const auto& p : s.params) names.push_back(p.name);
+        const std::string guess = closest_name(id.name, names);
+        s.diag.error(loc, fmt::format("prior on '{}', which no predictor uses; a prior belongs to a parameter used as a "
+                                      "coefficient{}",
+                                      id.name, guess.empty() ? std::string() : fmt::format("; did you mean '{}'?", guess)));
+        return;
+    }
+    ParamInfo& p = s.params[static_cast<std::size_t>(found->second)];
+    if (p.has_prior) {
+        s.diag.error(loc, fmt::format("parameter '{}' already has a prior on line {}; give each parameter exactly one prior",
+                                      id.name, p.prior_loc.line));
+        return;
+    }
+    p.has_prior = true;
+    p.prior_loc = loc;
+    if (!args.valid || !p.shape_known) return;
+    p.prior_ok = args.normal ? apply_normal(s, p, args) : apply_mvnormal(s, p, args, loc);
+    if (p.prior_ok) p.prior_text = args.text;
+}
+
+}  // namespace
+
+void lower_priors(Lowering& s, const ast::program& program) {
+    for (const auto& st : program.statements) {
+        const auto* ps = boost::get<ast::prior_stmt>(&st.get());
+        if (!ps) continue;
+        const Location stmt_loc = s.at(*ps);
+        const PriorArgs args = evaluate(s, *ps, stmt_loc);
+        for (const auto& id : ps->params) prior_target(s, id, stmt_loc, args);
+    }
+    for (const auto& p : s.params)
+        if (!p.has_prior)
+            s.diag.error(p.loc, fmt::format("parameter '{}' has no prior; every parameter needs one, e.g. '{} ~ normal(0, 1);'",
+                                            p.name, p.name));
+}
+
+}  // namespace vbn::lang::lowering

@@ -1,0 +1,83 @@
+// What the passes of lowering share while they turn an AST into an IR graph. Internal to
+// lang/: lower.cpp runs the passes in order,
+//   declare (lower.cpp)        names, variables, elements, array sizes
+//   lower_nodes (lower_nodes.cpp)   predictors -> offsets, fixed terms, features, parameters
+//   lower_priors (lower_priors.cpp) priors -> each parameter's mean and covariance
+//   order_graph (lower_graph.cpp)   acyclicity, topological order, warnings
+//   build_blocks (lower_graph.cpp)  parameter blocks and θ indices (only without errors)
+#pragma once
+
+#include "lang/const_eval.hpp"
+#include "lang/frontend.hpp"
+#include "lang/ir.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace vbn::lang::lowering {
+
+// The parameter element whose value is the weight of one feature.
+struct WeightRef {
+    int param = -1;
+    int element = 0;  // row-major over the parameter's shape
+};
+
+struct ParamInfo {
+    std::string name;
+    std::vector<int> shape;      // {} scalar, {K} vector, {K, P} matrix
+    bool shape_known = true;     // false when a parent of its term could not be resolved
+    int node = -1;               // the variable whose predictor uses it
+    Location loc;                // its use in that predictor
+    bool has_prior = false;
+    Location prior_loc;
+    bool prior_ok = false;       // mean and cov hold a checked prior
+    std::vector<double> mean;    // one per element
+    std::vector<double> cov;     // elements × elements, row-major
+    std::string prior_text;
+
+    int size() const {
+        int n = 1;
+        for (int d : shape) n *= d;
+        return n;
+    }
+};
+
+struct Lowering {
+    Lowering(const SourceMap& m, Diagnostics& d) : map(m), diag(d), eval(m, d) {}
+
+    const SourceMap& map;
+    Diagnostics& diag;
+    ConstEval eval;
+    ir::Graph g;
+
+    std::map<std::string, int> variable_by_name;
+    std::vector<const ast::node_decl*> node_decls;  // per variable; null for covariates
+    std::set<std::string> parameter_names;          // coefficient and prior names, for messages
+    std::vector<ParamInfo> params;                  // in order of first use
+    std::map<std::string, int> param_by_name;
+    std::vector<std::vector<WeightRef>> weights;    // per element, parallel to Cpd::features
+
+    Location at(const boost::spirit::x3::position_tagged& node, Location fallback = {}) const {
+        return eval.at(node, fallback);
+    }
+    // Where the text right after `node` continues past an opening '[': the place of an
+    // index or an array size, which the AST stores as a plain int.
+    Location after_bracket(const boost::spirit::x3::position_tagged& node, Location fallback) const;
+    const ir::Variable& variable(int v) const { return g.variables[static_cast<std::size_t>(v)]; }
+    const ir::Element& element(int e) const { return g.elements[static_cast<std::size_t>(e)]; }
+};
+
+void lower_nodes(Lowering& s);
+void lower_priors(Lowering& s, const ast::program& program);
+void order_graph(Lowering& s);
+void build_blocks(Lowering& s);
+
+// The candidate closest to `name` by edit distance when it is close enough to be a likely
+// typo, else empty.
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+// "a, b and c", at most `limit` names then "and N more".
+std::string name_list(const std::vector<std::string>& names, std::size_t limit = 8);
+
+}  // namespace vbn::lang::lowering
