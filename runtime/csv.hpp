@@ -1,0 +1,53 @@
+// An RFC 4180 record reader over a text held in memory (DESIGN.md §2, "Data").
+//
+// Comma separator; double-quoted fields with "" escapes, holding commas and line breaks;
+// LF, CRLF or a lone CR between records; the last record with or without a line break; a
+// UTF-8 byte order mark at the start is skipped; spaces and tabs around unquoted values (and
+// outside the quotes of quoted ones) are trimmed. Blank lines are skipped.
+//
+// The reader works in place: quoted fields are unescaped inside the buffer, and fields are
+// views into it, so reading a record allocates nothing once the field vector has grown.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vbn {
+
+class CsvReader {
+public:
+    // `text` is modified (quoted fields are unescaped in place) and must outlive the reader
+    // and every field view it hands out. `name` is what messages print (usually the path).
+    CsvReader(std::string& text, std::string name);
+
+    // Reads the next non-blank record; false at the end of the text. Throws vbn::Error of
+    // kind data, naming the line, for an unterminated quote, a character after a closing
+    // quote, or a byte that has no place in a text file (NUL and other control characters).
+    bool next();
+
+    // The fields of the current record; views stay valid while the text lives.
+    std::span<const std::string_view> fields() const { return fields_; }
+    // Line where the current record starts (1-based); a record with quoted line breaks
+    // spans several lines.
+    long line() const { return record_line_; }
+    const std::string& name() const { return name_; }
+
+private:
+    void read_record();
+    std::string_view read_quoted(char*& p);
+    std::string_view read_unquoted(char*& p);
+    [[noreturn]] void fail(long line, long column, const std::string& message) const;
+    [[noreturn]] void fail_byte(unsigned byte, long column) const;
+
+    char* pos_;
+    char* end_;
+    std::string name_;
+    long line_ = 1;         // line of pos_
+    long record_line_ = 0;  // line where the current record starts
+    bool first_quoted_ = false;
+    std::vector<std::string_view> fields_;
+};
+
+}  // namespace vbn
