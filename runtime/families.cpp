@@ -55,9 +55,9 @@ std::size_t hash_doubles(const double* p, std::size_t n) {
 
 // Distinct fixed-length rows of doubles with summed weights. Candidates are written after
 // the stored rows and either kept or dropped, so no key is ever copied.
-class PatternTable {
+class FamilyTable {
 public:
-    explicit PatternTable(std::size_t width)
+    explicit FamilyTable(std::size_t width)
         : width_(width), set_(16, Hash{this}, Equal{this}) {}
 
     double* candidate() {
@@ -82,11 +82,11 @@ public:
 
 private:
     struct Hash {
-        const PatternTable* t;
+        const FamilyTable* t;
         std::size_t operator()(int r) const { return hash_doubles(t->data_.data() + sz(r) * t->width_, t->width_); }
     };
     struct Equal {
-        const PatternTable* t;
+        const FamilyTable* t;
         bool operator()(int a, int b) const {
             const double* pa = t->data_.data() + sz(a) * t->width_;
             const double* pb = t->data_.data() + sz(b) * t->width_;
@@ -268,7 +268,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                                             el.name, d.name));
     }
 
-    std::deque<PatternTable> tables;  // deque: tables hold pointers to themselves, never move them
+    std::deque<FamilyTable> tables;  // deque: tables hold pointers to themselves, never move them
     for (const auto& b : g.blocks) tables.emplace_back(sz(b.size) + 2);
 
     std::vector<double> x(sz(n));
@@ -319,7 +319,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
             if (!involved) {
                 const ir::Cpd& cpd = g.cpds[sz(e)];
                 if (cpd.block >= 0) {
-                    PatternTable& t = tables[sz(cpd.block)];
+                    FamilyTable& t = tables[sz(cpd.block)];
                     fold_cpd(g, e, x, local, scratch);
                     double* row = t.candidate();
                     row[0] = x[sz(e)];
@@ -408,7 +408,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     out.complete.resize(sz(nblocks));
     for (int b = 0; b < nblocks; ++b) {
         CompleteFamily& cf = out.complete[sz(b)];
-        const PatternTable& t = tables[sz(b)];
+        const FamilyTable& t = tables[sz(b)];
         const auto rows = static_cast<Eigen::Index>(t.rows());
         const int dim = g.blocks[sz(b)].size;
         cf.element = g.blocks[sz(b)].element;

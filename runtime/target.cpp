@@ -255,7 +255,18 @@ double Target::log_likelihood(In theta, Workspace& ws) const {
     return v;
 }
 
-double Target::log_density(In theta, Workspace& ws) const { return log_prior(theta, ws) + log_likelihood(theta, ws); }
+// Summed in the same order as log_density_gradient, so both return the same bits.
+double Target::log_density(In theta, Workspace& ws) const {
+    check_theta(theta);
+    double v = 0;
+    for (int b = 0; b < blocks(); ++b) {
+        v += prior_term(b, theta, nullptr, ws);
+        v += complete_term(b, theta, nullptr, ws);
+    }
+    for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
+        v += component_term(c, theta, nullptr, -1, ws);
+    return v;
+}
 
 double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
     check_theta(theta);
