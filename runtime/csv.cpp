@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -37,6 +38,12 @@ CsvReader::CsvReader(std::string& text, std::string name)
     if (n >= 2 && ((byte(text[0]) == 0xFF && byte(text[1]) == 0xFE) || (byte(text[0]) == 0xFE && byte(text[1]) == 0xFF)))
         fail(1, 0, "the file is UTF-16 encoded; save it as UTF-8 (or ASCII) comma-separated text");
     if (n >= 3 && byte(text[0]) == 0xEF && byte(text[1]) == 0xBB && byte(text[2]) == 0xBF) pos_ += 3;
+    // Binary files are refused up front, before their first "line" is taken for a header and
+    // reported as unknown columns; bytes further on are caught while reading.
+    char* const sniff_end = pos_ + std::min<std::size_t>(static_cast<std::size_t>(end_ - pos_), 64 * 1024);
+    // Reading up to the byte reports it with its line and column.
+    if (std::any_of(pos_, sniff_end, [](char c) { return is_control(byte(c)); }))
+        while (pos_ < end_) read_record();
 }
 
 bool CsvReader::next() {

@@ -1,0 +1,451 @@
+// The RFC 4180 reader and load_csv against a model: spellings, quoting, headers, and every
+// kind of bad input with the place it names.
+#include "runtime/csv.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace vbn;
+
+namespace {
+
+struct Var {
+    std::string name;
+    ir::VariableKind kind = ir::VariableKind::binary;
+    bool hidden = false;
+    int size = 0;  // 0: scalar
+};
+
+// Only what the data side reads: variables and their elements.
+ir::Graph make_graph(const std::vector<Var>& vars) {
+    ir::Graph g;
+    g.name = "test.vbn";
+    for (const Var& v : vars) {
+        ir::Variable var;
+        var.name = v.name;
+        var.kind = v.kind;
+        var.hidden = v.hidden;
+        var.is_array = v.size > 0;
+        var.size = v.size > 0 ? v.size : 1;
+        var.first_element = static_cast<int>(g.elements.size());
+        for (int k = 0; k < var.size; ++k) {
+            ir::Element el;
+            el.variable = static_cast<int>(g.variables.size());
+            el.index = k;
+            el.name = var.is_array ? v.name + "[" + std::to_string(k + 1) + "]" : v.name;
+            el.binary = v.kind == ir::VariableKind::binary;
+            el.hidden = v.hidden;
+            g.elements.push_back(el);
+        }
+        g.variables.push_back(var);
+    }
+    g.cpds.resize(g.elements.size());
+    return g;
+}
+
+// node h hidden; node y; node v[3]; covariate x.
+ir::Graph model() {
+    return make_graph({{"h", ir::VariableKind::binary, true},
+                       {"y"},
+                       {"v", ir::VariableKind::binary, false, 3},
+                       {"x", ir::VariableKind::covariate}});
+}
+
+std::vector<std::vector<std::string>> records(std::string text, std::vector<long>* lines = nullptr) {
+    CsvReader r(text, "t.csv");
+    std::vector<std::vector<std::string>> out;
+    while (r.next()) {
+        out.emplace_back(r.fields().begin(), r.fields().end());
+        if (lines) lines->push_back(r.line());
+    }
+    return out;
+}
+
+Dataset load(const ir::Graph& g, const std::string& text, LoadNotes* notes = nullptr) {
+    std::istringstream in(text);
+    return load_csv(g, in, "data.csv", notes);
+}
+
+// The error load_csv throws for `text`.
+Error load_error(const ir::Graph& g, const std::string& text) {
+    try {
+        (void)load(g, text);
+    } catch (const Error& e) {
+        return e;
+    }
+    FAIL("no error for: " << text.substr(0, 200));
+    return Error(ErrorKind::usage, "");
+}
+
+Error reader_error(std::string text) {
+    try {
+        (void)records(std::move(text));
+    } catch (const Error& e) {
+        return e;
+    }
+    FAIL("no error");
+    return Error(ErrorKind::usage, "");
+}
+
+bool contains(const std::string& haystack, std::string_view needle) { return haystack.find(needle) != std::string::npos; }
+
+using Rec = std::vector<std::vector<std::string>>;
+
+}  // namespace
+
+// --- the reader ---------------------------------------------------------------------
+
+TEST_CASE("csv: fields split on commas; spaces around unquoted values are trimmed") {
+    CHECK(records("a,b,c\n1, 2 ,\t3\t\n") == Rec{{"a", "b", "c"}, {"1", "2", "3"}});
+    CHECK(records("a,,c,\n") == Rec{{"a", "", "c", ""}});
+    CHECK(records("a b,c\n") == Rec{{"a b", "c"}});
+}
+
+TEST_CASE("csv: quoted fields keep spaces, commas, doubled quotes and line breaks") {
+    std::vector<long> lines;
+    const auto r = records("a,b\n\" x, y \",\"say \"\"hi\"\"\"\n\"two\nlines\",\"crlf\r\ninside\"\nlast,\"\"\n", &lines);
+    CHECK(r == Rec{{"a", "b"}, {" x, y ", "say \"hi\""}, {"two\nlines", "crlf\r\ninside"}, {"last", ""}});
+    // A record's line is where it starts; line breaks inside quotes still count.
+    CHECK(lines == std::vector<long>{1, 2, 3, 6});
+}
+
+TEST_CASE("csv: spaces outside the quotes are trimmed; a quote inside an unquoted field is text") {
+    CHECK(records("  \"a\"  ,b\n") == Rec{{"a", "b"}});
+    CHECK(records("ab\"c,d\n") == Rec{{"ab\"c", "d"}});
+}
+
+TEST_CASE("csv: LF, CRLF and lone CR line ends; last line with or without a line break") {
+    const Rec expected{{"a", "b"}, {"1", "2"}, {"3", "4"}};
+    CHECK(records("a,b\n1,2\n3,4\n") == expected);
+    CHECK(records("a,b\n1,2\n3,4") == expected);
+    CHECK(records("a,b\r\n1,2\r\n3,4\r\n") == expected);
+    CHECK(records("a,b\r\n1,2\r\n3,4") == expected);
+    CHECK(records("a,b\r1,2\r3,4\r") == expected);
+    std::vector<long> lines;
+    (void)records("a,b\r\n1,2\r\n3,4", &lines);
+    CHECK(lines == std::vector<long>{1, 2, 3});
+}
+
+TEST_CASE("csv: blank lines are skipped, a line holding \"\" is a record") {
+    std::vector<long> lines;
+    CHECK(records("\na\n\n  \n1\n\"\"\n\n", &lines) == Rec{{"a"}, {"1"}, {""}});
+    CHECK(lines == std::vector<long>{2, 5, 6});
+    CHECK(records("").empty());
+    CHECK(records("\n\r\n\n").empty());
+}
+
+TEST_CASE("csv: a UTF-8 byte order mark at the start is ignored") {
+    CHECK(records("\xEF\xBB\xBFy,x\n1,2\n") == Rec{{"y", "x"}, {"1", "2"}});
+    CHECK(records("\xEF\xBB\xBF\"y\",x\n") == Rec{{"y", "x"}});
+}
+
+TEST_CASE("csv: an unterminated quote is an error at the line and column where it opens") {
+    const Error e = reader_error("a,b\n1,\"open\n2,3\n4,5\n");
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 2);
+    CHECK(contains(e.what(), "t.csv:2:2: unterminated quoted field"));
+}
+
+TEST_CASE("csv: text after a closing quote is an error") {
+    const Error e = reader_error("a,b\n\"x\"y,2\n");
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 1);
+    CHECK(contains(e.what(), "t.csv:2:1: unexpected 'y' after the closing quote"));
+}
+
+TEST_CASE("csv: NUL and other control bytes mean the file is not a text CSV file") {
+    for (const std::string& text : {std::string("a,b\n1,\0\n", 8), std::string("a,b\n1,\"x\x01\"\n"),
+                                   std::string("\x1F\x8B\x08\x00", 4), std::string("a\x1A,b\n")}) {
+        const Error e = reader_error(text);
+        CHECK(e.kind() == ErrorKind::data);
+        CHECK(contains(e.what(), "does not look like a text CSV file"));
+    }
+    const Error e = reader_error(std::string("a,b\n1,2\n3,\0\n", 12));
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 2);
+    CHECK(contains(e.what(), "t.csv:3:2:"));
+    CHECK(contains(e.what(), "0x00"));
+}
+
+TEST_CASE("csv: UTF-16 text is recognised and refused") {
+    const Error e = reader_error(std::string("\xFF\xFEy\0,\0x\0", 8));
+    CHECK(contains(e.what(), "UTF-16"));
+}
+
+TEST_CASE("csv: a 10 MB line is read in one pass") {
+    const std::size_t n = 10u << 20;
+    std::string wide(n, 'a');
+    CHECK(records("h\n" + wide + "\n")[1][0].size() == n);
+    std::string commas(n, ',');
+    CHECK(records(commas)[0].size() == n + 1);
+    const Error e = reader_error("a\n\"" + wide);
+    CHECK(e.line() == 2);
+}
+
+// --- load_csv against a model ---------------------------------------------------------
+
+TEST_CASE("load: columns by name in any order, v[k] or v.k, values coded") {
+    LoadNotes notes;
+    const Dataset d = load(model(), "x,v.2,y,v[1],v[3]\n0.5,1,yes,-1,NA\n-2,no,0,true,?\n", &notes);
+    CHECK(notes.notices.empty());
+    CHECK(d.name == "data.csv");
+    CHECK(d.rows == 2);
+    REQUIRE(d.patterns == 2);
+    CHECK(d.binary_names == std::vector<std::string>{"y", "v[1]", "v[2]", "v[3]"});
+    CHECK(d.real_names == std::vector<std::string>{"x"});
+    CHECK(d.column_of == std::vector<int>{-1, 0, 1, 2, 3, 0});
+    // y, v[1], v[2], v[3]
+    CHECK(d.value(0, 0) == 1);
+    CHECK(d.value(0, 1) == -1);
+    CHECK(d.value(0, 2) == 1);
+    CHECK(d.value(0, 3) == 0);
+    CHECK(d.real_value(0, 0) == 0.5);
+    CHECK(d.value(1, 0) == -1);
+    CHECK(d.value(1, 1) == 1);
+    CHECK(d.value(1, 2) == -1);
+    CHECK(d.value(1, 3) == 0);
+    CHECK(d.real_value(1, 0) == -2);
+    CHECK(d.missing == std::vector<long>{0, 0, 0, 2});
+    CHECK(d.first_line == std::vector<long>{2, 3});
+}
+
+TEST_CASE("load: every binary and missing spelling, quoted or not, in any case") {
+    const auto g = make_graph({{"y"}});
+    const std::vector<std::pair<std::string, int>> cells = {
+        {"1", 1},     {"-1", -1},      {"0", -1},   {"true", 1}, {"TRUE", 1},   {"False", -1}, {"yes", 1},
+        {"YES", 1},   {"No", -1},      {"y", 1},    {"N", -1},   {"\"Y\"", 1},  {"\"n\"", -1}, {"", 0},
+        {"NA", 0},    {"na", 0},       {"NaN", 0},  {"nan", 0},  {"?", 0},      {"\"\"", 0},   {"\"NA\"", 0},
+        {" yes ", 1}, {"\t-1\t", -1},
+    };
+    std::string text = "y\n";
+    for (const auto& [cell, code] : cells) text += (cell.empty() ? std::string("\"\"") : cell) + "\n";
+    const Dataset d = load(g, text);
+    CHECK(d.rows == static_cast<long>(cells.size()));
+    REQUIRE(d.patterns == 3);
+    long plus = 0, minus = 0, missing = 0;
+    for (const auto& [cell, code] : cells) (code > 0 ? plus : code < 0 ? minus : missing) += 1;
+    for (int p = 0; p < 3; ++p) {
+        const auto n = static_cast<long>(d.count[static_cast<std::size_t>(p)]);
+        CHECK(n == (d.value(p, 0) > 0 ? plus : d.value(p, 0) < 0 ? minus : missing));
+    }
+    CHECK(d.missing[0] == missing);
+}
+
+TEST_CASE("load: with a covariate, an empty field is missing for binary columns only") {
+    const auto g = make_graph({{"y"}, {"x", ir::VariableKind::covariate}});
+    const Dataset d = load(g, "y,x\n,1.5\n1,2\n");
+    CHECK(d.missing[0] == 1);
+    CHECK(d.rows == 2);
+}
+
+TEST_CASE("load: CRLF, a BOM and a multi-line quoted extra column") {
+    LoadNotes notes;
+    const Dataset d = load(model(), "\xEF\xBB\xBFy,v[1],v[2],v[3],x,comment\r\n1,1,1,1,0,\"two\r\nlines\"\r\n-1,1,1,1,0,ok",
+                           &notes);
+    CHECK(d.rows == 2);
+    CHECK(d.first_line == std::vector<long>{2, 4});
+    REQUIRE(notes.notices.size() == 1);
+}
+
+TEST_CASE("load: a 1-row file is one pattern; identical rows compress, in order of first appearance") {
+    const auto g = make_graph({{"a"}, {"b"}});
+    const Dataset one = load(g, "a,b\n1,0\n");
+    CHECK(one.rows == 1);
+    CHECK(one.patterns == 1);
+    CHECK(one.count == std::vector<double>{1});
+    const Dataset d = load(g, "a,b\n1,0\n0,1\nyes,no\n1,NA\nno,yes\ntrue,false\n");
+    CHECK(d.rows == 6);
+    REQUIRE(d.patterns == 3);
+    CHECK(d.count == std::vector<double>{3, 2, 1});
+    CHECK(d.first_line == std::vector<long>{2, 3, 5});
+    CHECK(d.missing == std::vector<long>{0, 1});
+}
+
+TEST_CASE("load: extra columns are ignored with one notice naming them, whatever they hold") {
+    LoadNotes notes;
+    const auto g = make_graph({{"y"}});
+    const Dataset d = load(g, "id,y,note,v[9]\n17,1,maybe,?\n18,0,,\n", &notes);
+    CHECK(d.rows == 2);
+    REQUIRE(notes.notices.size() == 1);
+    const std::string& n = notes.notices[0];
+    CHECK(contains(n, "ignoring 3 columns"));
+    CHECK(contains(n, "'id' (column 1)"));
+    CHECK(contains(n, "'note' (column 3)"));
+    CHECK(contains(n, "'v[9]' (column 4)"));
+    CHECK_NOTHROW(load(g, "id,y\n1,1\n"));  // no notes object: fine
+}
+
+TEST_CASE("load: all missing columns are reported in one error") {
+    const Error e = load_error(model(), "v[1],v.3,extra\n1,1,1\n");
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == 1);
+    const std::string m = e.what();
+    CHECK(contains(m, "data.csv:1: missing columns for y, v[2], x"));
+    CHECK(std::count(m.begin(), m.end(), '\n') == 0);
+}
+
+TEST_CASE("load: a missing column hints at a whole-array name or a case slip") {
+    const std::string m = load_error(model(), "v,Y,x\n1,1,1\n").what();
+    CHECK(contains(m, "column 'v' names the whole array"));
+    CHECK(contains(m, "column 'Y' differs from y only in case"));
+}
+
+TEST_CASE("load: a column for a hidden node is an error naming it") {
+    const Error e = load_error(model(), "y,v[1],v[2],v[3],x,h\n1,1,1,1,0,1\n");
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 6);
+    CHECK(contains(e.what(), "data.csv:1:6: column 'h' is for the hidden node h"));
+}
+
+TEST_CASE("load: duplicate columns, including v[3] and v.3, are errors") {
+    const Error e = load_error(model(), "y,v[1],v[2],v[3],x,v.3,y\n1,1,1,1,0,1,1\n");
+    const std::string m = e.what();
+    CHECK(e.column() == 6);
+    CHECK(contains(m, "data.csv:1:6: column 'v.3' duplicates column 4 ('v[3]')"));
+    CHECK(contains(m, "data.csv:1:7: column 'y' duplicates column 1 ('y')"));
+}
+
+TEST_CASE("load: a bad binary value names file, line, column number and column name") {
+    const Error e = load_error(model(), "y,v[1],v[2],v[3],x\n1,1,1,1,0\n1,1,maybe,1,0\n");
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 3);
+    CHECK(std::string(e.what()) ==
+          "data.csv:3:3: column 'v[2]': 'maybe' is not a binary value; expected 1/-1, 1/0, true/false, yes/no or "
+          "y/n, or a missing value (empty, NA, NaN, ?)");
+}
+
+TEST_CASE("load: after a multi-line quoted field, errors name the line where the record starts") {
+    const auto g = make_graph({{"y"}});
+    const Error e = load_error(g, "note,y\n\"a\nb\nc\",1\n\"d\ne\",2\n");
+    CHECK(e.line() == 5);
+    CHECK(e.column() == 2);
+    CHECK(contains(e.what(), "data.csv:5:2: column 'y': '2' is not a binary value"));
+}
+
+TEST_CASE("load: covariates must be finite numbers and never missing") {
+    const auto g = make_graph({{"x", ir::VariableKind::covariate}, {"y"}});
+    const Error e = load_error(g, "x,y\n0.5,1\nNA,1\n,1\nabc,1\ninf,1\n1e999,1\n");
+    const std::string m = e.what();
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 1);
+    CHECK(contains(m, "data.csv:3:1: column 'x': covariate values may not be missing (found 'NA')"));
+    CHECK(contains(m, "data.csv:4:1: column 'x': covariate values may not be missing (found an empty field)"));
+    CHECK(contains(m, "data.csv:5:1: column 'x': 'abc' is not a finite real number"));
+    CHECK(contains(m, "data.csv:6:1: column 'x': 'inf' is not a finite real number"));
+    CHECK(contains(m, "data.csv:7:1: column 'x': '1e999' is not a finite real number"));
+}
+
+TEST_CASE("load: a row with the wrong number of fields names the line and both counts") {
+    const auto g = make_graph({{"a"}, {"b"}});
+    const Error e = load_error(g, "a,b\n1,1\n1\n1,1,1\n");
+    const std::string m = e.what();
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 2);
+    CHECK(contains(m, "data.csv:3:2: this row has 1 field but the header has 2"));
+    CHECK(contains(m, "data.csv:4:3: this row has 3 fields but the header has 2"));
+}
+
+TEST_CASE("load: up to 20 errors in full, then how many more, at the place of the first") {
+    const auto g = make_graph({{"y"}});
+    std::string text = "y\n1\n";
+    for (int i = 0; i < 30; ++i) text += "bad\n";
+    const Error e = load_error(g, text);
+    const std::string m = e.what();
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 1);
+    CHECK(contains(m, "data.csv:22:1:"));
+    CHECK(!contains(m, "data.csv:23:1:"));
+    CHECK(contains(m, "\n... and 10 more errors"));
+    CHECK(std::count(m.begin(), m.end(), '\n') == 20);
+}
+
+TEST_CASE("load: a broken record after bad values is reported after them") {
+    const auto g = make_graph({{"y"}});
+    const Error e = load_error(g, "y\nbad\n1\n\"open\n1\n");
+    const std::string m = e.what();
+    CHECK(e.line() == 2);
+    CHECK(contains(m, "data.csv:2:1: column 'y': 'bad'"));
+    CHECK(contains(m, "data.csv:4:1: unterminated quoted field"));
+}
+
+TEST_CASE("load: empty input, blank lines only and a header alone are errors") {
+    const auto g = make_graph({{"y"}});
+    CHECK(contains(load_error(g, "").what(), "data.csv: the file is empty"));
+    CHECK(contains(load_error(g, "\n\n \r\n").what(), "data.csv: the file is empty"));
+    CHECK(contains(load_error(g, "\xEF\xBB\xBF").what(), "data.csv: the file is empty"));
+    const Error e = load_error(g, "y\n");
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == 1);
+    CHECK(contains(e.what(), "data.csv:1: no data rows"));
+    CHECK(contains(load_error(g, "y").what(), "no data rows"));
+    CHECK(contains(load_error(g, "y\n\n\n").what(), "no data rows"));
+}
+
+TEST_CASE("load: binary garbage is refused, not parsed") {
+    const auto g = make_graph({{"y"}});
+    const Error e = load_error(g, std::string("\x89PNG\r\n\x1A\n\0\0\0\rIHDR", 16));
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(contains(e.what(), "does not look like a text CSV file"));
+}
+
+TEST_CASE("load: 10 MB names and values are cut short in messages") {
+    const auto g = make_graph({{"y"}});
+    const std::string big(10u << 20, 'z');
+    LoadNotes notes;
+    CHECK_NOTHROW(load(g, big + ",y\n1,1\n", &notes));
+    REQUIRE(notes.notices.size() == 1);
+    CHECK(notes.notices[0].size() < 200);
+    const Error e = load_error(g, "y\n" + big + "\n");
+    CHECK(e.line() == 2);
+    CHECK(std::string(e.what()).size() < 400);
+    const Error wide = load_error(g, "y\n" + std::string(10u << 20, ',') + "\n");
+    CHECK(contains(wide.what(), "but the header has 1"));
+}
+
+TEST_CASE("load from a path: the data, and io errors for unreadable paths") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("vbn_test_csv_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path file = dir / "d.csv";
+    {
+        std::ofstream(file, std::ios::binary) << "y\n1\n0\n1\n";
+    }
+    const auto g = make_graph({{"y"}});
+    const Dataset d = load_csv(g, file.string());
+    CHECK(d.name == file.string());
+    CHECK(d.rows == 3);
+    CHECK(d.count == std::vector<double>{2, 1});
+    {
+        std::ofstream(file, std::ios::binary) << "y\n1\nbad\n";
+    }
+    try {
+        (void)load_csv(g, file.string());
+        FAIL("no throw");
+    } catch (const Error& e) {
+        CHECK(contains(e.what(), file.string() + ":3:1: column 'y'"));
+    }
+    for (const fs::path& p : {dir / "absent.csv", dir}) {
+        try {
+            (void)load_csv(g, p.string());
+            FAIL("no throw");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::io);
+            CHECK(contains(e.what(), p.string()));
+        }
+    }
+    fs::remove_all(dir);
+}
