@@ -1,0 +1,396 @@
+// Convergence diagnostics, following R's posterior package (1.4, R/convergence.R) step by
+// step so that its values are reproduced to rounding; tests/inference/fixtures holds
+// posterior's values for a range of cases (scripts/make-diagnostics-fixtures.R).
+//
+// One deliberate difference: posterior ranks infinite draws and may return a finite R-hat
+// for them; here any non-finite draw makes every diagnostic NaN, since an infinite draw
+// means the sampler failed and no convergence number should suggest otherwise.
+#include "inference/diagnostics.hpp"
+
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/special_functions/beta.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <stdexcept>
+
+namespace vbn::inference {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool any_nonfinite(const DrawsRef& x) { return !x.allFinite(); }
+
+// posterior's is_constant: an absolute tolerance of machine epsilon.
+bool is_constant(const DrawsRef& x) {
+    return std::abs(x.maxCoeff() - x.minCoeff()) < std::numeric_limits<double>::epsilon();
+}
+
+// posterior's should_return_NA.
+bool undefined(const DrawsRef& x) { return x.size() == 0 || any_nonfinite(x) || is_constant(x); }
+
+// Sample variance (denominator n − 1, two passes as R's var); NaN for fewer than 2 values.
+template <class V>
+double sample_var(const V& v) {
+    const auto n = v.size();
+    if (n < 2) return kNaN;
+    const double m = v.mean();
+    return (v.array() - m).square().sum() / static_cast<double>(n - 1);
+}
+
+// Standard deviation of all draws pooled (R's sd).
+double pooled_sd(const DrawsRef& x) {
+    if (x.size() < 2) return kNaN;
+    const double m = x.mean();
+    return std::sqrt((x.array() - m).square().sum() / static_cast<double>(x.size() - 1));
+}
+
+void require_draws(const DrawsRef& x) {
+    if (x.rows() == 0 || x.cols() == 0)
+        throw std::invalid_argument("convergence diagnostics need at least one draw in at least one chain");
+}
+
+std::vector<double> pooled_sorted(const DrawsRef& x) {
+    std::vector<double> v(static_cast<std::size_t>(x.size()));
+    std::size_t k = 0;
+    for (Eigen::Index j = 0; j < x.cols(); ++j)
+        for (Eigen::Index i = 0; i < x.rows(); ++i) v[k++] = x(i, j);
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+double median_sorted(const std::vector<double>& s) {
+    const std::size_t n = s.size();
+    return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+}
+
+// ESS of I(x ≤ q) over split chains, q a quantile of the pooled draws.
+double ess_indicator(const DrawsRef& x, double q) {
+    const Eigen::MatrixXd indicator = (x.array() <= q).cast<double>().matrix();
+    return diag::ess_raw(diag::split_chains(indicator));
+}
+
+double quantile_prob_for_ess(double prob, Eigen::Index size) {
+    if (prob < 0 || prob > 1) throw std::invalid_argument("a quantile's probability must lie in [0, 1]");
+    // posterior moves p = 1 inside the sample so that I(x ≤ q) is not constant.
+    if (prob == 1) {
+        const double len = static_cast<double>(size);
+        return (len - 0.5) / len;
+    }
+    return prob;
+}
+
+double mcse_quantile_sorted(const std::vector<double>& sorted, double prob, double ess) {
+    if (std::isnan(ess)) return kNaN;
+    // ±1 sd of the standard normal: Φ(−1) and Φ(1), the values posterior uses.
+    const double lo_p = 0.1586553, hi_p = 0.8413447;
+    const double a = ess * prob + 1, b = ess * (1 - prob) + 1;
+    const double a1 = boost::math::ibeta_inv(a, b, lo_p);
+    const double a2 = boost::math::ibeta_inv(a, b, hi_p);
+    const auto s = static_cast<double>(sorted.size());
+    const auto i1 = static_cast<std::size_t>(std::max(std::floor(a1 * s), 1.0));
+    const auto i2 = static_cast<std::size_t>(std::min(std::ceil(a2 * s), s));
+    return (sorted[i2 - 1] - sorted[i1 - 1]) / 2.0;
+}
+
+// In-place iterative radix-2 FFT (decimation in time); tw[j] = exp(−2πi j / size).
+void fft_inplace(std::vector<std::complex<double>>& a, const std::vector<std::complex<double>>& tw) {
+    const std::size_t n = a.size();
+    for (std::size_t i = 1, j = 0; i < n; ++i) {
+        std::size_t bit = n >> 1;
+        for (; j & bit; bit >>= 1) j ^= bit;
+        j ^= bit;
+        if (i < j) std::swap(a[i], a[j]);
+    }
+    for (std::size_t len = 2; len <= n; len <<= 1) {
+        const std::size_t step = n / len;
+        for (std::size_t i = 0; i < n; i += len) {
+            for (std::size_t k = 0; k < len / 2; ++k) {
+                const std::complex<double> u = a[i + k];
+                const std::complex<double> v = a[i + k + len / 2] * tw[k * step];
+                a[i + k] = u + v;
+                a[i + k + len / 2] = u - v;
+            }
+        }
+    }
+}
+
+bool all_equal(std::span<const double> x) {
+    return std::all_of(x.begin(), x.end(), [&](double v) { return v == x[0]; });
+}
+
+}  // namespace
+
+namespace diag {
+
+Eigen::MatrixXd split_chains(const DrawsRef& x) {
+    const Eigen::Index n = x.rows(), m = x.cols();
+    if (n <= 1) return x;
+    const Eigen::Index half = n / 2;
+    const Eigen::Index second = n - half;  // skips the middle draw of an odd length
+    Eigen::MatrixXd out(half, 2 * m);
+    out.leftCols(m) = x.topRows(half);
+    out.rightCols(m) = x.middleRows(second, half);
+    return out;
+}
+
+Eigen::MatrixXd z_scale(const DrawsRef& x) {
+    const Eigen::Index size = x.size();
+    std::vector<Eigen::Index> order(static_cast<std::size_t>(size));
+    std::iota(order.begin(), order.end(), Eigen::Index{0});
+    const Eigen::MatrixXd dense = x;  // contiguous column-major copy
+    const double* v = dense.data();
+    std::sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return v[a] < v[b]; });
+
+    Eigen::MatrixXd z(x.rows(), x.cols());
+    const boost::math::normal_distribution<double> normal;
+    const double s = static_cast<double>(size);
+    constexpr double c = 3.0 / 8.0;
+    for (Eigen::Index i = 0; i < size;) {
+        Eigen::Index j = i;
+        while (j + 1 < size && v[order[static_cast<std::size_t>(j + 1)]] == v[order[static_cast<std::size_t>(i)]]) ++j;
+        // Ties share the average of their ranks i+1 … j+1.
+        const double rank = (static_cast<double>(i + 1) + static_cast<double>(j + 1)) / 2.0;
+        const double zr = boost::math::quantile(normal, (rank - c) / (s - 2 * c + 1));
+        for (Eigen::Index k = i; k <= j; ++k) z.data()[order[static_cast<std::size_t>(k)]] = zr;
+        i = j + 1;
+    }
+    return z;
+}
+
+Eigen::MatrixXd fold(const DrawsRef& x) {
+    const double med = median_sorted(pooled_sorted(x));
+    return (x.array() - med).abs().matrix();
+}
+
+void autocovariance_direct(std::span<const double> x, std::span<double> out) {
+    const std::size_t n = x.size();
+    if (all_equal(x)) {
+        std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+        return;
+    }
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        double s = 0;
+        for (std::size_t i = 0; i + k < n; ++i) s += (x[i] - mean) * (x[i + k] - mean);
+        out[k] = s / static_cast<double>(n);
+    }
+}
+
+void autocovariance_fft(std::span<const double> x, std::span<double> out) {
+    const std::size_t n = x.size();
+    if (all_equal(x)) {
+        std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), 0.0);
+        return;
+    }
+    std::size_t size = 1;
+    while (size < 2 * n) size <<= 1;
+    std::vector<std::complex<double>> tw(size / 2);
+    for (std::size_t j = 0; j < size / 2; ++j)
+        tw[j] = std::polar(1.0, -2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(size));
+
+    const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(n);
+    std::vector<std::complex<double>> a(size, 0.0);
+    for (std::size_t i = 0; i < n; ++i) a[i] = x[i] - mean;
+    fft_inplace(a, tw);
+    for (auto& c : a) c = std::norm(c);
+    // The power spectrum is real and even, so a forward transform inverts it up to 1/size.
+    fft_inplace(a, tw);
+    const double scale = 1.0 / (static_cast<double>(size) * static_cast<double>(n));
+    for (std::size_t k = 0; k < n; ++k) out[k] = a[k].real() * scale;
+}
+
+void autocovariance(std::span<const double> x, std::span<double> out) {
+    if (out.size() < x.size()) throw std::invalid_argument("autocovariance: output shorter than the series");
+    if (x.size() <= static_cast<std::size_t>(kDirectAutocovarianceMax))
+        autocovariance_direct(x, out);
+    else
+        autocovariance_fft(x, out);
+}
+
+double rhat_raw(const DrawsRef& x) {
+    if (undefined(x)) return kNaN;
+    const double n = static_cast<double>(x.rows());
+    const Eigen::VectorXd chain_mean = x.colwise().mean().transpose();
+    Eigen::VectorXd chain_var(x.cols());
+    for (Eigen::Index j = 0; j < x.cols(); ++j) chain_var(j) = sample_var(x.col(j));
+    const double var_between = n * sample_var(chain_mean);
+    const double var_within = chain_var.mean();
+    return std::sqrt((var_between / var_within + n - 1) / n);
+}
+
+double ess_raw(const DrawsRef& x) {
+    const Eigen::Index n = x.rows(), m = x.cols();
+    if (n < 3 || undefined(x)) return kNaN;
+    const auto nn = static_cast<std::size_t>(n);
+
+    std::vector<double> acov_mean(nn, 0.0), acov(nn);
+    for (Eigen::Index j = 0; j < m; ++j) {
+        autocovariance(std::span<const double>(x.col(j).data(), nn), acov);
+        for (std::size_t k = 0; k < nn; ++k) acov_mean[k] += acov[k];
+    }
+    for (double& a : acov_mean) a /= static_cast<double>(m);
+
+    const double nd = static_cast<double>(n);
+    const double mean_var = acov_mean[0] * nd / (nd - 1);
+    double var_plus = mean_var * (nd - 1) / nd;
+    if (m > 1) var_plus += sample_var(Eigen::VectorXd(x.colwise().mean().transpose()));
+
+    // Geyer's initial positive sequence: sum autocorrelations in pairs (ρ_2k + ρ_2k+1)
+    // while the pair sums stay positive.
+    std::vector<double> rho(nn, 0.0);
+    auto rho_at = [&](std::size_t k) { return 1 - (mean_var - acov_mean[k]) / var_plus; };
+    std::size_t t = 0;
+    double rho_even = 1;
+    double rho_odd = rho_at(1);
+    rho[0] = rho_even;
+    rho[1] = rho_odd;
+    while (static_cast<Eigen::Index>(t) < n - 5 && !std::isnan(rho_even + rho_odd) && rho_even + rho_odd > 0) {
+        t += 2;
+        rho_even = rho_at(t);
+        rho_odd = rho_at(t + 1);
+        if (rho_even + rho_odd >= 0) {
+            rho[t] = rho_even;
+            rho[t + 1] = rho_odd;
+        }
+    }
+    const std::size_t max_t = t;
+    if (rho_even > 0) rho[max_t] = rho_even;
+
+    // Geyer's initial monotone sequence: pair sums may not increase.
+    for (t = 2; t + 2 <= max_t; t += 2) {
+        if (rho[t] + rho[t + 1] > rho[t - 2] + rho[t - 1]) {
+            rho[t] = (rho[t - 2] + rho[t - 1]) / 2;
+            rho[t + 1] = rho[t];
+        }
+    }
+
+    const double total = static_cast<double>(m) * nd;
+    // posterior sums rho_hat_t[1:max_t], which for max_t = 0 is R's 1:0, i.e. ρ_0 alone.
+    double sum = 0;
+    if (max_t == 0)
+        sum = rho[0];
+    else
+        for (std::size_t k = 0; k < max_t; ++k) sum += rho[k];
+    double tau = -1 + 2 * sum + rho[max_t];
+    // Antithetic chains can make τ tiny; posterior caps the ESS at S·log10(S).
+    tau = std::max(tau, 1 / std::log10(total));
+    return total / tau;
+}
+
+double quantile_sorted(std::span<const double> sorted, double prob) {
+    const std::size_t n = sorted.size();
+    if (n == 0) return kNaN;
+    if (std::isnan(sorted.back()) || std::isnan(sorted.front())) return kNaN;
+    // R's type 7, with R's own arithmetic order (1-based index, then (1 − h) lo + h hi).
+    const double index = 1 + static_cast<double>(n - 1) * prob;
+    const double lo = std::floor(index), hi = std::ceil(index);
+    const double qs = sorted[static_cast<std::size_t>(lo) - 1];
+    const double xhi = sorted[static_cast<std::size_t>(hi) - 1];
+    if (index > lo && xhi != qs) {
+        const double h = index - lo;
+        return (1 - h) * qs + h * xhi;
+    }
+    return qs;
+}
+
+}  // namespace diag
+
+double rhat_basic(const DrawsRef& x, bool split) {
+    require_draws(x);
+    return split ? diag::rhat_raw(diag::split_chains(x)) : diag::rhat_raw(x);
+}
+
+double rhat(const DrawsRef& x) {
+    require_draws(x);
+    if (any_nonfinite(x)) return kNaN;
+    const double bulk = diag::rhat_raw(diag::z_scale(diag::split_chains(x)));
+    const double tail = diag::rhat_raw(diag::z_scale(diag::split_chains(diag::fold(x))));
+    if (std::isnan(bulk) || std::isnan(tail)) return kNaN;
+    return std::max(bulk, tail);
+}
+
+double ess_basic(const DrawsRef& x, bool split) {
+    require_draws(x);
+    return split ? diag::ess_raw(diag::split_chains(x)) : diag::ess_raw(x);
+}
+
+double ess_mean(const DrawsRef& x) { return ess_basic(x, true); }
+
+double ess_bulk(const DrawsRef& x) {
+    require_draws(x);
+    if (any_nonfinite(x)) return kNaN;
+    return diag::ess_raw(diag::z_scale(diag::split_chains(x)));
+}
+
+double ess_quantile(const DrawsRef& x, double prob) {
+    require_draws(x);
+    prob = quantile_prob_for_ess(prob, x.size());
+    if (undefined(x)) return kNaN;
+    const std::vector<double> sorted = pooled_sorted(x);
+    return ess_indicator(x, diag::quantile_sorted(sorted, prob));
+}
+
+double ess_tail(const DrawsRef& x) {
+    const double lo = ess_quantile(x, 0.05), hi = ess_quantile(x, 0.95);
+    if (std::isnan(lo) || std::isnan(hi)) return kNaN;
+    return std::min(lo, hi);
+}
+
+double mcse_mean(const DrawsRef& x) {
+    require_draws(x);
+    if (any_nonfinite(x)) return kNaN;
+    return pooled_sd(x) / std::sqrt(ess_mean(x));
+}
+
+double mcse_quantile(const DrawsRef& x, double prob) {
+    const double ess = ess_quantile(x, prob);
+    return mcse_quantile_sorted(pooled_sorted(x), prob, ess);
+}
+
+double quantile(const DrawsRef& x, double prob) {
+    require_draws(x);
+    if (prob < 0 || prob > 1) throw std::invalid_argument("a quantile's probability must lie in [0, 1]");
+    if (x.hasNaN()) return kNaN;
+    return diag::quantile_sorted(pooled_sorted(x), prob);
+}
+
+ScalarDiagnostics diagnose(const DrawsRef& x) {
+    require_draws(x);
+    ScalarDiagnostics d;
+    d.mean = x.mean();
+    d.sd = pooled_sd(x);
+    d.nonfinite = any_nonfinite(x);
+
+    const std::vector<double> sorted = pooled_sorted(x);
+    const bool has_nan = x.hasNaN();
+    d.q5 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.05);
+    d.q50 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.5);
+    d.q95 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.95);
+
+    if (d.nonfinite) {
+        d.rhat = d.ess_bulk = d.ess_tail = d.mcse_mean = d.mcse_q5 = d.mcse_q95 = kNaN;
+        return d;
+    }
+    d.constant = is_constant(x);
+
+    const Eigen::MatrixXd split = diag::split_chains(x);
+    const double bulk = diag::rhat_raw(diag::z_scale(split));
+    const double tail = diag::rhat_raw(diag::z_scale(diag::split_chains(diag::fold(x))));
+    d.rhat = std::isnan(bulk) || std::isnan(tail) ? kNaN : std::max(bulk, tail);
+    d.ess_bulk = diag::ess_raw(diag::z_scale(split));
+
+    const double ess_q5 = d.constant ? kNaN : ess_indicator(x, d.q5);
+    const double ess_q95 = d.constant ? kNaN : ess_indicator(x, d.q95);
+    d.ess_tail = std::isnan(ess_q5) || std::isnan(ess_q95) ? kNaN : std::min(ess_q5, ess_q95);
+    d.mcse_q5 = mcse_quantile_sorted(sorted, 0.05, ess_q5);
+    d.mcse_q95 = mcse_quantile_sorted(sorted, 0.95, ess_q95);
+    d.mcse_mean = d.sd / std::sqrt(diag::ess_raw(split));
+    return d;
+}
+
+}  // namespace vbn::inference
