@@ -8,6 +8,14 @@ namespace vbn::lang {
 
 namespace x3 = boost::spirit::x3;
 
+namespace {
+const ast::expression* as_expression(const ast::value& v) { return boost::get<ast::expression>(&v.get()); }
+const ast::array_literal* as_list(const ast::value& v) {
+    const auto* a = boost::get<x3::forward_ast<ast::array_literal>>(&v.get());
+    return a ? &a->get() : nullptr;
+}
+}  // namespace
+
 double logit(double p) { return std::log(p) - std::log1p(-p); }
 
 double inv_logit(double x) {
@@ -126,13 +134,33 @@ std::optional<double> ConstEval::expression(const ast::expression& e, Location f
     return finite(sum + product, start, "the value of this expression");
 }
 
-namespace {
-const ast::expression* as_expression(const ast::value& v) { return boost::get<ast::expression>(&v.get()); }
-const ast::array_literal* as_list(const ast::value& v) {
-    const auto* a = boost::get<x3::forward_ast<ast::array_literal>>(&v.get());
-    return a ? &a->get() : nullptr;
+Location ConstEval::list_at(const ast::array_literal& list, Location fallback) const {
+    const Location tagged = map_.where(list);
+    if (tagged.line > 0) return tagged;
+    const ast::array_literal* level = &list;
+    int depth = 1;
+    std::size_t pos = 0;
+    for (;;) {
+        if (level->items.empty()) return fallback;
+        const ast::value& first = level->items.front();
+        if (const auto* e = as_expression(first)) {
+            const auto [begin, end] = map_.span(*e);
+            if (begin == 0 && end == 0) return fallback;
+            pos = begin;
+            break;
+        }
+        level = as_list(first);
+        ++depth;
+    }
+    // Back from the first number over one '[' per level of nesting.
+    const std::string& text = map_.source().text();
+    for (int d = 0; d < depth; ++d) {
+        while (pos > 0 && (text[pos - 1] == ' ' || text[pos - 1] == '\t' || text[pos - 1] == '\r' || text[pos - 1] == '\n')) --pos;
+        if (pos == 0 || text[pos - 1] != '[') return fallback;
+        --pos;
+    }
+    return map_.source().locate(pos);
 }
-}  // namespace
 
 std::optional<Literal> ConstEval::value(const ast::value& v, Location fallback) {
     Literal lit;
@@ -150,7 +178,7 @@ std::optional<Literal> ConstEval::value(const ast::value& v, Location fallback) 
         return ok ? std::optional<Literal>(lit) : std::nullopt;
     }
     const ast::array_literal& list = *as_list(v);
-    lit.loc = at(list, fallback);
+    lit.loc = list_at(list, fallback);
     if (list.items.empty()) {
         diag_.error(lit.loc, "empty list; a vector literal needs at least one number, e.g. [0, 1]");
         return std::nullopt;
@@ -159,7 +187,7 @@ std::optional<Literal> ConstEval::value(const ast::value& v, Location fallback) 
         for (const auto& item : list.items) {
             if (const auto* e = as_expression(item)) number(*e, lit.loc);
             else {
-                diag_.error(at(*as_list(item), lit.loc), "a vector literal mixes numbers and lists; write numbers only, e.g. [0, 1]");
+                diag_.error(list_at(*as_list(item), lit.loc), "a vector literal mixes numbers and lists; write numbers only, e.g. [0, 1]");
                 return std::nullopt;
             }
         }
@@ -174,7 +202,7 @@ std::optional<Literal> ConstEval::value(const ast::value& v, Location fallback) 
                         "a matrix literal mixes rows and numbers; write it as a list of rows, e.g. [[1, 0.5], [0.5, 1]]");
             return std::nullopt;
         }
-        const Location row_loc = at(*row, lit.loc);
+        const Location row_loc = list_at(*row, lit.loc);
         if (r == 0) cols = row->items.size();
         if (row->items.empty()) {
             diag_.error(row_loc, "empty row; each row of a matrix literal needs at least one number");
@@ -189,7 +217,7 @@ std::optional<Literal> ConstEval::value(const ast::value& v, Location fallback) 
         for (const auto& item : row->items) {
             if (const auto* e = as_expression(item)) number(*e, row_loc);
             else {
-                diag_.error(at(*as_list(item), row_loc),
+                diag_.error(list_at(*as_list(item), row_loc),
                             "lists nested more than two deep; a matrix literal is a list of rows, e.g. [[1, 0.5], [0.5, 1]]");
                 return std::nullopt;
             }

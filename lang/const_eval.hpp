@@ -35,6 +35,9 @@ public:
     Location at(const boost::spirit::x3::position_tagged& node, Location fallback) const;
 
 private:
+    // Start of a vector or matrix literal; found from its first number when the parser
+    // left the literal itself untagged.
+    Location list_at(const ast::array_literal& list, Location fallback) const;
     std::optional<double> operand(const ast::operand& o, Location fallback);
     std::optional<double> call(const ast::call& c, Location fallback);
     std::optional<double> finite(double x, Location where, const std::string& what);

@@ -4,6 +4,7 @@
 #include "lang/lower_state.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 
 #include <fmt/format.h>
@@ -12,19 +13,47 @@ namespace vbn::lang {
 
 namespace lowering {
 
-Location Lowering::after_bracket(const boost::spirit::x3::position_tagged& node, Location fallback) const {
+namespace {
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Byte offset of `name` as a whole word inside the span of `node`, or npos.
+std::size_t find_word(const SourceMap& map, const boost::spirit::x3::position_tagged& node, const std::string& name) {
     const auto [begin, end] = map.span(node);
-    if (begin == 0 && end == 0) return fallback;
+    if (name.empty() || end <= begin) return std::string::npos;
     const std::string& text = map.source().text();
-    std::size_t pos = end;
+    for (std::size_t pos = text.find(name, begin); pos != std::string::npos && pos + name.size() <= end;
+         pos = text.find(name, pos + 1)) {
+        const bool starts = pos == 0 || !is_name_char(text[pos - 1]);
+        const bool ends = pos + name.size() >= text.size() || !is_name_char(text[pos + name.size()]);
+        if (starts && ends) return pos;
+    }
+    return std::string::npos;
+}
+}  // namespace
+
+Location Lowering::name_at(const ast::identifier& id, const boost::spirit::x3::position_tagged& enclosing,
+                           Location fallback) const {
+    const Location tagged = map.where(id);
+    if (tagged.line > 0) return tagged;
+    const std::size_t pos = find_word(map, enclosing, id.name);
+    return pos == std::string::npos ? fallback : map.source().locate(pos);
+}
+
+Location Lowering::bracket_after(const std::string& name, const boost::spirit::x3::position_tagged& enclosing,
+                                 Location fallback) const {
+    std::size_t pos = find_word(map, enclosing, name);
+    if (pos == std::string::npos) return fallback;
+    const std::string& text = map.source().text();
     auto skip_space = [&] {
         while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\r' || text[pos] == '\n')) ++pos;
     };
+    pos += name.size();
     skip_space();
-    if (pos < text.size() && text[pos] == '[') {
-        ++pos;
-        skip_space();
-    }
+    if (pos >= text.size() || text[pos] != '[') return fallback;
+    ++pos;
+    skip_space();
     return map.source().locate(pos);
 }
 
@@ -51,6 +80,12 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
     // A one-letter name is one edit away from every other one-letter name: only suggest
     // when most of the name survives.
     const std::size_t allowed = name.size() <= 3 ? 1 : name.size() <= 6 ? 2 : 3;
+    auto lower = [](std::string t) {
+        for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return t;
+    };
+    for (const auto& c : candidates)
+        if (lower(c) == lower(name)) return c;
     std::string best;
     std::size_t best_distance = allowed + 1;
     for (const auto& c : candidates) {
@@ -76,9 +111,9 @@ std::string name_list(const std::vector<std::string>& names, std::size_t limit) 
 
 namespace {
 
-void add_variable(Lowering& s, const ast::identifier& name, Location fallback, ir::VariableKind kind, bool hidden,
-                  const boost::optional<int>& size, const ast::node_decl* decl) {
-    const Location loc = s.at(name, fallback);
+void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit::x3::position_tagged& decl_node,
+                  ir::VariableKind kind, bool hidden, const boost::optional<int>& size, const ast::node_decl* decl) {
+    const Location loc = s.name_at(name, decl_node, s.at(decl_node));
     const auto known = s.variable_by_name.find(name.name);
     if (known != s.variable_by_name.end()) {
         const ir::Variable& first = s.variable(known->second);
@@ -93,11 +128,18 @@ void add_variable(Lowering& s, const ast::identifier& name, Location fallback, i
     v.hidden = hidden;
     v.loc = loc;
     v.is_array = size.has_value();
-    if (size && *size < 1)
-        s.diag.error(s.after_bracket(name, loc),
-                     fmt::format("array size must be at least 1, found {}; write '{}' for a single node", *size, name.name));
-    // An invalid size still declares the name, so its uses do not cascade into more errors.
-    v.size = size ? std::max(1, *size) : 1;
+    v.size = size ? *size : 1;
+    if (v.size < 1) {
+        s.diag.error(s.bracket_after(name.name, decl_node, loc),
+                     fmt::format("array size must be at least 1, found {}; write '{}' for a single {}", v.size, name.name,
+                                 kind == ir::VariableKind::binary ? "node" : "covariate"));
+        v.size = 1;  // still declared, so its uses do not cascade into more errors
+    } else if (static_cast<long>(s.g.elements.size()) + v.size > max_elements) {
+        s.diag.error(s.bracket_after(name.name, decl_node, loc),
+                     fmt::format("array size {} is too large; a model holds at most {} node and covariate elements", v.size,
+                                 max_elements));
+        v.size = 1;
+    }
     v.first_element = static_cast<int>(s.g.elements.size());
     const int index = static_cast<int>(s.g.variables.size());
     for (int k = 0; k < v.size; ++k) {
@@ -125,10 +167,10 @@ void declare(Lowering& s, const ast::program& program) {
     for (const auto& st : program.statements) {
         const auto& v = st.get();
         if (const auto* d = boost::get<ast::node_decl>(&v)) {
-            add_variable(s, d->name, s.at(*d), ir::VariableKind::binary, d->hidden, d->size, d);
+            add_variable(s, d->name, *d, ir::VariableKind::binary, d->hidden, d->size, d);
             collect_parameter_names(s, *d);
         } else if (const auto* c = boost::get<ast::covariate_decl>(&v)) {
-            add_variable(s, c->name, s.at(*c), ir::VariableKind::covariate, false, c->size, nullptr);
+            add_variable(s, c->name, *c, ir::VariableKind::covariate, false, c->size, nullptr);
         } else {
             for (const auto& id : boost::get<ast::prior_stmt>(v).params) s.parameter_names.insert(id.name);
         }

@@ -160,12 +160,14 @@ void build_blocks(Lowering& s) {
             b.prior_mean[a] = pa.mean[static_cast<std::size_t>(w[a].element)];
             s.g.parameters[static_cast<std::size_t>(w[a].param)].theta_index[static_cast<std::size_t>(w[a].element)] =
                 b.offset + static_cast<int>(a);
+            const auto ea = static_cast<std::size_t>(w[a].element);
+            b.prior_cov[a * m + a] = pa.var[ea];
+            if (pa.cov.empty()) continue;
             for (std::size_t c = 0; c < m; ++c) {
-                if (w[c].param != w[a].param) continue;
-                const auto size = static_cast<std::size_t>(pa.size());
-                const double v = pa.cov[static_cast<std::size_t>(w[a].element) * size + static_cast<std::size_t>(w[c].element)];
+                if (c == a || w[c].param != w[a].param) continue;
+                const double v = pa.cov[ea * static_cast<std::size_t>(pa.size()) + static_cast<std::size_t>(w[c].element)];
                 b.prior_cov[a * m + c] = v;
-                if (a != c && v != 0) b.prior_diagonal = false;
+                if (v != 0) b.prior_diagonal = false;
             }
         }
         cpd.block = static_cast<int>(s.g.blocks.size());

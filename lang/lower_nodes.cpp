@@ -59,12 +59,12 @@ std::vector<int> resolve_item(Lowering& s, const ast::parent_ref& r, Location lo
     }
     const int index = *r.index;
     if (!v.is_array) {
-        s.diag.error(s.after_bracket(r.name, loc),
+        s.diag.error(s.bracket_after(r.name.name, r, loc),
                      fmt::format("'{}' is a single {}, not an array, so it cannot be indexed; write '{}'", v.name, kind_word(v), v.name));
         return {v.first_element};  // the intent is clear, so go on with it
     }
     if (index < 1 || index > v.size) {
-        s.diag.error(s.after_bracket(r.name, loc),
+        s.diag.error(s.bracket_after(r.name.name, r, loc),
                      fmt::format("index {} is out of range for '{}', which has {} element{}; indices run from 1 to {}", index,
                                  v.name, v.size, v.size == 1 ? "" : "s", v.size));
         complete = false;
@@ -77,7 +77,7 @@ Parents resolve(Lowering& s, NodeContext& node, const ast::parent_list& list, Lo
     Parents out;
     const Location list_loc = s.at(list, fallback);
     for (const auto& r : list.items) {
-        const Location loc = s.at(r, s.at(r.name, list_loc));
+        const Location loc = s.name_at(r.name, r, s.at(r, list_loc));
         bool reported = false;
         for (int e : resolve_item(s, r, loc, out.complete)) {
             if (!node.seen.insert(e).second && !reported) {
@@ -95,9 +95,37 @@ void add_offset(Lowering& s, const ir::Variable& v, double c) {
     for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].offset += c;
 }
 
-void add_fixed(Lowering& s, const ir::Variable& v, const std::vector<int>& parents, double c) {
+void add_fixed(Lowering& s, const ir::Variable& v, const std::vector<int>& parents, double c, Location loc) {
+    const long added = static_cast<long>(v.size) * static_cast<long>(parents.size());
+    if (s.fixed_terms + added > max_fixed_terms) {
+        s.diag.error(loc, fmt::format("the model is too large: with this term it has {} fixed weights, and at most {} fit",
+                                      s.fixed_terms + added, max_fixed_terms));
+        return;
+    }
+    s.fixed_terms += added;
     for (int k = 0; k < v.size; ++k)
         for (int j : parents) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].fixed.push_back({j, c});
+}
+
+// Whether P more learned weights per element of `v` stay within the limits on block sizes.
+bool fits(Lowering& s, const ir::Variable& v, const ParamInfo& info, int P) {
+    const auto before = static_cast<long>(s.g.cpds[static_cast<std::size_t>(v.first_element)].features.size());
+    const long after = before + P;
+    if (after > max_block_size) {
+        s.diag.error(info.loc, fmt::format("too many learned weights: with '{}' each element of '{}' has {}, and one block "
+                                           "holds at most {}",
+                                           info.name, v.name, after, max_block_size));
+        return false;
+    }
+    const long added = static_cast<long>(v.size) * (after * after - before * before);
+    if (s.covariance_entries + added > max_covariance_entries) {
+        s.diag.error(info.loc, fmt::format("the model is too large: with '{}' the prior covariances of its blocks need {} "
+                                           "entries, and at most {} fit",
+                                           info.name, s.covariance_entries + added, max_covariance_entries));
+        return false;
+    }
+    s.covariance_entries += added;
+    return true;
 }
 
 // A new parameter and its features. Element-wise over an array node of size K: a bias is
@@ -115,6 +143,12 @@ void add_parameter(Lowering& s, const ir::Variable& v, const ast::identifier& id
     if (parents) info.shape_known = parents->complete;
     if (v.is_array) info.shape = P == 1 ? std::vector<int>{K} : std::vector<int>{K, P};
     else if (P != 1) info.shape = {P};
+    if (!fits(s, v, info, P)) {
+        info.shape_known = false;  // declared, so its prior is still checked for a name
+        s.param_by_name.emplace(id.name, p);
+        s.params.push_back(std::move(info));
+        return;
+    }
     for (int k = 0; k < K; ++k) {
         const auto e = static_cast<std::size_t>(v.first_element + k);
         for (int q = 0; q < P; ++q) {
@@ -136,12 +170,12 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
     if (const auto* e = boost::get<ast::expression>(&t.coef.get())) {
         const auto c = s.eval.expression(*e, term_loc);
         if (!c) return;
-        if (t.parents) add_fixed(s, v, parents.elements, sign * *c);
+        if (t.parents) add_fixed(s, v, parents.elements, sign * *c, s.at(*e, term_loc));
         else add_offset(s, v, sign * *c);
         return;
     }
     const auto& id = boost::get<ast::identifier>(t.coef.get());
-    const Location loc = s.at(id, term_loc);
+    const Location loc = s.name_at(id, t, term_loc);
     if (const auto known = s.variable_by_name.find(id.name); known != s.variable_by_name.end()) {
         const char* kind = kind_word(s.variable(known->second));
         if (t.parents)

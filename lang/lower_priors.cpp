@@ -144,8 +144,8 @@ bool apply_normal(Lowering& s, ParamInfo& p, const PriorArgs& args) {
     if (!mean || !sd) return false;
     const auto n = static_cast<std::size_t>(p.size());
     p.mean = *mean;
-    p.cov.assign(n * n, 0.0);
-    for (std::size_t k = 0; k < n; ++k) p.cov[k * n + k] = (*sd)[k] * (*sd)[k];
+    p.var.resize(n);
+    for (std::size_t k = 0; k < n; ++k) p.var[k] = (*sd)[k] * (*sd)[k];
     return true;
 }
 
@@ -180,11 +180,13 @@ bool apply_mvnormal(Lowering& s, ParamInfo& p, const PriorArgs& args, Location u
     if (!ok) return false;
     p.mean = mean.values;
     p.cov = cov.values;
+    p.var.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) p.var[static_cast<std::size_t>(k)] = p.cov[static_cast<std::size_t>(k * n + k)];
     return true;
 }
 
-void prior_target(Lowering& s, const ast::identifier& id, Location stmt_loc, const PriorArgs& args) {
-    const Location loc = s.at(id, stmt_loc);
+void prior_target(Lowering& s, const ast::identifier& id, const ast::prior_stmt& ps, const PriorArgs& args) {
+    const Location loc = s.name_at(id, ps, s.at(ps));
     if (const auto v = s.variable_by_name.find(id.name); v != s.variable_by_name.end()) {
         if (s.variable(v->second).kind == ir::VariableKind::binary)
             s.diag.error(loc, fmt::format("'{}' is a node, not a parameter; a prior belongs to a parameter, a coefficient in a "
@@ -227,7 +229,7 @@ void lower_priors(Lowering& s, const ast::program& program) {
         if (!ps) continue;
         const Location stmt_loc = s.at(*ps);
         const PriorArgs args = evaluate(s, *ps, stmt_loc);
-        for (const auto& id : ps->params) prior_target(s, id, stmt_loc, args);
+        for (const auto& id : ps->params) prior_target(s, id, *ps, args);
     }
     for (const auto& p : s.params)
         if (!p.has_prior)

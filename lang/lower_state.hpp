@@ -18,6 +18,13 @@
 
 namespace vbn::lang::lowering {
 
+// Sizes beyond which a model is refused with an error instead of exhausting memory. The
+// IR stores each block's prior covariance densely, so block sizes are what costs.
+inline constexpr long max_elements = 1'000'000;           // nodes and covariates, all elements
+inline constexpr long max_block_size = 2048;              // learned weights of one node element
+inline constexpr long max_covariance_entries = 20'000'000;  // Σ over blocks of size²
+inline constexpr long max_fixed_terms = 20'000'000;         // `CONST * PARENTS` terms, all elements
+
 // The parameter element whose value is the weight of one feature.
 struct WeightRef {
     int param = -1;
@@ -34,7 +41,8 @@ struct ParamInfo {
     Location prior_loc;
     bool prior_ok = false;       // mean and cov hold a checked prior
     std::vector<double> mean;    // one per element
-    std::vector<double> cov;     // elements × elements, row-major
+    std::vector<double> var;     // one per element: the diagonal of the covariance
+    std::vector<double> cov;     // mvnormal only: elements × elements, row-major
     std::string prior_text;
 
     int size() const {
@@ -58,13 +66,20 @@ struct Lowering {
     std::vector<ParamInfo> params;                  // in order of first use
     std::map<std::string, int> param_by_name;
     std::vector<std::vector<WeightRef>> weights;    // per element, parallel to Cpd::features
+    long covariance_entries = 0;                    // Σ over elements of (learned weights)²
+    long fixed_terms = 0;                           // Σ over elements of fixed terms
 
     Location at(const boost::spirit::x3::position_tagged& node, Location fallback = {}) const {
         return eval.at(node, fallback);
     }
-    // Where the text right after `node` continues past an opening '[': the place of an
-    // index or an array size, which the AST stores as a plain int.
-    Location after_bracket(const boost::spirit::x3::position_tagged& node, Location fallback) const;
+    // Where `id` is, searched for by name inside `enclosing` when the parser left the
+    // identifier itself untagged.
+    Location name_at(const ast::identifier& id, const boost::spirit::x3::position_tagged& enclosing,
+                     Location fallback) const;
+    // The place of the number inside `name[...]` within `enclosing`: an index or an array
+    // size, which the AST stores as a plain int.
+    Location bracket_after(const std::string& name, const boost::spirit::x3::position_tagged& enclosing,
+                           Location fallback) const;
     const ir::Variable& variable(int v) const { return g.variables[static_cast<std::size_t>(v)]; }
     const ir::Element& element(int e) const { return g.elements[static_cast<std::size_t>(e)]; }
 };
