@@ -1,0 +1,300 @@
+// The parser of .vbn models: instantiates the grammar once, drives it statement by
+// statement with error recovery, and words its syntax errors.
+#include "lang/config.hpp"
+#include "lang/error_handler.hpp"
+#include "lang/frontend.hpp"
+#include "lang/grammar.hpp"
+#include "lang/grammar_def.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace vbn::lang {
+
+namespace parser {
+
+BOOST_SPIRIT_INSTANTIATE(statement_type, iterator_type, context_type)
+
+namespace {
+
+bool is_ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+constexpr std::array reserved_list{"node",   "covariate", "hidden", "bernoulli", "logistic", "normal",
+                                   "mvnormal", "sqrt",    "exp",    "log",       "logit",    "inv_logit"};
+
+bool is_reserved(std::string_view word) {
+    return std::find(reserved_list.begin(), reserved_list.end(), word) != reserved_list.end();
+}
+
+// The word (identifier or reserved word) starting at `at`, or empty.
+std::string_view word_at(iterator_type at, iterator_type end) {
+    if (at == end || !is_ident_start(*at)) return {};
+    iterator_type i = at;
+    while (i != end && is_ident_char(*i)) ++i;
+    return {&*at, static_cast<std::size_t>(i - at)};
+}
+
+// The numeric literal starting at `at` (digits, '.', an exponent), or empty.
+std::string_view number_at(iterator_type at, iterator_type end) {
+    iterator_type i = at;
+    while (i != end && (is_digit(*i) || *i == '.')) ++i;
+    if (i != at && i != end && (*i == 'e' || *i == 'E')) {
+        iterator_type j = std::next(i);
+        if (j != end && (*j == '+' || *j == '-')) ++j;
+        if (j != end && is_digit(*j)) {
+            i = j;
+            while (i != end && is_digit(*i)) ++i;
+        }
+    }
+    return {&*at, static_cast<std::size_t>(i - at)};
+}
+
+// A token quoted in a message; a megabyte-long name is cut short.
+std::string quoted(std::string_view token) {
+    constexpr std::size_t max = 40;
+    if (token.size() <= max) return fmt::format("'{}'", token);
+    return fmt::format("'{}...'", token.substr(0, max));
+}
+
+// What each expectation point of the grammar wants, in words. Keys are the names given
+// with expect_named in grammar_def.hpp.
+struct phrase {
+    std::string_view which;
+    std::string_view words;
+};
+
+constexpr std::array phrases{
+    phrase{"semicolon", "expected ';' at the end of the statement"},
+    phrase{"node_name", "expected the node's name after 'node'"},
+    phrase{"covariate_name", "expected the covariate's name after 'covariate'"},
+    phrase{"param_name", "expected a parameter name after ','"},
+    phrase{"size", "expected the array size as a whole number, e.g. [3]"},
+    phrase{"size_close", "expected ']' after the array size"},
+    phrase{"node_tilde", "expected '~' and the node's distribution, e.g. `node y ~ bernoulli(0.5);`"},
+    phrase{"distribution", "expected a distribution: bernoulli(p) or logistic(...)"},
+    phrase{"bernoulli_open", "expected '(' after 'bernoulli'"},
+    phrase{"probability", "expected the probability, a constant expression like 0.5"},
+    phrase{"bernoulli_close", "expected ')' to close bernoulli(...)"},
+    phrase{"logistic_open", "expected '(' after 'logistic'"},
+    phrase{"predictor", "expected a predictor, a sum of terms like b + w * x"},
+    phrase{"logistic_close", "expected ')' to close logistic(...)"},
+    phrase{"term", "expected a term (a constant, a parameter, or weights times parents)"},
+    phrase{"parents", "expected a parent (a node or covariate name, or a list like [a, b]) after '*'"},
+    phrase{"listed_parent", "expected a node or covariate name in the list of parents"},
+    phrase{"parents_close", "expected ',' or ']' in the list of parents"},
+    phrase{"index", "expected the element number as a whole number, e.g. v[2]"},
+    phrase{"index_close", "expected ']' after the element number"},
+    phrase{"operand", "expected a number, '(' or a function like sqrt(...)"},
+    phrase{"call_open", "expected '(' after the function name"},
+    phrase{"argument", "expected the function's argument, a constant expression"},
+    phrase{"call_close", "expected ')' to close the function call"},
+    phrase{"inner_expression", "expected an expression after '('"},
+    phrase{"paren_close", "expected ')' to close '('"},
+    phrase{"exponent_digits", "expected the digits of the exponent, e.g. 1e-3"},
+    phrase{"prior", "expected a prior: normal(mean, sd) or mvnormal(mean, cov)"},
+    phrase{"normal_open", "expected '(' after 'normal'"},
+    phrase{"mean", "expected the mean, a constant expression or a vector like [0, 1]"},
+    phrase{"normal_comma", "expected ',' and the standard deviation after the mean"},
+    phrase{"sd", "expected the standard deviation, a constant expression or a vector like [1, 2]"},
+    phrase{"normal_close", "expected ')' to close normal(...)"},
+    phrase{"mvnormal_open", "expected '(' after 'mvnormal'"},
+    phrase{"mean_vector", "expected the mean vector, e.g. [0, 0]"},
+    phrase{"mvnormal_comma", "expected ',' and the covariance matrix after the mean"},
+    phrase{"covariance", "expected the covariance matrix, e.g. [[1, 0.5], [0.5, 1]]"},
+    phrase{"mvnormal_close", "expected ')' to close mvnormal(...)"},
+    phrase{"array_item", "expected a value (a constant expression or an array like [1, 2])"},
+    phrase{"array_close", "expected ',' or ']' in the array"},
+};
+
+std::string words_for(std::string_view which) {
+    for (const phrase& p : phrases)
+        if (p.which == which) return std::string(p.words);
+    return "syntax error";  // unreachable: every expectation point of the grammar has a phrase
+}
+
+const std::string no_statement_words = "expected a statement: node, covariate or a prior `name ~ normal(...)`";
+
+}  // namespace
+
+// Builds the message for an expectation failure. Most are a fixed phrase; a few look at
+// the offending token to say something sharper (an unknown distribution's name, a reserved
+// word used as a name, a number out of range).
+void error_handler::expected(std::string_view which, iterator_type where) {
+    last_error_ = where;
+    const iterator_type token = skip_blanks(where, end_);
+    const std::string_view word = word_at(token, end_);
+    const bool reserved_word = !word.empty() && is_reserved(word);
+    // A missing ';' is shown right after the statement; so is anything missing at the end of
+    // the file, rather than on an empty last line.
+    const bool covariate_tilde = which == "covariate_semicolon" && token != end_ && *token == '~';
+    const iterator_type at =
+        ((which == "semicolon" || which == "covariate_semicolon") && !covariate_tilde) || token == end_ ? where
+                                                                                                       : token;
+
+    std::string message;
+    if (which == "number_too_large" || which == "number_too_small") {
+        message = which == "number_too_large"
+                      ? fmt::format("number out of range: {} is too large for a double (the largest is about 1.8e308)",
+                                    quoted(number_at(token, end_)))
+                      : fmt::format("number out of range: {} is too close to zero for a double (the smallest is "
+                                    "about 4.9e-324)",
+                                    quoted(number_at(token, end_)));
+    } else if (covariate_tilde) {
+        message = "a covariate has no distribution: declare it as `covariate x;` and use it as a parent";
+    } else if (which == "covariate_semicolon") {
+        message = words_for("semicolon");
+    } else if (which == "integer_in_range") {
+        message = fmt::format("number out of range: {} is too large (at most 2147483647)",
+                              quoted(number_at(token, end_)));
+    } else if (which == "shallow_nesting") {
+        message = fmt::format("expression nested too deeply (more than {} levels)", max_nesting);
+    } else if (which == "known_function") {
+        message = fmt::format("unknown function {}; the functions are sqrt, exp, log, logit and inv_logit",
+                              quoted(word));
+    } else if (which == "distribution" && !word.empty()) {
+        if (word == "normal" || word == "mvnormal")
+            message = fmt::format("{} is a prior for parameters, not a distribution of a node; expected "
+                                  "bernoulli(p) or logistic(...)",
+                                  quoted(word));
+        else
+            message = fmt::format("unknown distribution {}; expected bernoulli(p) or logistic(...)", quoted(word));
+    } else if (which == "prior" && !word.empty()) {
+        if (word == "bernoulli" || word == "logistic")
+            message = fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd) or "
+                                  "mvnormal(mean, cov)",
+                                  quoted(word));
+        else
+            message = fmt::format("unknown prior {}; expected normal(mean, sd) or mvnormal(mean, cov)", quoted(word));
+    } else if (reserved_word && (which == "node_name" || which == "covariate_name" || which == "param_name" ||
+                                 which == "parents" || which == "listed_parent" || which == "term")) {
+        message = fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
+    } else {
+        message = words_for(which);
+    }
+    diag_.error(map_.source().locate(offset(at)), std::move(message));
+}
+
+void error_handler::no_statement(iterator_type where) {
+    last_error_ = where;
+    const std::string_view word = word_at(where, end_);
+    std::string message = no_statement_words;
+    if (!word.empty() && is_reserved(word)) {
+        // `hidden ~ normal(0, 1);` and the like: a prior on a reserved word.
+        const iterator_type next = skip_blanks(std::next(where, static_cast<std::ptrdiff_t>(word.size())), end_);
+        if (next != end_ && (*next == '~' || *next == ','))
+            message = fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
+    }
+    diag_.error(map_.source().locate(offset(where)), std::move(message));
+}
+
+namespace {
+
+// Offset of the first block comment that is never closed, if any.
+std::optional<std::size_t> unterminated_comment(const std::string& text) {
+    std::size_t i = 0;
+    while (i + 1 < text.size()) {
+        if (text[i] == '/' && text[i + 1] == '/') {
+            const std::size_t eol = text.find('\n', i);
+            if (eol == std::string::npos) return std::nullopt;
+            i = eol + 1;
+        } else if (text[i] == '/' && text[i + 1] == '*') {
+            const std::size_t close = text.find("*/", i + 2);
+            if (close == std::string::npos) return i;
+            i = close + 2;
+        } else {
+            ++i;
+        }
+    }
+    return std::nullopt;
+}
+
+// Just after the next ';' that is not inside a comment, or the end.
+iterator_type past_next_semicolon(iterator_type from, iterator_type end) {
+    for (iterator_type i = skip_blanks(from, end); i != end; i = skip_blanks(i, end)) {
+        if (*i == ';') return std::next(i);
+        ++i;
+    }
+    return end;
+}
+
+// Beyond this many, more syntax errors are noise (typically a file that is not a model).
+constexpr std::size_t max_syntax_errors = 50;
+
+}  // namespace
+
+}  // namespace parser
+
+bool parse(const Source& source, ast::program& out, SourceMap& map, Diagnostics& diag) {
+    using parser::iterator_type;
+    namespace x3 = boost::spirit::x3;
+
+    const std::string& text = source.text();
+    const std::optional<std::size_t> open_comment = parser::unterminated_comment(text);
+    // Everything after an unterminated '/*' is comment: the parser never sees it.
+    const iterator_type begin = text.begin();
+    const iterator_type end = begin + static_cast<std::ptrdiff_t>(open_comment.value_or(text.size()));
+
+    parser::error_handler handler(begin, end, map, diag);
+    auto handler_ref = std::ref(handler);
+    const auto context = x3::make_context<x3::error_handler_tag>(
+        handler_ref, x3::make_context<x3::skipper_tag>(parser::skipper));
+    static_assert(std::is_same_v<std::decay_t<decltype(context)>, parser::context_type>,
+                  "the context must be the one the grammar is instantiated with");
+
+    const std::size_t errors_before = diag.error_count();
+    std::size_t syntax_errors = 0;
+    iterator_type it = begin;
+    while ((it = parser::skip_blanks(it, end)) != end) {
+        if (syntax_errors == parser::max_syntax_errors) {
+            diag.error({}, fmt::format("too many syntax errors; stopped after {}", parser::max_syntax_errors));
+            break;
+        }
+        ast::statement statement;
+        iterator_type next = it;
+        const std::size_t before = diag.error_count();
+        if (parser::statement().parse(next, end, context, x3::unused, statement)) {
+            out.statements.push_back(std::move(statement));
+            it = next;
+            continue;
+        }
+        if (diag.error_count() == before) handler.no_statement(it);
+        ++syntax_errors;
+        it = parser::past_next_semicolon(std::max(it, handler.last_error()), end);
+    }
+    if (open_comment)
+        diag.error(source.locate(*open_comment), "unterminated comment: '/*' has no closing '*/'");
+    return diag.error_count() == errors_before;
+}
+
+// ---------------------------------------------------------------------------------------
+// SourceMap
+
+void SourceMap::record(int id, std::size_t begin, std::size_t end) {
+    if (id < 0) return;
+    const auto index = static_cast<std::size_t>(id);
+    if (index >= spans_.size()) spans_.resize(index + 1, {0, 0});
+    spans_[index] = {begin, end};
+}
+
+std::pair<std::size_t, std::size_t> SourceMap::span(const boost::spirit::x3::position_tagged& node) const {
+    if (node.id_first < 0 || node.id_last < 0) return {0, 0};
+    const auto first = static_cast<std::size_t>(node.id_first);
+    const auto last = static_cast<std::size_t>(node.id_last);
+    if (first >= spans_.size() || last >= spans_.size()) return {0, 0};
+    return {spans_[first].first, spans_[last].second};
+}
+
+Location SourceMap::where(const boost::spirit::x3::position_tagged& node) const {
+    if (node.id_first < 0 || static_cast<std::size_t>(node.id_first) >= spans_.size()) return {0, 0};
+    return source_->locate(spans_[static_cast<std::size_t>(node.id_first)].first);
+}
+
+}  // namespace vbn::lang
