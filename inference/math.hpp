@@ -16,6 +16,14 @@ inline double log1p_exp(double x) {
 // log g(x) = log(1 / (1 + exp(-x))), g the logistic function.
 inline double log_inv_logit(double x) { return -log1p_exp(-x); }
 
+// log g(x) together with g(-x) = d/dx log g(x), from one exp: the pair a logistic
+// likelihood term and its gradient need. Same values as log_inv_logit(x), inv_logit(-x).
+inline double log_inv_logit_with_derivative(double x, double& derivative) {
+    const double e = std::exp(-std::abs(x));
+    derivative = (x >= 0 ? e : 1.0) / (1.0 + e);
+    return std::min(x, 0.0) - std::log1p(e);
+}
+
 // g(x) = 1 / (1 + exp(-x)), accurate in both tails.
 inline double inv_logit(double x) {
     if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
