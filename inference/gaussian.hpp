@@ -1,0 +1,70 @@
+// A multivariate Gaussian or Student-t distribution used as an MCMC proposal: the variational
+// posterior N(μ̂, Σ̂) of variational-mcmc.txt §4.1, its per-block marginals (§4.2: "a Gaussian
+// whose mean is a subset of the elements of the mean of the original variational distribution
+// and whose covariance is the corresponding block-diagonal component"), or a heavier-tailed t
+// with the same location and scale.
+//
+// The scale is held as its lower Cholesky factor L (L L' = Σ), so sampling is μ + L z and the
+// density needs one triangular solve: no inverse is ever formed. A t with ν degrees of freedom
+// is μ + L z / sqrt(g / ν) with g ~ χ²_ν; Σ is then its scale matrix (covariance ν/(ν-2) Σ).
+//
+// Sampling and evaluation use scratch space owned by the object and allocate nothing, so one
+// object must not be used by two threads at once (each kernel clone owns its copy).
+#pragma once
+
+#include "inference/rng.hpp"
+
+#include <Eigen/Core>
+
+#include <limits>
+
+namespace vbn::inference {
+
+class GaussianProposal {
+public:
+    static constexpr double gaussian_df = std::numeric_limits<double>::infinity();
+
+    GaussianProposal() = default;
+
+    // N(mean, covariance), or t_df(mean, covariance) when df is finite. Throws
+    // std::invalid_argument naming the problem when the sizes differ, an entry is not finite,
+    // the matrix is not symmetric positive definite, or df is not positive.
+    GaussianProposal(Eigen::VectorXd mean, const Eigen::MatrixXd& covariance, double df = gaussian_df);
+
+    // The same from a lower Cholesky factor (its strictly upper part is ignored).
+    static GaussianProposal from_cholesky(Eigen::VectorXd mean, Eigen::MatrixXd lower, double df = gaussian_df);
+
+    int dim() const { return static_cast<int>(mean_.size()); }
+    double df() const { return df_; }
+    bool is_student_t() const { return df_ != gaussian_df; }
+    const Eigen::VectorXd& mean() const { return mean_; }
+    const Eigen::MatrixXd& cholesky() const { return chol_; }
+    Eigen::MatrixXd scale_matrix() const;  // L L'
+
+    // Multiplies the scale matrix by factor > 0 (a wider proposal keeps the importance weights
+    // p/q bounded where the variational fit is too narrow: Corollary 1, eq. 12).
+    void inflate(double factor);
+
+    // The marginal of coordinates offset .. offset+size-1 (same family and df).
+    GaussianProposal marginal(int offset, int size) const;
+
+    // One draw into out (size dim()).
+    void sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);
+
+    // log q(x), normalised.
+    double log_density(const Eigen::Ref<const Eigen::VectorXd>& x);
+
+private:
+    void finish();  // checks, log normaliser, scratch
+
+    Eigen::VectorXd mean_;
+    Eigen::MatrixXd chol_;
+    double df_ = gaussian_df;
+    double log_norm_ = 0;
+    Eigen::VectorXd scratch_;
+};
+
+// A χ²_df draw (Marsaglia & Tsang's gamma method), for the t's mixing variable.
+double sample_chi_square(Rng& rng, double df);
+
+}  // namespace vbn::inference
