@@ -1,0 +1,257 @@
+#include "inference/chains.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace vbn::inference {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+struct ChainJob {
+    int chain = 0;
+    std::unique_ptr<Density> density;
+    std::unique_ptr<Kernel> kernel;
+    Eigen::VectorXd init;
+};
+
+// A chain failed: this exception carries a message that already names the place.
+struct ChainFailure : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// What is wrong with a state whose log density is not finite, as precisely as we can say:
+// a non-finite coordinate, else the first coordinate where the gradient is not finite.
+std::string diagnose(const State& state, Density& density) {
+    for (Eigen::Index i = 0; i < state.x.size(); ++i) {
+        if (!std::isfinite(state.x[i])) return fmt::format("; parameter {} (0-based) is {}", i, state.x[i]);
+    }
+    try {
+        Eigen::VectorXd grad(state.x.size());
+        density.log_density_gradient(state.x, grad);
+        for (Eigen::Index i = 0; i < grad.size(); ++i) {
+            if (!std::isfinite(grad[i])) return fmt::format("; its gradient is {} in parameter {} (0-based)", grad[i], i);
+        }
+    } catch (const std::exception&) {
+        // The gradient is only a hint here; the log density itself is what failed.
+    }
+    return "";
+}
+
+class Runner {
+public:
+    Runner(const ChainSettings& settings, const ChainCallbacks& callbacks) : settings_(settings), callbacks_(callbacks) {}
+
+    void run(ChainJob& job, ChainResult& out) {
+        out.chain = job.chain;
+        const Eigen::Index dim = job.init.size();
+        const int kept_total = settings_.draws > 0 ? (settings_.draws + settings_.thin - 1) / settings_.thin : 0;
+        if (settings_.keep_draws) {
+            out.draws.resize(kept_total, dim);
+            out.lp.resize(kept_total);
+            out.info.reserve(static_cast<std::size_t>(kept_total));
+        }
+        std::vector<KernelStats> before;  // the counters before anything ran
+        job.kernel->collect_stats(before);
+        std::vector<KernelStats> at_end_of_warmup;
+        bool sampling_started = false;
+
+        Rng rng(settings_.seed, chain_stream_offset + static_cast<std::uint64_t>(job.chain));
+        State& state = out.last;
+        state.x = job.init;
+        try {
+            state.lp = job.density->log_density(state.x);
+            check(state, *job.density, job.chain, Where{true, 0});
+
+            const auto warmup_start = Clock::now();
+            if (settings_.warmup > 0) job.kernel->begin_warmup(settings_.warmup);
+            Throttle throttle;
+            for (int i = 0; i < settings_.warmup; ++i) {
+                if (stop_requested()) {
+                    out.interrupted = true;
+                    break;
+                }
+                TransitionInfo info;
+                iterate(job, state, rng, info, Where{true, i + 1});
+                out.warmup_done = i + 1;
+                report(throttle, {job.chain, i + 1, settings_.warmup, true}, i + 1 == settings_.warmup);
+            }
+            out.warmup_seconds = seconds_since(warmup_start);
+
+            if (!out.interrupted) {
+                job.kernel->end_warmup();
+                job.kernel->collect_stats(at_end_of_warmup);
+                sampling_started = true;
+                const auto sampling_start = Clock::now();
+                Throttle sampling_throttle;
+                for (int i = 0; i < settings_.draws; ++i) {
+                    if (stop_requested()) {
+                        out.interrupted = true;
+                        break;
+                    }
+                    TransitionInfo info;
+                    iterate(job, state, rng, info, Where{false, i + 1});
+                    if (i % settings_.thin == 0) keep(out, state, info, job.chain);
+                    report(sampling_throttle, {job.chain, i + 1, settings_.draws, false}, i + 1 == settings_.draws);
+                }
+                out.sampling_seconds = seconds_since(sampling_start);
+            }
+        } catch (const ChainFailure& e) {
+            out.error = e.what();
+        } catch (const std::exception& e) {
+            out.error = fmt::format("chain {}: {}", job.chain, e.what());
+        } catch (...) {
+            out.error = fmt::format("chain {}: an unknown exception", job.chain);
+        }
+
+        if (settings_.keep_draws && out.draws_done < kept_total) {
+            out.draws.conservativeResize(out.draws_done, dim);
+            out.lp.conservativeResize(out.draws_done);
+        }
+        finish_stats(out, *job.kernel, sampling_started ? at_end_of_warmup : std::vector<KernelStats>{}, before);
+    }
+
+private:
+    struct Throttle {
+        Clock::time_point last = Clock::now();
+    };
+
+    bool stop_requested() const {
+        return (callbacks_.stop != nullptr && callbacks_.stop->load(std::memory_order_relaxed)) ||
+               (callbacks_.should_stop && callbacks_.should_stop());
+    }
+
+    // An iteration, 1-based within its phase; warmup iteration 0 is the initial point.
+    struct Where {
+        bool warmup = true;
+        int iteration = 0;
+        std::string text() const {
+            if (warmup && iteration == 0) return "at the initial values (iteration 0)";
+            return fmt::format("after {} iteration {}", warmup ? "warmup" : "sampling", iteration);
+        }
+    };
+
+    // One transition; an exception from the kernel or density is rethrown naming the iteration.
+    void iterate(ChainJob& job, State& state, Rng& rng, TransitionInfo& info, Where where) {
+        try {
+            job.kernel->step(state, *job.density, rng, info);
+        } catch (const std::exception& e) {
+            throw ChainFailure(fmt::format("chain {}: {} ({})", job.chain, e.what(), where.text()));
+        }
+        check(state, *job.density, job.chain, where);
+    }
+
+    static void check(const State& state, Density& density, int chain, Where where) {
+        if (std::isfinite(state.lp) && state.x.allFinite()) return;
+        throw ChainFailure(
+            fmt::format("chain {}: the log density is {} {}{}", chain, state.lp, where.text(), diagnose(state, density)));
+    }
+
+    void keep(ChainResult& out, const State& state, const TransitionInfo& info, int chain) {
+        const int k = out.draws_done;
+        if (settings_.keep_draws) {
+            out.draws.row(k) = state.x.transpose();
+            out.lp[k] = state.lp;
+            out.info.push_back(info);
+        }
+        ++out.draws_done;
+        if (callbacks_.on_draw) callbacks_.on_draw(chain, k, state, info);
+    }
+
+    void report(Throttle& throttle, const ChainProgress& p, bool phase_end) {
+        if (!callbacks_.progress) return;
+        const auto now = Clock::now();
+        if (!phase_end && std::chrono::duration<double>(now - throttle.last).count() < callbacks_.progress_interval) return;
+        throttle.last = now;
+        const std::lock_guard<std::mutex> lock(progress_mutex_);
+        callbacks_.progress(p);
+    }
+
+    // Sampling-phase counters are the totals minus those at the end of warmup.
+    static void finish_stats(ChainResult& out, const Kernel& kernel, const std::vector<KernelStats>& at_end_of_warmup,
+                             const std::vector<KernelStats>& before) {
+        std::vector<KernelStats> total;
+        kernel.collect_stats(total);
+        const std::vector<KernelStats>& split = at_end_of_warmup.empty() ? total : at_end_of_warmup;
+        out.warmup_stats = split;
+        out.stats = total;
+        for (std::size_t i = 0; i < total.size() && i < split.size(); ++i) {
+            out.warmup_stats[i].proposed -= i < before.size() ? before[i].proposed : 0;
+            out.warmup_stats[i].accepted -= i < before.size() ? before[i].accepted : 0;
+            out.stats[i].proposed -= split[i].proposed;
+            out.stats[i].accepted -= split[i].accepted;
+        }
+    }
+
+    const ChainSettings& settings_;
+    const ChainCallbacks& callbacks_;
+    std::mutex progress_mutex_;
+};
+
+void validate(const ChainSettings& s, std::size_t inits) {
+    if (s.warmup < 0 || s.draws < 0) {
+        throw std::invalid_argument(fmt::format("chains: warmup and draws must be >= 0, got {} and {}", s.warmup, s.draws));
+    }
+    if (s.chains < 1) throw std::invalid_argument(fmt::format("chains: need at least one chain, got {}", s.chains));
+    if (s.threads < 1) throw std::invalid_argument(fmt::format("chains: need at least one thread, got {}", s.threads));
+    if (s.thin < 1) throw std::invalid_argument(fmt::format("chains: thin must be >= 1, got {}", s.thin));
+    if (inits != 1 && inits != static_cast<std::size_t>(s.chains)) {
+        throw std::invalid_argument(
+            fmt::format("chains: {} initial points given for {} chains (give one per chain, or one for all)", inits, s.chains));
+    }
+}
+
+}  // namespace
+
+std::vector<ChainResult> run_chains(const DensityFactory& factory, const Kernel& prototype,
+                                    const std::vector<Eigen::VectorXd>& inits, const ChainSettings& settings,
+                                    const ChainCallbacks& callbacks) {
+    validate(settings, inits.size());
+
+    // Densities and kernels are made here, in order, so factories need not be thread-safe.
+    std::vector<ChainJob> jobs(static_cast<std::size_t>(settings.chains));
+    for (int c = 0; c < settings.chains; ++c) {
+        ChainJob& job = jobs[static_cast<std::size_t>(c)];
+        job.chain = c;
+        job.density = factory.make();
+        if (!job.density) throw std::invalid_argument("chains: the density factory returned nothing");
+        job.kernel = prototype.clone();
+        job.init = inits[inits.size() == 1 ? 0 : static_cast<std::size_t>(c)];
+        if (job.init.size() != job.density->dim()) {
+            throw std::invalid_argument(fmt::format("chains: the initial point of chain {} has {} entries but the target has {}",
+                                                    c, job.init.size(), job.density->dim()));
+        }
+    }
+
+    std::vector<ChainResult> results(jobs.size());
+    Runner runner(settings, callbacks);
+    const int workers = std::min(settings.threads, settings.chains);
+    if (workers == 1) {
+        for (std::size_t c = 0; c < jobs.size(); ++c) runner.run(jobs[c], results[c]);
+        return results;
+    }
+    // Work sharing: which thread runs a chain never affects its draws, only when they appear.
+    std::atomic<int> next{0};
+    auto work = [&] {
+        for (int c = next++; c < settings.chains; c = next++) {
+            runner.run(jobs[static_cast<std::size_t>(c)], results[static_cast<std::size_t>(c)]);
+        }
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(static_cast<std::size_t>(workers));
+    for (int t = 0; t < workers; ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+    return results;
+}
+
+}  // namespace vbn::inference
