@@ -1,0 +1,154 @@
+// Test targets and checks shared by the inference tests: Gaussian densities with blocks and
+// call counters, and moment checks whose tolerances come from Monte Carlo error.
+#pragma once
+
+#include "inference/density.hpp"
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vbn::test {
+
+// N(mean, covariance) with the given blocks. block_log_density(b, x) keeps only the terms of
+// -½ z' P z (z = x - mean, P the precision) that involve block b: -z_b'(P z)_b + ½ z_b' P_bb z_b.
+// It differs from log_density by terms free of block b, so a kernel that mixes the two up
+// leaves State::lp inconsistent — which the tests check.
+class GaussianDensity : public inference::Density {
+public:
+    GaussianDensity(Eigen::VectorXd mean, Eigen::MatrixXd covariance, std::vector<inference::BlockRange> blocks = {})
+        : mean_(std::move(mean)), cov_(std::move(covariance)), blocks_(std::move(blocks)) {
+        const Eigen::LLT<Eigen::MatrixXd> llt(cov_);
+        precision_ = llt.solve(Eigen::MatrixXd::Identity(cov_.rows(), cov_.cols()));
+        if (blocks_.empty()) blocks_.push_back({0, static_cast<int>(mean_.size())});
+        z_.resize(mean_.size());
+        pz_.resize(mean_.size());
+        pbz_.resize(mean_.size());
+    }
+
+    int dim() const override { return static_cast<int>(mean_.size()); }
+
+    double log_density(const Eigen::VectorXd& x) override {
+        ++log_density_calls;
+        return exact(x);
+    }
+
+    double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override {
+        ++gradient_calls;
+        z_ = x - mean_;
+        grad.noalias() = -precision_ * z_;
+        return 0.5 * z_.dot(grad);
+    }
+
+    int block_count() const override { return static_cast<int>(blocks_.size()); }
+    inference::BlockRange block(int b) const override { return blocks_[static_cast<std::size_t>(b)]; }
+
+    double block_log_density(int b, const Eigen::VectorXd& x) override {
+        ++block_calls;
+        const inference::BlockRange r = block(b);
+        z_ = x - mean_;
+        const auto zb = z_.segment(r.offset, r.size);
+        pz_.head(r.size).noalias() = precision_.middleRows(r.offset, r.size) * z_;
+        pbz_.head(r.size).noalias() = precision_.block(r.offset, r.offset, r.size, r.size) * zb;
+        return -zb.dot(pz_.head(r.size)) + 0.5 * zb.dot(pbz_.head(r.size));
+    }
+
+    // The log density without counting the call (for checks).
+    double exact(const Eigen::VectorXd& x) {
+        z_ = x - mean_;
+        pz_.noalias() = precision_ * z_;
+        return -0.5 * z_.dot(pz_);
+    }
+
+    const Eigen::VectorXd& mean() const { return mean_; }
+    const Eigen::MatrixXd& covariance() const { return cov_; }
+
+    long log_density_calls = 0;
+    long gradient_calls = 0;
+    long block_calls = 0;
+
+private:
+    Eigen::VectorXd mean_;
+    Eigen::MatrixXd cov_;
+    Eigen::MatrixXd precision_;
+    std::vector<inference::BlockRange> blocks_;
+    Eigen::VectorXd z_, pz_, pbz_;  // scratch, so evaluations allocate nothing
+};
+
+class GaussianFactory : public inference::DensityFactory {
+public:
+    explicit GaussianFactory(GaussianDensity prototype) : prototype_(std::move(prototype)) {}
+    std::unique_ptr<inference::Density> make() const override { return std::make_unique<GaussianDensity>(prototype_); }
+
+private:
+    GaussianDensity prototype_;
+};
+
+// A correlated 2-D Gaussian (sds 1 and 2, correlation 0.8), one block per coordinate.
+inline GaussianDensity correlated_2d() {
+    Eigen::Vector2d mean(1.0, -2.0);
+    Eigen::Matrix2d cov;
+    cov << 1.0, 0.8 * 2.0, 0.8 * 2.0, 4.0;
+    return GaussianDensity(mean, cov, {{0, 1}, {1, 1}});
+}
+
+// A correlated 10-D Gaussian: sds from 0.5 to 3, correlations 0.6^|i-j| (so the blocks are
+// coupled), blocks of sizes 3, 3 and 4.
+inline GaussianDensity correlated_10d() {
+    const int d = 10;
+    Eigen::VectorXd mean(d), sd(d);
+    for (int i = 0; i < d; ++i) {
+        mean[i] = -2.0 + 0.5 * i;
+        sd[i] = 0.5 + 2.5 * i / (d - 1.0);
+    }
+    Eigen::MatrixXd cov(d, d);
+    for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) cov(i, j) = sd[i] * sd[j] * std::pow(0.6, std::abs(i - j));
+    return GaussianDensity(mean, cov, {{0, 3}, {3, 3}, {6, 4}});
+}
+
+// Batch-means Monte Carlo standard error of the mean of a series (batches must be much longer
+// than the autocorrelation time; 40 batches leave the error estimate within ~±20%).
+inline double batch_means_mcse(const Eigen::VectorXd& series, int batches = 40) {
+    const Eigen::Index m = series.size() / batches;
+    Eigen::VectorXd means(batches);
+    for (int k = 0; k < batches; ++k) means[k] = series.segment(k * m, m).mean();
+    const double var = (means.array() - means.mean()).square().sum() / (batches - 1);
+    return std::sqrt(var / batches);
+}
+
+// Compares the draws' means and covariances with the truth, entry by entry, allowing `z`
+// Monte Carlo standard errors (batch means; a covariance entry is the mean of the products
+// (x_i - μ_i)(x_j - μ_j), whose own series gives its error). Returns the failures, one a line.
+inline std::string check_moments(const Eigen::MatrixXd& draws, const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov,
+                                 double z = 4.0) {
+    std::string failures;
+    const Eigen::Index d = mean.size();
+    const Eigen::MatrixXd centred = draws.rowwise() - mean.transpose();
+    for (Eigen::Index i = 0; i < d; ++i) {
+        const Eigen::VectorXd xi = centred.col(i);
+        const double err = std::abs(xi.mean());
+        const double se = batch_means_mcse(xi);
+        if (!(err <= z * se)) failures += fmt::format("mean[{}]: off by {:.4g} = {:.2f} mcse\n", i, err, err / se);
+        for (Eigen::Index j = 0; j <= i; ++j) {
+            const Eigen::VectorXd prod = xi.cwiseProduct(centred.col(j));
+            const double cerr = std::abs(prod.mean() - cov(i, j));
+            const double cse = batch_means_mcse(prod);
+            if (!(cerr <= z * cse)) {
+                failures += fmt::format("cov[{},{}]: {:.4g} vs {:.4g}, {:.2f} mcse\n", i, j, prod.mean(), cov(i, j), cerr / cse);
+            }
+        }
+    }
+    return failures;
+}
+
+// Heap allocations (malloc calls) so far in this process, where the test binary can count
+// them (glibc without sanitizers); -1 where it cannot.
+long allocation_count();
+
+}  // namespace vbn::test

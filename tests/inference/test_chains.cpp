@@ -1,0 +1,330 @@
+// The chain runner: reproducibility across thread counts, streaming, thinning, interruption,
+// failures and statistics.
+#include "gaussian_targets.hpp"
+
+#include "inference/block_mh.hpp"
+#include "inference/chains.hpp"
+#include "inference/gaussian.hpp"
+#include "inference/kernel_combinators.hpp"
+#include "inference/random_walk.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+using namespace vbn::inference;
+using vbn::test::GaussianDensity;
+using vbn::test::GaussianFactory;
+
+namespace {
+
+// The paper's mixture (Fig. 7) of block independence MH and block random walk on the 10-D target.
+std::unique_ptr<Kernel> mixture_kernel(const GaussianDensity& t) {
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    Eigen::VectorXd mean = t.mean();
+    mean.array() += 0.3;
+    return std::make_unique<Mixture>(0.5, BlockIndependenceMH(GaussianProposal(mean, 1.5 * t.covariance())),
+                                     RandomWalk(t.covariance(), per_block));
+}
+
+std::vector<Eigen::VectorXd> inits_for(const GaussianDensity& t, int chains) {
+    std::vector<Eigen::VectorXd> inits;
+    for (int c = 0; c < chains; ++c) inits.push_back(t.mean() + Eigen::VectorXd::Constant(t.dim(), 0.25 * c - 0.5));
+    return inits;
+}
+
+bool same(const ChainResult& a, const ChainResult& b) {
+    if (a.draws.rows() != b.draws.rows() || a.info.size() != b.info.size()) return false;
+    if (a.draws != b.draws || a.lp != b.lp) return false;
+    for (std::size_t i = 0; i < a.info.size(); ++i) {
+        if (a.info[i].accept_stat != b.info[i].accept_stat || a.info[i].kernel != b.info[i].kernel) return false;
+    }
+    return true;
+}
+
+// Wraps a Gaussian: NaN at the origin-shifted point `bad` only, or throws after `throw_after` calls.
+class FaultyDensity : public GaussianDensity {
+public:
+    FaultyDensity(GaussianDensity g, Eigen::VectorXd bad, long throw_after)
+        : GaussianDensity(std::move(g)), bad_(std::move(bad)), throw_after_(throw_after) {}
+    double log_density(const Eigen::VectorXd& x) override {
+        if (throw_after_ >= 0 && calls_++ >= throw_after_) throw std::runtime_error("the density failed");
+        if (x == bad_) return std::numeric_limits<double>::quiet_NaN();
+        return GaussianDensity::log_density(x);
+    }
+
+private:
+    Eigen::VectorXd bad_;
+    long throw_after_;
+    long calls_ = 0;
+};
+
+class FaultyFactory : public DensityFactory {
+public:
+    FaultyFactory(GaussianDensity g, Eigen::VectorXd bad, long throw_after) : g_(std::move(g)), bad_(std::move(bad)), after_(throw_after) {}
+    std::unique_ptr<Density> make() const override { return std::make_unique<FaultyDensity>(g_, bad_, after_); }
+
+private:
+    GaussianDensity g_;
+    Eigen::VectorXd bad_;
+    long after_;
+};
+
+}  // namespace
+
+TEST_CASE("same seed gives identical chains with 1 and 2 threads; chains differ") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianFactory factory(target);
+    const auto kernel = mixture_kernel(target);
+    ChainSettings s;
+    s.seed = 2024;
+    s.chains = 4;
+    s.warmup = 300;
+    s.draws = 500;
+    s.threads = 1;
+    const auto one = run_chains(factory, *kernel, inits_for(target, 4), s);
+    s.threads = 2;
+    const auto two = run_chains(factory, *kernel, inits_for(target, 4), s);
+    s.threads = 8;
+    const auto many = run_chains(factory, *kernel, inits_for(target, 4), s);
+    REQUIRE(one.size() == 4);
+    for (int c = 0; c < 4; ++c) {
+        INFO("chain " << c);
+        CHECK(one[c].ok());
+        CHECK(one[c].chain == c);
+        CHECK(one[c].draws_done == 500);
+        CHECK(one[c].draws.rows() == 500);
+        CHECK(same(one[c], two[c]));
+        CHECK(same(one[c], many[c]));
+    }
+    // Same initial point for all chains: only the random streams tell them apart.
+    const auto shared = run_chains(factory, *kernel, {target.mean()}, s);
+    for (int c = 1; c < 4; ++c) CHECK(shared[0].draws != shared[c].draws);
+    s.seed = 2025;
+    const auto other = run_chains(factory, *kernel, {target.mean()}, s);
+    CHECK(other[0].draws != shared[0].draws);
+}
+
+TEST_CASE("kept draws carry their exact log density; stats split warmup from sampling") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianFactory factory(target);
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    const RandomWalk kernel(target.covariance(), per_block);
+    ChainSettings s;
+    s.seed = 7;
+    s.chains = 2;
+    s.warmup = 200;
+    s.draws = 300;
+    const auto results = run_chains(factory, kernel, inits_for(target, 2), s);
+    for (const ChainResult& r : results) {
+        REQUIRE(r.ok());
+        REQUIRE(r.lp.size() == 300);
+        REQUIRE(r.info.size() == 300);
+        for (int i = 0; i < 300; ++i) {
+            const Eigen::VectorXd x = r.draws.row(i).transpose();
+            CHECK(std::abs(r.lp[i] - target.exact(x)) < 1e-10 * (1 + std::abs(r.lp[i])));
+            CHECK(r.info[i].kernel == 0);
+        }
+        CHECK(r.last.x == Eigen::VectorXd(r.draws.row(299).transpose()));
+        REQUIRE(r.stats.size() == 1);
+        CHECK(r.stats[0].name == "block rwm");
+        CHECK(r.stats[0].proposed == 3 * 300);
+        CHECK(r.warmup_stats[0].proposed == 3 * 200);
+        CHECK(r.warmup_done == 200);
+        CHECK(r.warmup_seconds >= 0);
+        CHECK(r.sampling_seconds > 0);
+    }
+}
+
+TEST_CASE("streamed draws equal kept draws; thinning keeps every thin-th iteration") {
+    const GaussianDensity target = vbn::test::correlated_2d();
+    const GaussianFactory factory(target);
+    const RandomWalk kernel;
+    ChainSettings s;
+    s.seed = 99;
+    s.chains = 3;
+    s.warmup = 50;
+    s.draws = 100;
+    const auto full = run_chains(factory, kernel, {target.mean()}, s);
+
+    std::mutex m;
+    std::vector<std::vector<Eigen::VectorXd>> streamed(3);
+    std::vector<std::vector<int>> indices(3);
+    ChainCallbacks cb;
+    cb.on_draw = [&](int chain, int draw, const State& state, const TransitionInfo&) {
+        const std::lock_guard<std::mutex> lock(m);
+        streamed[chain].push_back(state.x);
+        indices[chain].push_back(draw);
+    };
+    s.keep_draws = false;
+    s.thin = 3;
+    s.threads = 2;
+    const auto thinned = run_chains(factory, kernel, {target.mean()}, s, cb);
+    for (int c = 0; c < 3; ++c) {
+        INFO("chain " << c);
+        CHECK(thinned[c].draws.rows() == 0);
+        CHECK(thinned[c].draws_done == 34);  // iterations 0, 3, ..., 99
+        REQUIRE(streamed[c].size() == 34);
+        for (int k = 0; k < 34; ++k) {
+            CHECK(indices[c][k] == k);
+            CHECK(streamed[c][k] == Eigen::VectorXd(full[c].draws.row(3 * k).transpose()));
+        }
+    }
+}
+
+TEST_CASE("an interrupt stops every chain after its current iteration with consistent results") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianFactory factory(target);
+    const auto kernel = mixture_kernel(target);
+    ChainSettings s;
+    s.seed = 5;
+    s.chains = 3;
+    s.warmup = 100;
+    s.draws = 100'000'000;  // would take hours: only the interrupt ends this run
+    s.threads = 1;
+    std::atomic<bool> stop{false};
+    ChainCallbacks cb;
+    cb.stop = &stop;
+    cb.on_draw = [&](int chain, int draw, const State&, const TransitionInfo&) {
+        if (chain == 0 && draw == 999) stop = true;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const auto results = run_chains(factory, *kernel, inits_for(target, 3), s, cb);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 60);
+    CHECK(results[0].draws_done == 1000);
+    for (const ChainResult& r : results) {
+        INFO("chain " << r.chain);
+        CHECK(r.ok());
+        CHECK(r.interrupted);
+        REQUIRE(r.draws.rows() == r.draws_done);
+        REQUIRE(r.lp.size() == r.draws_done);
+        REQUIRE(static_cast<int>(r.info.size()) == r.draws_done);
+        for (int i = 0; i < r.draws_done; ++i) {
+            const Eigen::VectorXd x = r.draws.row(i).transpose();
+            REQUIRE(std::abs(r.lp[i] - target.exact(x)) < 1e-10 * (1 + std::abs(r.lp[i])));
+        }
+    }
+    // One thread: the later chains had not started, so they stop before their first iteration.
+    CHECK(results[1].draws_done == 0);
+    CHECK(results[1].warmup_done == 0);
+
+    // Through should_stop, with two threads, during warmup: partial warmup, no draws.
+    std::atomic<int> calls{0};
+    ChainCallbacks cb2;
+    cb2.should_stop = [&] { return ++calls > 40; };
+    s.threads = 2;
+    s.warmup = 1000;
+    const auto early = run_chains(factory, *kernel, inits_for(target, 3), s, cb2);
+    for (const ChainResult& r : early) {
+        CHECK(r.interrupted);
+        CHECK(r.draws_done == 0);
+        CHECK(r.draws.rows() == 0);
+        CHECK(r.warmup_done < 1000);
+        CHECK(r.stats[0].proposed + r.stats[1].proposed == 0);
+    }
+}
+
+TEST_CASE("a NaN log density at the initial point is an error naming the chain and iteration") {
+    const GaussianDensity g = vbn::test::correlated_2d();
+    const Eigen::Vector2d bad(0.3, 0.3);
+    const FaultyFactory factory(g, bad, -1);
+    const RandomWalk kernel;
+    ChainSettings s;
+    s.seed = 1;
+    s.chains = 2;
+    s.warmup = 10;
+    s.draws = 20;
+    const auto results = run_chains(factory, kernel, {bad, Eigen::VectorXd(g.mean())}, s);
+    CHECK_FALSE(results[0].ok());
+    CHECK(results[0].error == "chain 0: the log density is nan at the initial values (iteration 0)");
+    CHECK(results[0].draws_done == 0);
+    CHECK(results[0].draws.rows() == 0);
+    CHECK(results[1].ok());
+    CHECK(results[1].draws_done == 20);
+
+    // A non-finite coordinate is named.
+    const GaussianFactory plain(g);
+    const auto named = run_chains(plain, kernel, {Eigen::Vector2d(0.0, std::numeric_limits<double>::infinity())}, s);
+    CHECK(named[0].error == "chain 0: the log density is -inf at the initial values (iteration 0); parameter 1 (0-based) is inf");
+}
+
+TEST_CASE("an exception from the density mid-run is reported with the iteration") {
+    const GaussianDensity g = vbn::test::correlated_2d();
+    // One evaluation at the start, one per whole-vector random-walk step: the 16th call is
+    // sampling iteration 5 after 10 warmup iterations.
+    const FaultyFactory factory(g, Eigen::Vector2d(1e9, 1e9), 15);
+    const RandomWalk kernel;
+    ChainSettings s;
+    s.seed = 1;
+    s.chains = 1;
+    s.warmup = 10;
+    s.draws = 20;
+    const auto results = run_chains(factory, kernel, {g.mean()}, s);
+    CHECK(results[0].error == "chain 0: the density failed (after sampling iteration 5)");
+    CHECK(results[0].draws_done == 4);
+    CHECK(results[0].draws.rows() == 4);
+    CHECK_FALSE(results[0].interrupted);
+}
+
+TEST_CASE("progress is reported by elapsed time, and at the end of each phase") {
+    const GaussianDensity target = vbn::test::correlated_2d();
+    const GaussianFactory factory(target);
+    const RandomWalk kernel;
+    ChainSettings s;
+    s.seed = 3;
+    s.chains = 2;
+    s.warmup = 500;
+    s.draws = 700;
+    std::vector<ChainProgress> seen;
+    ChainCallbacks cb;
+    cb.progress = [&](const ChainProgress& p) { seen.push_back(p); };  // calls are serialised
+    cb.progress_interval = 1e9;
+    run_chains(factory, kernel, {target.mean()}, s, cb);
+    REQUIRE(seen.size() == 4);
+    int ends = 0;
+    for (const ChainProgress& p : seen) {
+        CHECK(p.iteration == p.iterations);
+        CHECK(p.iterations == (p.warmup ? 500 : 700));
+        ends += p.warmup ? 1 : 0;
+    }
+    CHECK(ends == 2);
+
+    seen.clear();
+    cb.progress_interval = 0;  // no throttling: every iteration
+    s.chains = 1;
+    run_chains(factory, kernel, {target.mean()}, s, cb);
+    CHECK(seen.size() == 1200);
+}
+
+TEST_CASE("invalid settings and initial points are rejected before running") {
+    const GaussianDensity target = vbn::test::correlated_2d();
+    const GaussianFactory factory(target);
+    const RandomWalk kernel;
+    ChainSettings s;
+    s.chains = 4;
+    const std::vector<Eigen::VectorXd> one{target.mean()};
+    CHECK_THROWS_WITH_AS(run_chains(factory, kernel, {target.mean(), target.mean()}, s),
+                         "chains: 2 initial points given for 4 chains (give one per chain, or one for all)",
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(run_chains(factory, kernel, {Eigen::VectorXd::Zero(3)}, s),
+                         "chains: the initial point of chain 0 has 3 entries but the target has 2", std::invalid_argument);
+    s.threads = 0;
+    CHECK_THROWS_AS(run_chains(factory, kernel, one, s), std::invalid_argument);
+    s.threads = 2;
+    s.thin = 0;
+    CHECK_THROWS_AS(run_chains(factory, kernel, one, s), std::invalid_argument);
+    s.thin = 1;
+    s.chains = 0;
+    CHECK_THROWS_AS(run_chains(factory, kernel, one, s), std::invalid_argument);
+    s.chains = 1;
+    s.draws = -1;
+    CHECK_THROWS_AS(run_chains(factory, kernel, one, s), std::invalid_argument);
+}

@@ -1,0 +1,555 @@
+// The MH kernel library: proposals, random walks, independence and block MH, mixtures and
+// cycles. Statistical checks use fixed seeds and tolerances of 4 Monte Carlo standard errors.
+#include "gaussian_targets.hpp"
+
+#include "inference/adaptive_rwm.hpp"
+#include "inference/block_mh.hpp"
+#include "inference/gaussian.hpp"
+#include "inference/independence_mh.hpp"
+#include "inference/kernel_combinators.hpp"
+#include "inference/random_walk.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+
+// Counting heap allocations: the test binary interposes malloc (glibc's own entry point does
+// the work), except under sanitizers, which interpose it themselves.
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+extern "C" void* __libc_malloc(std::size_t size);
+namespace {
+std::atomic<long> malloc_calls{0};
+}
+extern "C" void* malloc(std::size_t size) noexcept {
+    malloc_calls.fetch_add(1, std::memory_order_relaxed);
+    return __libc_malloc(size);
+}
+long vbn::test::allocation_count() { return malloc_calls.load(std::memory_order_relaxed); }
+#else
+long vbn::test::allocation_count() { return -1; }
+#endif
+
+using namespace vbn::inference;
+using vbn::test::GaussianDensity;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+struct RunResult {
+    Eigen::MatrixXd draws;
+    double accept_rate = 0;   // mean accept_stat over the sampling phase
+    double max_lp_error = 0;  // max |State::lp - log p(x)| / (1 + |log p(x)|) over every step
+};
+
+// Warmup then sampling with one kernel, checking State::lp against the density after every step.
+RunResult run_kernel(Kernel& kernel, GaussianDensity& target, int warmup, int draws, std::uint64_t seed) {
+    Rng rng(seed, 7);
+    State state{target.mean() + Eigen::VectorXd::Constant(target.dim(), 0.5), 0.0};
+    state.lp = target.exact(state.x);
+    RunResult r;
+    r.draws.resize(draws, target.dim());
+    auto track = [&] {
+        const double exact = target.exact(state.x);
+        r.max_lp_error = std::max(r.max_lp_error, std::abs(state.lp - exact) / (1 + std::abs(exact)));
+    };
+    if (warmup > 0) {
+        kernel.begin_warmup(warmup);
+        for (int i = 0; i < warmup; ++i) {
+            TransitionInfo info;
+            kernel.step(state, target, rng, info);
+            track();
+        }
+    }
+    kernel.end_warmup();
+    double accept = 0;
+    for (int i = 0; i < draws; ++i) {
+        TransitionInfo info;
+        kernel.step(state, target, rng, info);
+        track();
+        accept += info.accept_stat;
+        r.draws.row(i) = state.x.transpose();
+    }
+    r.accept_rate = accept / draws;
+    return r;
+}
+
+// A proposal near the target but not equal to it: mean shifted by 0.2 sd (alternating signs),
+// covariance scaled by `inflation`, so the MH correction has work to do.
+GaussianProposal nearby_proposal(const GaussianDensity& t, double inflation, double df = GaussianProposal::gaussian_df) {
+    Eigen::VectorXd mean = t.mean();
+    for (int i = 0; i < t.dim(); ++i) mean[i] += (i % 2 == 0 ? 0.2 : -0.2) * std::sqrt(t.covariance()(i, i));
+    return GaussianProposal(mean, inflation * t.covariance(), df);
+}
+
+struct NamedKernel {
+    std::string name;
+    std::unique_ptr<Kernel> kernel;
+};
+
+std::vector<NamedKernel> all_kernels(const GaussianDensity& t) {
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    const RandomWalk rw_whole;  // identity steps: not the target's shape
+    const RandomWalk rw_block(t.covariance(), per_block);
+    const BlockIndependenceMH block_imh(nearby_proposal(t, 1.5));
+    std::vector<NamedKernel> ks;
+    ks.push_back({"rwm whole", rw_whole.clone()});
+    ks.push_back({"rwm per block", rw_block.clone()});
+    ks.push_back({"adaptive rwm", std::make_unique<AdaptiveRandomWalk>()});
+    ks.push_back({"independence mh gaussian", std::make_unique<IndependenceMH>(nearby_proposal(t, 1.5))});
+    ks.push_back({"independence mh t5", std::make_unique<IndependenceMH>(nearby_proposal(t, 1.0, 5.0))});
+    ks.push_back({"block independence mh", block_imh.clone()});
+    ks.push_back({"mixture", std::make_unique<Mixture>(0.5, block_imh, rw_block)});
+    ks.push_back({"cycle", make_cycle(block_imh, rw_whole)});
+    return ks;
+}
+
+// A deliberately wrong kernel: an independence proposal accepted with p(x*)/p(x), forgetting
+// the Hastings correction q(x)/q(x*). Its invariant law is ∝ p q, so the moment check must
+// reject it — evidence that the check has power.
+class WithoutHastingsCorrection : public Kernel {
+public:
+    explicit WithoutHastingsCorrection(GaussianProposal q) : q_(std::move(q)), y_(q_.dim()) {}
+    void step(State& state, Density& target, Rng& rng, TransitionInfo& info) override {
+        q_.sample(rng, y_);
+        const double lp = target.log_density(y_);
+        info.accept_stat = std::min(1.0, std::exp(lp - state.lp));
+        if (std::log(rng.uniform()) < lp - state.lp) {
+            state.x = y_;
+            state.lp = lp;
+        }
+    }
+    std::unique_ptr<Kernel> clone() const override { return std::make_unique<WithoutHastingsCorrection>(*this); }
+    void collect_stats(std::vector<KernelStats>& out) const override { out.push_back({"wrong", 0, 0}); }
+    std::string name() const override { return "wrong"; }
+
+private:
+    GaussianProposal q_;
+    Eigen::VectorXd y_;
+};
+
+// Appends its id to a shared log on every step (for order checks).
+class Recorder : public Kernel {
+public:
+    Recorder(int id, std::string* log, double accept = 1) : id_(id), log_(log), accept_(accept) {}
+    void step(State&, Density&, Rng&, TransitionInfo& info) override {
+        *log_ += std::to_string(id_);
+        info.accept_stat = accept_;
+        info.kernel = 0;
+        ++steps_;
+    }
+    void begin_warmup(int) override { *log_ += "w"; }
+    void end_warmup() override { *log_ += "e"; }
+    std::unique_ptr<Kernel> clone() const override { return std::make_unique<Recorder>(*this); }
+    void collect_stats(std::vector<KernelStats>& out) const override {
+        out.push_back({"recorder " + std::to_string(id_), steps_, steps_});
+    }
+    std::string name() const override { return "recorder"; }
+
+private:
+    int id_;
+    std::string* log_;
+    double accept_;
+    long steps_ = 0;
+};
+
+// A Gaussian that cannot be evaluated in part of the space: NaN where x[0] > cut and +inf
+// (an attractive but invalid value) where x[1] > cut.
+class HoledDensity : public GaussianDensity {
+public:
+    HoledDensity(GaussianDensity g, double cut) : GaussianDensity(std::move(g)), cut_(cut) {}
+    double log_density(const Eigen::VectorXd& x) override {
+        const double v = GaussianDensity::log_density(x);
+        return hole(x, v);
+    }
+    double block_log_density(int b, const Eigen::VectorXd& x) override {
+        const double v = GaussianDensity::block_log_density(b, x);
+        return hole(x, v);
+    }
+
+private:
+    double hole(const Eigen::VectorXd& x, double v) const {
+        if (x[0] > cut_) return std::numeric_limits<double>::quiet_NaN();
+        if (x[1] > cut_) return inf;
+        return v;
+    }
+    double cut_;
+};
+
+}  // namespace
+
+TEST_CASE("Gaussian proposal: log density matches the closed form") {
+    Eigen::Vector2d mean(0.5, -1.0);
+    Eigen::Matrix2d cov;
+    cov << 2.0, 0.6, 0.6, 1.0;
+    GaussianProposal q(mean, cov);
+    const Eigen::Vector2d x(1.3, 0.2);
+    const double det = cov(0, 0) * cov(1, 1) - cov(0, 1) * cov(1, 0);
+    const Eigen::Vector2d z = x - mean;
+    // Σ⁻¹ of a 2x2 written out: [[c, -b], [-b, a]] / det.
+    const double m = (cov(1, 1) * z[0] * z[0] - 2 * cov(0, 1) * z[0] * z[1] + cov(0, 0) * z[1] * z[1]) / det;
+    CHECK(q.log_density(x) == doctest::Approx(-std::log(2 * std::numbers::pi) - 0.5 * std::log(det) - 0.5 * m).epsilon(1e-12));
+
+    // A 1-D t_ν with scale σ: Γ((ν+1)/2) / (Γ(ν/2) √(νπ) σ) (1 + z²/(νσ²))^(-(ν+1)/2).
+    const double nu = 3.5, sigma = 1.7, x1 = 2.2;
+    GaussianProposal t(Eigen::VectorXd::Constant(1, 0.4), Eigen::MatrixXd::Constant(1, 1, sigma * sigma), nu);
+    const double zz = (x1 - 0.4) / sigma;
+    const double expected = std::lgamma((nu + 1) / 2) - std::lgamma(nu / 2) - 0.5 * std::log(nu * std::numbers::pi) -
+                            std::log(sigma) - (nu + 1) / 2 * std::log1p(zz * zz / nu);
+    CHECK(t.log_density(Eigen::VectorXd::Constant(1, x1)) == doctest::Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("Gaussian and t proposals sample their own moments") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    const int n = 40000;
+    for (double df : {GaussianProposal::gaussian_df, 6.0}) {
+        INFO("df = " << df);
+        GaussianProposal q(target.mean(), target.covariance(), df);
+        Rng rng(11, 3);
+        Eigen::MatrixXd draws(n, q.dim());
+        Eigen::VectorXd y(q.dim());
+        for (int i = 0; i < n; ++i) {
+            q.sample(rng, y);
+            draws.row(i) = y.transpose();
+        }
+        // A t's covariance is ν/(ν-2) times its scale matrix.
+        const double factor = std::isfinite(df) ? df / (df - 2) : 1.0;
+        const std::string failures = vbn::test::check_moments(draws, q.mean(), factor * q.scale_matrix());
+        CHECK_MESSAGE(failures.empty(), failures);
+    }
+}
+
+TEST_CASE("chi-square draws have mean ν and variance 2ν") {
+    for (double df : {0.4, 1.0, 3.0, 30.0}) {
+        INFO("df = " << df);
+        Rng rng(5, 1);
+        const int n = 100000;
+        double sum = 0, sum_sq = 0;
+        for (int i = 0; i < n; ++i) {
+            const double g = sample_chi_square(rng, df);
+            REQUIRE(g > 0);
+            sum += g;
+            sum_sq += g * g;
+        }
+        const double mean = sum / n;
+        const double var = sum_sq / n - mean * mean;
+        CHECK(std::abs(mean - df) <= 4 * std::sqrt(2 * df / n));
+        // var of the sample variance ≈ (μ4 - σ⁴)/n with μ4 = 12ν(ν+4) for χ²_ν.
+        CHECK(std::abs(var - 2 * df) <= 4 * std::sqrt((12 * df * (df + 4) - 4 * df * df) / n));
+    }
+}
+
+TEST_CASE("Gaussian proposal: marginals, inflation and invalid input") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianProposal q(target.mean(), target.covariance(), 4.0);
+    const GaussianProposal m = q.marginal(3, 3);
+    CHECK(m.df() == 4.0);
+    CHECK(m.mean().isApprox(target.mean().segment(3, 3)));
+    CHECK((m.scale_matrix() - target.covariance().block(3, 3, 3, 3)).cwiseAbs().maxCoeff() < 1e-12);
+
+    GaussianProposal wide = q;
+    wide.inflate(2.25);
+    CHECK((wide.scale_matrix() - 2.25 * target.covariance()).cwiseAbs().maxCoeff() < 1e-12);
+
+    Eigen::Matrix2d not_pd;
+    not_pd << 1, 2, 2, 1;
+    CHECK_THROWS_WITH_AS(GaussianProposal(Eigen::Vector2d::Zero(), not_pd), "proposal: the covariance is not positive definite",
+                         std::invalid_argument);
+    Eigen::Matrix2d asym;
+    asym << 1, 0.5, 0.4, 1;
+    CHECK_THROWS_AS(GaussianProposal(Eigen::Vector2d::Zero(), asym), std::invalid_argument);
+    CHECK_THROWS_AS(GaussianProposal(Eigen::Vector3d::Zero(), Eigen::Matrix2d::Identity()), std::invalid_argument);
+    CHECK_THROWS_AS(GaussianProposal(Eigen::Vector2d::Zero(), Eigen::Matrix2d::Identity(), 0.0), std::invalid_argument);
+    CHECK_THROWS_AS(GaussianProposal(Eigen::Vector2d(std::nan(""), 0), Eigen::Matrix2d::Identity()), std::invalid_argument);
+    CHECK_THROWS_AS(wide.inflate(-1), std::invalid_argument);
+    CHECK_THROWS_AS((void)q.marginal(8, 3), std::invalid_argument);
+}
+
+TEST_CASE("every kernel leaves a correlated 2-D and a correlated 10-D Gaussian invariant") {
+    for (const bool ten : {false, true}) {
+        GaussianDensity target = ten ? vbn::test::correlated_10d() : vbn::test::correlated_2d();
+        std::uint64_t seed = 100;
+        for (NamedKernel& k : all_kernels(target)) {
+            INFO(k.name << " on " << target.dim() << "-D");
+            const RunResult r = run_kernel(*k.kernel, target, 2000, 40000, ++seed);
+            const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
+            CHECK_MESSAGE(failures.empty(), failures);
+            CHECK(r.max_lp_error < 1e-10);
+            CHECK(r.accept_rate > 0.1);
+        }
+    }
+}
+
+TEST_CASE("the moment check rejects a kernel without the Hastings correction") {
+    GaussianDensity target = vbn::test::correlated_2d();
+    WithoutHastingsCorrection wrong(nearby_proposal(target, 1.5));
+    const RunResult r = run_kernel(wrong, target, 0, 40000, 3);
+    CHECK_FALSE(vbn::test::check_moments(r.draws, target.mean(), target.covariance()).empty());
+}
+
+TEST_CASE("block kernels evaluate only block_log_density") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    const RandomWalk rw(target.covariance(), per_block);
+    const BlockIndependenceMH imh(nearby_proposal(target, 1.5));
+    const Mixture mix(0.5, imh, rw);
+    for (const Kernel* k : {static_cast<const Kernel*>(&rw), static_cast<const Kernel*>(&imh), static_cast<const Kernel*>(&mix)}) {
+        INFO(k->name());
+        auto kernel = k->clone();
+        target.log_density_calls = target.block_calls = target.gradient_calls = 0;
+        const int steps = 500;
+        run_kernel(*kernel, target, 100, steps, 9);
+        CHECK(target.log_density_calls == 0);
+        CHECK(target.gradient_calls == 0);
+        // Per block and step: the current state's terms and the proposal's.
+        CHECK(target.block_calls == 2L * target.block_count() * (100 + steps));
+        std::vector<KernelStats> stats;
+        kernel->collect_stats(stats);
+        long proposed = 0;
+        for (const auto& s : stats) proposed += s.proposed;
+        CHECK(proposed == static_cast<long>(target.block_count()) * (100 + steps));
+    }
+}
+
+TEST_CASE("kernels do not allocate in step() once every component has stepped") {
+    if (vbn::test::allocation_count() < 0) {
+        MESSAGE("allocation counting is not available in this build");
+        return;
+    }
+    GaussianDensity target = vbn::test::correlated_10d();
+    for (NamedKernel& k : all_kernels(target)) {
+        INFO(k.name);
+        Rng rng(1, 2);
+        State state{target.mean(), target.exact(target.mean())};
+        TransitionInfo info;
+        k.kernel->begin_warmup(200);
+        // A combinator's components each size their scratch on their own first step.
+        for (int i = 0; i < 20; ++i) k.kernel->step(state, target, rng, info);
+        const long before = vbn::test::allocation_count();
+        for (int i = 0; i < 200; ++i) k.kernel->step(state, target, rng, info);
+        k.kernel->end_warmup();
+        for (int i = 0; i < 200; ++i) k.kernel->step(state, target, rng, info);
+        CHECK(vbn::test::allocation_count() - before == 0);
+    }
+}
+
+TEST_CASE("proposals where the density is NaN or +inf are rejected") {
+    HoledDensity target(vbn::test::correlated_2d(), 1.5);
+    for (NamedKernel& k : all_kernels(target)) {
+        INFO(k.name);
+        Rng rng(4, 4);
+        State state{Eigen::Vector2d(0.5, -1.5), 0.0};
+        state.lp = target.log_density(state.x);
+        k.kernel->begin_warmup(500);
+        for (int i = 0; i < 3000; ++i) {
+            TransitionInfo info;
+            if (i == 500) k.kernel->end_warmup();
+            k.kernel->step(state, target, rng, info);
+            REQUIRE(std::isfinite(state.lp));
+            REQUIRE(state.x[0] <= 1.5);
+            REQUIRE(state.x[1] <= 1.5);
+            REQUIRE(std::abs(state.lp - target.exact(state.x)) < 1e-10 * (1 + std::abs(state.lp)));
+        }
+    }
+}
+
+TEST_CASE("a kernel refuses to move from a state whose log density is not finite") {
+    GaussianDensity target = vbn::test::correlated_2d();
+    for (NamedKernel& k : all_kernels(target)) {
+        INFO(k.name);
+        Rng rng(1);
+        State state{target.mean(), std::numeric_limits<double>::quiet_NaN()};
+        TransitionInfo info;
+        CHECK_THROWS_AS(k.kernel->step(state, target, rng, info), std::domain_error);
+    }
+}
+
+TEST_CASE("kernels report sizes that do not fit the target") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    Rng rng(1);
+    State state{target.mean(), target.exact(target.mean())};
+    TransitionInfo info;
+    RandomWalk rw(Eigen::MatrixXd::Identity(3, 3));
+    CHECK_THROWS_WITH_AS(rw.step(state, target, rng, info),
+                         "random walk: the step covariance is 3x3 but the target has 10 parameters", std::invalid_argument);
+    IndependenceMH imh(GaussianProposal(Eigen::VectorXd::Zero(4), Eigen::MatrixXd::Identity(4, 4)));
+    CHECK_THROWS_AS(imh.step(state, target, rng, info), std::invalid_argument);
+    std::vector<GaussianProposal> two_blocks(2, GaussianProposal(Eigen::VectorXd::Zero(3), Eigen::MatrixXd::Identity(3, 3)));
+    BlockIndependenceMH bmh(two_blocks);
+    CHECK_THROWS_WITH_AS(bmh.step(state, target, rng, info),
+                         "block independence mh: 2 block proposals given but the target has 3 blocks", std::invalid_argument);
+    std::vector<GaussianProposal> wrong_size(3, GaussianProposal(Eigen::VectorXd::Zero(3), Eigen::MatrixXd::Identity(3, 3)));
+    BlockIndependenceMH bmh3(wrong_size);
+    CHECK_THROWS_AS(bmh3.step(state, target, rng, info), std::invalid_argument);
+    CHECK_THROWS_AS(Mixture(1.5, rw, rw), std::invalid_argument);
+}
+
+TEST_CASE("a mixture takes its first kernel with probability ν") {
+    GaussianDensity target = vbn::test::correlated_2d();
+    std::string log;
+    const double nu = 0.3;
+    Mixture mix(nu, Recorder(0, &log), Recorder(1, &log));
+    Rng rng(21);
+    State state{target.mean(), 0.0};
+    const int n = 20000;
+    int first = 0;
+    for (int i = 0; i < n; ++i) {
+        TransitionInfo info;
+        mix.step(state, target, rng, info);
+        REQUIRE((info.kernel == 0 || info.kernel == 1));
+        REQUIRE(log.back() == (info.kernel == 0 ? '0' : '1'));
+        first += info.kernel == 0;
+    }
+    // Binomial(n, ν): 4 standard deviations.
+    CHECK(std::abs(first - nu * n) <= 4 * std::sqrt(n * nu * (1 - nu)));
+    std::vector<KernelStats> stats;
+    mix.collect_stats(stats);
+    REQUIRE(stats.size() == 2);
+    CHECK(stats[0].proposed == first);
+    CHECK(stats[1].proposed == n - first);
+}
+
+TEST_CASE("a cycle steps its kernels in order; leaves are numbered depth-first") {
+    GaussianDensity target = vbn::test::correlated_2d();
+    std::string log;
+    std::vector<std::unique_ptr<Kernel>> parts;
+    parts.push_back(std::make_unique<Recorder>(0, &log, 1.0));
+    parts.push_back(std::make_unique<Recorder>(1, &log, 0.5));
+    parts.push_back(std::make_unique<Recorder>(2, &log, 0.0));
+    Cycle cycle(std::move(parts));
+    Rng rng(1);
+    State state{target.mean(), 0.0};
+    cycle.begin_warmup(2);
+    for (int i = 0; i < 2; ++i) {
+        TransitionInfo info;
+        cycle.step(state, target, rng, info);
+        CHECK(info.kernel == 2);
+        CHECK(info.accept_stat == doctest::Approx(0.5));
+    }
+    cycle.end_warmup();
+    CHECK(log == "www012012eee");
+
+    // Mixture(ν, Cycle(a, b), c): leaves a = 0, b = 1, c = 2.
+    log.clear();
+    Mixture nested(0.5, *make_cycle(Recorder(0, &log), Recorder(1, &log)), Recorder(2, &log));
+    CHECK(nested.leaf_count() == 3);
+    for (int i = 0; i < 200; ++i) {
+        TransitionInfo info;
+        const std::size_t before = log.size();
+        nested.step(state, target, rng, info);
+        const std::string added = log.substr(before);
+        if (added == "01") {
+            CHECK(info.kernel == 1);
+        } else {
+            CHECK(added == "2");
+            CHECK(info.kernel == 2);
+        }
+    }
+    std::vector<KernelStats> stats;
+    nested.collect_stats(stats);
+    REQUIRE(stats.size() == 3);
+    CHECK(stats[0].name == "recorder 0");
+    CHECK(stats[2].name == "recorder 2");
+    CHECK(stats[0].proposed + stats[2].proposed == 200);
+}
+
+TEST_CASE("clone deep-copies adaptation state and counters") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    const Mixture original(0.5, RandomWalk(target.covariance(), per_block), AdaptiveRandomWalk());
+    auto copy = original.clone();
+    run_kernel(*copy, target, 300, 100, 5);
+    std::vector<KernelStats> a, b;
+    original.collect_stats(a);
+    copy->collect_stats(b);
+    REQUIRE(a.size() == 2);
+    REQUIRE(b.size() == 2);
+    CHECK(a[0].proposed + a[1].proposed == 0);
+    CHECK(b[0].proposed + b[1].proposed > 0);
+}
+
+TEST_CASE("random walk scales adapt during warmup towards the optimal acceptance, then freeze") {
+    GaussianDensity ten = vbn::test::correlated_10d();
+    GaussianDensity two = vbn::test::correlated_2d();
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    struct Case {
+        GaussianDensity* target;
+        RandomWalk kernel;
+        double goal;
+    };
+    // Whole: the target's shape, so acceptance is driven by the scale alone. Per block on the
+    // 2-D target: one-coordinate blocks, goal 0.44.
+    Case cases[] = {{&ten, RandomWalk(ten.covariance()), 0.234}, {&two, RandomWalk(two.covariance(), per_block), 0.44}};
+    for (Case& c : cases) {
+        INFO(c.kernel.name() << " on " << c.target->dim() << "-D");
+        Rng rng(77);
+        State state{c.target->mean(), c.target->exact(c.target->mean())};
+        c.kernel.begin_warmup(3000);
+        TransitionInfo info;
+        c.kernel.step(state, *c.target, rng, info);
+        const std::vector<double> initial = c.kernel.scales();
+        for (int i = 1; i < 3000; ++i) c.kernel.step(state, *c.target, rng, info);
+        c.kernel.end_warmup();
+        const std::vector<double> tuned = c.kernel.scales();
+        CHECK(tuned != initial);
+        const int n = 20000;
+        int accepted = 0;
+        std::vector<KernelStats> before;
+        c.kernel.collect_stats(before);
+        for (int i = 0; i < n; ++i) {
+            c.kernel.step(state, *c.target, rng, info);
+            REQUIRE(c.kernel.scales() == tuned);
+        }
+        std::vector<KernelStats> after;
+        c.kernel.collect_stats(after);
+        accepted = static_cast<int>(after[0].accepted - before[0].accepted);
+        const double rate = static_cast<double>(accepted) / static_cast<double>(after[0].proposed - before[0].proposed);
+        // Robbins–Monro after 3000 iterations lands the rate within a few hundredths of the goal.
+        INFO("acceptance " << rate);
+        CHECK(std::abs(rate - c.goal) < 0.05);
+    }
+}
+
+TEST_CASE("adaptive random walk learns the covariance during warmup, then freezes") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    AdaptiveRandomWalk kernel;
+    Rng rng(31);
+    State state{target.mean(), target.exact(target.mean())};
+    TransitionInfo info;
+    const int warmup = 20000;
+    Eigen::MatrixXd states(warmup, target.dim());
+    kernel.begin_warmup(warmup);
+    for (int i = 0; i < warmup; ++i) {
+        kernel.step(state, target, rng, info);
+        states.row(i) = state.x.transpose();
+    }
+    kernel.end_warmup();
+    REQUIRE(kernel.has_adapted_component());
+    CHECK(kernel.adapted_states() == warmup);
+    const Eigen::MatrixXd frozen = kernel.adapted_cholesky();
+    const double d = target.dim();
+    // The frozen proposal is (2.38²/d) S + ε I with S the sample covariance of the warmup states.
+    const Eigen::MatrixXd centred = states.rowwise() - states.colwise().mean();
+    const Eigen::MatrixXd sample_cov = centred.transpose() * centred / (warmup - 1.0);
+    Eigen::MatrixXd expected = (2.38 * 2.38 / d) * sample_cov;
+    expected.diagonal().array() += AdaptiveRandomWalkOptions{}.regularisation;
+    CHECK((frozen * frozen.transpose() - expected).cwiseAbs().maxCoeff() < 1e-10 * expected.cwiseAbs().maxCoeff());
+    // And S estimates the target's covariance: every entry within 4 Monte Carlo errors.
+    const std::string failures = vbn::test::check_moments(states, target.mean(), target.covariance());
+    CHECK_MESSAGE(failures.empty(), failures);
+    for (int i = 0; i < 2000; ++i) {
+        kernel.step(state, target, rng, info);
+        REQUIRE(kernel.adapted_cholesky() == frozen);
+    }
+    CHECK(kernel.adapted_states() == warmup);
+}
