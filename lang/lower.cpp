@@ -115,12 +115,12 @@ void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit:
                   ir::VariableKind kind, bool hidden, const boost::optional<int>& size, const ast::node_decl* decl) {
     const Location loc = s.name_at(name, decl_node, s.at(decl_node));
     const auto known = s.variable_by_name.find(name.name);
-    if (known != s.variable_by_name.end()) {
+    const bool duplicate = known != s.variable_by_name.end();
+    if (duplicate) {
         const ir::Variable& first = s.variable(known->second);
         s.diag.error(loc, fmt::format("duplicate name '{}'; a {} '{}' is already declared on line {}, and names must be unique",
                                       name.name, first.kind == ir::VariableKind::binary ? "node" : "covariate", name.name,
                                       first.loc.line));
-        return;
     }
     ir::Variable v;
     v.name = name.name;
@@ -135,9 +135,14 @@ void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit:
                                  kind == ir::VariableKind::binary ? "node" : "covariate"));
         v.size = 1;  // still declared, so its uses do not cascade into more errors
     } else if (static_cast<long>(s.g.elements.size()) + v.size > max_elements) {
-        s.diag.error(s.bracket_after(name.name, decl_node, loc),
-                     fmt::format("array size {} is too large; a model holds at most {} node and covariate elements", v.size,
-                                 max_elements));
+        if (v.is_array)
+            s.diag.error(s.bracket_after(name.name, decl_node, loc),
+                         fmt::format("array size {} is too large; a model holds at most {} node and covariate elements",
+                                     v.size, max_elements));
+        else
+            s.diag.error(loc, fmt::format("the model is too large: with '{}' it has more than {} node and covariate "
+                                          "elements",
+                                          name.name, max_elements));
         v.size = 1;
     }
     v.first_element = static_cast<int>(s.g.elements.size());
@@ -151,9 +156,10 @@ void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit:
         e.hidden = hidden;
         s.g.elements.push_back(e);
     }
-    s.variable_by_name.emplace(v.name, index);
+    if (!duplicate) s.variable_by_name.emplace(v.name, index);
     s.g.variables.push_back(std::move(v));
     s.node_decls.push_back(decl);
+    s.duplicate.push_back(duplicate);
 }
 
 void collect_parameter_names(Lowering& s, const ast::node_decl& d) {

@@ -68,8 +68,9 @@ void report_cycle(Lowering& s, const std::vector<int>& cycle) {
 }
 
 void warn_childless_hidden(Lowering& s, const Edges& edges) {
-    for (const auto& v : s.g.variables) {
-        if (v.kind != ir::VariableKind::binary || !v.hidden) continue;
+    for (std::size_t vi = 0; vi < s.g.variables.size(); ++vi) {
+        const ir::Variable& v = s.g.variables[vi];
+        if (v.kind != ir::VariableKind::binary || !v.hidden || s.duplicate[vi]) continue;
         std::vector<std::string> childless;
         for (int k = 0; k < v.size; ++k)
             if (edges.children[static_cast<std::size_t>(v.first_element + k)].empty())

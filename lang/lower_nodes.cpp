@@ -14,7 +14,8 @@ const char* kind_word(const ir::Variable& v) { return v.kind == ir::VariableKind
 
 std::vector<std::string> variable_names(const Lowering& s) {
     std::vector<std::string> out;
-    for (const auto& v : s.g.variables) out.push_back(v.name);
+    for (std::size_t v = 0; v < s.g.variables.size(); ++v)
+        if (!s.duplicate[v]) out.push_back(s.g.variables[v].name);
     return out;
 }
 
@@ -131,12 +132,12 @@ bool fits(Lowering& s, const ir::Variable& v, const ParamInfo& info, int P) {
 // A new parameter and its features. Element-wise over an array node of size K: a bias is
 // vector[K] and weights on P parents are K×P (vector[K] when P = 1); for a scalar node the
 // weights are vector[P] (scalar when P = 1).
-void add_parameter(Lowering& s, const ir::Variable& v, const ast::identifier& id, Location loc, double sign,
-                   const Parents* parents) {
+void add_parameter(Lowering& s, int node, const ast::identifier& id, Location loc, double sign, const Parents* parents) {
+    const ir::Variable& v = s.variable(node);
     const int p = static_cast<int>(s.params.size());
     ParamInfo info;
     info.name = id.name;
-    info.node = s.variable_by_name.at(v.name);
+    info.node = node;
     info.loc = loc;
     const int K = v.size;
     const int P = parents ? static_cast<int>(parents->elements.size()) : 1;
@@ -195,7 +196,7 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
                                       id.name, first.loc.line));
         return;
     }
-    add_parameter(s, v, id, loc, sign, t.parents ? &parents : nullptr);
+    add_parameter(s, node.variable, id, loc, sign, t.parents ? &parents : nullptr);
 }
 
 void lower_bernoulli(Lowering& s, const ir::Variable& v, const ast::bernoulli_dist& b, Location node_loc) {

@@ -62,6 +62,9 @@ struct Lowering {
 
     std::map<std::string, int> variable_by_name;
     std::vector<const ast::node_decl*> node_decls;  // per variable; null for covariates
+    // Per variable: a second declaration of a name. It is lowered like any other, so the
+    // errors inside it are found, but its name resolves to the first declaration.
+    std::vector<bool> duplicate;
     std::set<std::string> parameter_names;          // coefficient and prior names, for messages
     std::vector<ParamInfo> params;                  // in order of first use
     std::map<std::string, int> param_by_name;
