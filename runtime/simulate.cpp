@@ -84,18 +84,19 @@ void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen
     }
 }
 
-nlohmann::json theta_to_json(const ir::Graph& graph, const Eigen::VectorXd& theta) {
-    nlohmann::json out = nlohmann::json::object();
+nlohmann::ordered_json theta_to_json(const ir::Graph& graph, const Eigen::VectorXd& theta) {
+    using json = nlohmann::ordered_json;
+    json out = json::object();
     for (const auto& p : graph.parameters) {
         if (p.shape.empty()) {
             out[p.name] = theta[p.theta_index[0]];
         } else if (p.shape.size() == 1) {
-            auto& a = out[p.name] = nlohmann::json::array();
+            auto& a = out[p.name] = json::array();
             for (int k : p.theta_index) a.push_back(theta[k]);
         } else {
-            auto& a = out[p.name] = nlohmann::json::array();
+            auto& a = out[p.name] = json::array();
             for (int r = 0; r < p.shape[0]; ++r) {
-                nlohmann::json row = nlohmann::json::array();
+                json row = json::array();
                 for (int c = 0; c < p.shape[1]; ++c) row.push_back(theta[p.theta_index[static_cast<std::size_t>(r * p.shape[1] + c)]]);
                 a.push_back(row);
             }

@@ -24,7 +24,7 @@ void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen
                      std::vector<std::string>* given = nullptr);
 
 // θ as JSON in the same shape: {"w": [2, -1], ...}.
-nlohmann::json theta_to_json(const ir::Graph& graph, const Eigen::VectorXd& theta);
+nlohmann::ordered_json theta_to_json(const ir::Graph& graph, const Eigen::VectorXd& theta);
 
 struct SimulateOptions {
     long rows = 100;
