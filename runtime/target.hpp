@@ -11,12 +11,14 @@
 // passes its own Workspace; with a workspace, evaluation allocates nothing.
 #pragma once
 
+#include "inference/density.hpp"
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/families.hpp"
 
 #include <Eigen/Core>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,39 @@ private:
     Families families_;
     double log_constant_ = 0;
     int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
+};
+
+// The target as the samplers see it: one per chain, owning its workspace. Blocks are the
+// model's parameter blocks, one per logistic node.
+class TargetDensity : public inference::Density {
+public:
+    explicit TargetDensity(const Target& target) : target_(&target), ws_(target.make_workspace()) {}
+
+    int dim() const override { return target_->dim(); }
+    double log_density(const Eigen::VectorXd& x) override { return target_->log_density(x, ws_); }
+    double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override {
+        grad.resize(target_->dim());
+        return target_->log_density_gradient(x, grad, ws_);
+    }
+    int block_count() const override { return target_->blocks(); }
+    inference::BlockRange block(int b) const override { return {target_->block_offset(b), target_->block_size(b)}; }
+    double block_log_density(int b, const Eigen::VectorXd& x) override { return target_->block_log_density(b, x, ws_); }
+
+    const Target& target() const { return *target_; }
+
+private:
+    const Target* target_;
+    Target::Workspace ws_;
+};
+
+// Makes a TargetDensity per chain; the Target must outlive the factory and its densities.
+class TargetDensityFactory : public inference::DensityFactory {
+public:
+    explicit TargetDensityFactory(const Target& target) : target_(&target) {}
+    std::unique_ptr<inference::Density> make() const override { return std::make_unique<TargetDensity>(*target_); }
+
+private:
+    const Target* target_;
 };
 
 }  // namespace vbn
