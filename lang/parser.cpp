@@ -86,13 +86,11 @@ constexpr std::array phrases{
     phrase{"logistic_open", "expected '(' after 'logistic'"},
     phrase{"predictor", "expected a predictor, a sum of terms like b + w * x"},
     phrase{"logistic_close", "expected ')' to close logistic(...)"},
-    phrase{"term", "expected a term (a constant, a parameter, or weights times parents)"},
     phrase{"parents", "expected a parent (a node or covariate name, or a list like [a, b]) after '*'"},
     phrase{"listed_parent", "expected a node or covariate name in the list of parents"},
     phrase{"parents_close", "expected ',' or ']' in the list of parents"},
     phrase{"index", "expected the element number as a whole number, e.g. v[2]"},
     phrase{"index_close", "expected ']' after the element number"},
-    phrase{"operand", "expected a number, '(' or a function like sqrt(...)"},
     phrase{"call_open", "expected '(' after the function name"},
     phrase{"argument", "expected the function's argument, a constant expression"},
     phrase{"call_close", "expected ')' to close the function call"},
@@ -124,61 +122,87 @@ const std::string no_statement_words = "expected a statement: node, covariate or
 
 }  // namespace
 
-// Builds the message for an expectation failure. Most are a fixed phrase; a few look at
-// the offending token to say something sharper (an unknown distribution's name, a reserved
-// word used as a name, a number out of range).
+namespace {
+
+// What the offending token is, when it is not something the language has at all: the
+// printed line shows such bytes as '?', so the message names them.
+std::string stray_byte(iterator_type token, iterator_type end) {
+    if (token == end) return {};
+    const auto c = static_cast<unsigned char>(*token);
+    if (c < 0x20 || c == 0x7F) return fmt::format("unexpected byte 0x{:02X}; ", c);
+    if (c >= 0x80) return "unexpected non-ASCII character (names use A-Z, a-z, 0-9 and _); ";
+    return {};
+}
+
+// Messages that depend on the offending token: a misspelt distribution, a reserved word
+// used as a name, a number out of range. Empty when the fixed phrase is the right one.
+std::string token_words(std::string_view which, iterator_type where, iterator_type token, iterator_type end) {
+    const std::string_view word = word_at(token, end);
+    const bool reserved_word = !word.empty() && is_reserved(word);
+    if (which == "number_too_large")
+        return fmt::format("number out of range: {} is too large for a double (the largest is about 1.8e308)",
+                           quoted(number_at(token, end)));
+    if (which == "number_too_small")
+        return fmt::format("number out of range: {} is too close to zero for a double (the smallest is about "
+                           "4.9e-324)",
+                           quoted(number_at(token, end)));
+    if (which == "integer_in_range")
+        return fmt::format("number out of range: {} is too large (at most 2147483647)", quoted(number_at(token, end)));
+    if (which == "shallow_nesting")
+        return fmt::format("expression nested too deeply (more than {} levels)", max_nesting);
+    if (which == "known_function")
+        return fmt::format("unknown function {}; the functions are sqrt, exp, log, logit and inv_logit",
+                           quoted(word));
+    if (which == "covariate_semicolon")
+        return token != end && *token == '~'
+                   ? "a covariate has no distribution: declare it as `covariate x;` and use it as a parent"
+                   : words_for("semicolon");
+    if (which == "distribution" && (word == "normal" || word == "mvnormal"))
+        return fmt::format("{} is a prior for parameters, not a distribution of a node; expected bernoulli(p) or "
+                           "logistic(...)",
+                           quoted(word));
+    if (which == "distribution" && !word.empty())
+        return fmt::format("unknown distribution {}; expected bernoulli(p) or logistic(...)", quoted(word));
+    if (which == "prior" && (word == "bernoulli" || word == "logistic"))
+        return fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd) or "
+                           "mvnormal(mean, cov)",
+                           quoted(word));
+    if (which == "prior" && !word.empty())
+        return fmt::format("unknown prior {}; expected normal(mean, sd) or mvnormal(mean, cov)", quoted(word));
+    if (which == "node_tilde" && (word == "bernoulli" || word == "logistic"))
+        return "expected '~' before the node's distribution";
+    if (which == "node_tilde" && !word.empty() && !reserved_word)
+        return fmt::format("unexpected {} after the node's name; expected 'hidden' or '~' and the distribution",
+                           quoted(word));
+    if (which == "probability" && !word.empty() && !reserved_word)
+        return fmt::format("the probability must be a constant, and {} is a name; a learned probability is "
+                           "logistic(b) with a prior on b",
+                           quoted(word));
+    if (reserved_word && (which == "node_name" || which == "covariate_name" || which == "param_name" ||
+                          which == "parents" || which == "listed_parent" || which == "term"))
+        return fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
+    // The grammar puts these right after their operator, so the operator is the byte before.
+    if (which == "operand")
+        return fmt::format("expected a number, '(' or a function like sqrt(...) after '{}'", *std::prev(where));
+    if (which == "term")
+        return fmt::format("expected a term after '{}': a constant, a parameter, or weights times parents",
+                           *std::prev(where));
+    return {};
+}
+
+}  // namespace
+
 void error_handler::expected(std::string_view which, iterator_type where) {
     last_error_ = where;
     const iterator_type token = skip_blanks(where, end_);
-    const std::string_view word = word_at(token, end_);
-    const bool reserved_word = !word.empty() && is_reserved(word);
     // A missing ';' is shown right after the statement; so is anything missing at the end of
     // the file, rather than on an empty last line.
-    const bool covariate_tilde = which == "covariate_semicolon" && token != end_ && *token == '~';
-    const iterator_type at =
-        ((which == "semicolon" || which == "covariate_semicolon") && !covariate_tilde) || token == end_ ? where
-                                                                                                       : token;
-
-    std::string message;
-    if (which == "number_too_large" || which == "number_too_small") {
-        message = which == "number_too_large"
-                      ? fmt::format("number out of range: {} is too large for a double (the largest is about 1.8e308)",
-                                    quoted(number_at(token, end_)))
-                      : fmt::format("number out of range: {} is too close to zero for a double (the smallest is "
-                                    "about 4.9e-324)",
-                                    quoted(number_at(token, end_)));
-    } else if (covariate_tilde) {
-        message = "a covariate has no distribution: declare it as `covariate x;` and use it as a parent";
-    } else if (which == "covariate_semicolon") {
-        message = words_for("semicolon");
-    } else if (which == "integer_in_range") {
-        message = fmt::format("number out of range: {} is too large (at most 2147483647)",
-                              quoted(number_at(token, end_)));
-    } else if (which == "shallow_nesting") {
-        message = fmt::format("expression nested too deeply (more than {} levels)", max_nesting);
-    } else if (which == "known_function") {
-        message = fmt::format("unknown function {}; the functions are sqrt, exp, log, logit and inv_logit",
-                              quoted(word));
-    } else if (which == "distribution" && !word.empty()) {
-        if (word == "normal" || word == "mvnormal")
-            message = fmt::format("{} is a prior for parameters, not a distribution of a node; expected "
-                                  "bernoulli(p) or logistic(...)",
-                                  quoted(word));
-        else
-            message = fmt::format("unknown distribution {}; expected bernoulli(p) or logistic(...)", quoted(word));
-    } else if (which == "prior" && !word.empty()) {
-        if (word == "bernoulli" || word == "logistic")
-            message = fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd) or "
-                                  "mvnormal(mean, cov)",
-                                  quoted(word));
-        else
-            message = fmt::format("unknown prior {}; expected normal(mean, sd) or mvnormal(mean, cov)", quoted(word));
-    } else if (reserved_word && (which == "node_name" || which == "covariate_name" || which == "param_name" ||
-                                 which == "parents" || which == "listed_parent" || which == "term")) {
-        message = fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
-    } else {
-        message = words_for(which);
-    }
+    const bool missing_semicolon =
+        which == "semicolon" || (which == "covariate_semicolon" && (token == end_ || *token != '~'));
+    const iterator_type at = missing_semicolon || token == end_ ? where : token;
+    std::string message = token_words(which, where, token, end_);
+    if (message.empty()) message = words_for(which);
+    if (!missing_semicolon) message = stray_byte(token, end_) + message;
     diag_.error(map_.source().locate(offset(at)), std::move(message));
 }
 
@@ -192,7 +216,7 @@ void error_handler::no_statement(iterator_type where) {
         if (next != end_ && (*next == '~' || *next == ','))
             message = fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
     }
-    diag_.error(map_.source().locate(offset(where)), std::move(message));
+    diag_.error(map_.source().locate(offset(where)), stray_byte(where, end_) + message);
 }
 
 namespace {
@@ -244,8 +268,9 @@ bool parse(const Source& source, ast::program& out, SourceMap& map, Diagnostics&
 
     parser::error_handler handler(begin, end, map, diag);
     auto handler_ref = std::ref(handler);
-    const auto context = x3::make_context<x3::error_handler_tag>(
-        handler_ref, x3::make_context<x3::skipper_tag>(parser::skipper));
+    // X3 contexts hold references to each other: each level must be a named object.
+    const auto skipper_context = x3::make_context<x3::skipper_tag>(parser::skipper);
+    const auto context = x3::make_context<x3::error_handler_tag>(handler_ref, skipper_context);
     static_assert(std::is_same_v<std::decay_t<decltype(context)>, parser::context_type>,
                   "the context must be the one the grammar is instantiated with");
 

@@ -351,6 +351,99 @@ TEST_CASE("operators have the usual precedence and associate to the left") {
     CHECK(value_of("((((1))))") == 1);
 }
 
+namespace {
+
+// Random constant expressions written by the grammar of section 2, with their values
+// computed along the way in the order the grammar prescribes (left to right within a sum
+// or a product); blanks and comments are sprinkled between tokens.
+struct expression_writer {
+    std::uint64_t state;
+    std::string text;
+
+    std::uint64_t next() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    }
+    int pick(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+    void token(const std::string& t) {
+        static const char* blanks[] = {"", "", " ", "  ", "\n", "\t", "/* c */", "// c\n"};
+        // after '/' a comment would read as "//" or "/*", as in C
+        text += blanks[pick(!text.empty() && text.back() == '/' ? 6 : 8)];
+        text += t;
+    }
+
+    double number() {
+        static const std::pair<const char*, double> literals[] = {
+            {"1", 1}, {"2", 2}, {"3", 3}, {"0.5", 0.5}, {".25", 0.25}, {"4.", 4}, {"1e-1", 1e-1}, {"2.5E+1", 25}};
+        const auto& [t, v] = literals[pick(8)];
+        token(t);
+        return v;
+    }
+    double factor(int depth) {
+        switch (depth > 0 ? pick(6) : 0) {
+            case 1: token("-"); return -factor(depth - 1);
+            case 2: token("+"); return +factor(depth - 1);
+            case 3: {
+                token("(");
+                const double v = sum(depth - 1);
+                token(")");
+                return v;
+            }
+            case 4: {
+                static const char* functions[] = {"sqrt", "exp", "log", "logit", "inv_logit"};
+                const int f = pick(5);
+                token(functions[f]);
+                token("(");
+                const double x = sum(depth - 1);
+                token(")");
+                switch (f) {
+                    case 0: return std::sqrt(x);
+                    case 1: return std::exp(x);
+                    case 2: return std::log(x);
+                    case 3: return std::log(x / (1 - x));
+                    default: return 1 / (1 + std::exp(-x));
+                }
+            }
+            default: return number();
+        }
+    }
+    double product(int depth) {
+        double v = factor(depth);
+        for (int n = pick(3); n > 0; --n) {
+            const bool times = pick(2) == 0;
+            token(times ? "*" : "/");
+            const double x = factor(depth);
+            v = times ? v * x : v / x;
+        }
+        return v;
+    }
+    double sum(int depth) {
+        double v = product(depth);
+        for (int n = pick(3); n > 0; --n) {
+            const bool plus = pick(2) == 0;
+            token(plus ? "+" : "-");
+            const double x = product(depth);
+            v = plus ? v + x : v - x;
+        }
+        return v;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("random expressions evaluate, through the tree, to the value their grammar gives") {
+    expression_writer writer{0x2545F4914F6CDD1Dull, {}};
+    for (int i = 0; i < 500; ++i) {
+        writer.text.clear();
+        const double expected = writer.sum(4);
+        const double actual = value_of(writer.text);
+        INFO(writer.text);
+        CHECK((actual == expected || (std::isnan(actual) && std::isnan(expected))));
+    }
+}
+
 TEST_CASE("the tree of a constant expression: sums over products, one-factor products unwrapped") {
     CHECK(statement_of("node a ~ bernoulli(1 + 2 * 3);") == "node a ~ bernoulli [1 + [2 * 3]]");
     CHECK(statement_of("node a ~ bernoulli(2 * 3);") == "node a ~ bernoulli [2 * 3]");
