@@ -62,40 +62,32 @@ void CsvReader::read_record() {
     fields_.clear();
     record_line_ = line_;
     first_quoted_ = false;
+    // The scanning loops need no bounds check: a std::string's text is followed by '\0',
+    // which stops them like any control byte, and p == end_ tells the two apart.
     char* p = pos_;
     for (;;) {
-        while (p < end_ && is_blank(*p)) ++p;
-        if (p < end_ && *p == '"') {
+        while (is_blank(*p)) ++p;
+        if (*p == '"') {
             if (fields_.empty()) first_quoted_ = true;
             fields_.push_back(read_quoted(p));
-            while (p < end_ && is_blank(*p)) ++p;
-            if (p < end_ && *p != ',' && *p != '\n' && *p != '\r') {
-                if (is_control(byte(*p))) fail_byte(byte(*p), static_cast<long>(fields_.size()));
-                fail(line_, static_cast<long>(fields_.size()),
-                     fmt::format("unexpected '{}' after the closing quote of a quoted field; a quote inside a "
-                                 "quoted field is written twice (\"\")",
-                                 *p));
-            }
+            while (is_blank(*p)) ++p;
+            if (p < end_ && *p != ',' && *p != '\n' && *p != '\r') fail_after_quote(*p);
         } else {
-            fields_.push_back(read_unquoted(p));
+            char* const start = p;
+            while (!kUnquotedStop[byte(*p)]) ++p;
+            char* last = p;
+            while (last > start && is_blank(last[-1])) --last;
+            fields_.emplace_back(start, static_cast<std::size_t>(last - start));
         }
         if (p == end_) break;
         const char c = *p++;
         if (c == ',') continue;
-        if (c == '\r' && p < end_ && *p == '\n') ++p;
+        if (c == '\r' && *p == '\n') ++p;
         if (c != '\r' && c != '\n') fail_byte(byte(c), static_cast<long>(fields_.size()));
         ++line_;
         break;
     }
     pos_ = p;
-}
-
-std::string_view CsvReader::read_unquoted(char*& p) {
-    char* const start = p;
-    while (p < end_ && !kUnquotedStop[byte(*p)]) ++p;
-    char* last = p;
-    while (last > start && is_blank(last[-1])) --last;
-    return {start, static_cast<std::size_t>(last - start)};
 }
 
 std::string_view CsvReader::read_quoted(char*& p) {
@@ -105,7 +97,7 @@ std::string_view CsvReader::read_quoted(char*& p) {
     char* dst = p;  // unescaping only ever shrinks the text, so it can be written in place
     for (;;) {
         char* const run = p;
-        while (p < end_ && !kQuotedStop[byte(*p)]) ++p;
+        while (!kQuotedStop[byte(*p)]) ++p;
         if (dst != run) std::memmove(dst, run, static_cast<std::size_t>(p - run));
         dst += p - run;
         if (p == end_)
@@ -114,7 +106,7 @@ std::string_view CsvReader::read_quoted(char*& p) {
                  "field is written twice, \"\")");
         const char c = *p;
         if (c == '"') {
-            if (p + 1 < end_ && p[1] == '"') {
+            if (p[1] == '"') {
                 *dst++ = '"';
                 p += 2;
                 continue;
@@ -124,7 +116,7 @@ std::string_view CsvReader::read_quoted(char*& p) {
         }
         if (c == '\n' || c == '\r') {
             *dst++ = *p++;
-            if (c == '\r' && p < end_ && *p == '\n') *dst++ = *p++;
+            if (c == '\r' && *p == '\n') *dst++ = *p++;
             ++line_;
             continue;
         }
@@ -136,6 +128,15 @@ std::string_view CsvReader::read_quoted(char*& p) {
 void CsvReader::fail(long line, long column, const std::string& message) const {
     const std::string where = column > 0 ? fmt::format("{}:{}:{}", name_, line, column) : fmt::format("{}:{}", name_, line);
     throw Error(ErrorKind::data, fmt::format("{}: {}", where, message), line, column);
+}
+
+void CsvReader::fail_after_quote(char c) const {
+    const auto column = static_cast<long>(fields_.size());
+    if (is_control(byte(c))) fail_byte(byte(c), column);
+    fail(line_, column,
+         fmt::format("unexpected '{}' after the closing quote of a quoted field; a quote inside a quoted field is "
+                     "written twice (\"\")",
+                     c));
 }
 
 void CsvReader::fail_byte(unsigned c, long column) const {

@@ -37,9 +37,9 @@ public:
 private:
     void read_record();
     std::string_view read_quoted(char*& p);
-    std::string_view read_unquoted(char*& p);
     [[noreturn]] void fail(long line, long column, const std::string& message) const;
     [[noreturn]] void fail_byte(unsigned byte, long column) const;
+    [[noreturn]] void fail_after_quote(char c) const;
 
     char* pos_;
     char* end_;

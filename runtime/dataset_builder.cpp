@@ -178,43 +178,47 @@ std::uint64_t PatternTable::hash(const std::uint64_t* key) const {
     return h ^ (h >> 31);
 }
 
+// A slot holds the pattern + 1 in its high half (0: empty) and the low half of the key's
+// hash, so a probe rejects other keys without touching them, and growing needs no rehash
+// while there are fewer than 2^32 slots.
 std::pair<int, bool> PatternTable::insert(const std::uint64_t* key) {
     // Load factor at most 1/2 keeps linear probing short.
-    if (2 * (hashes_.size() + 1) > slots_.size()) grow();
-    const std::uint64_t h = hash(key);
+    if (2 * (static_cast<std::size_t>(size_) + 1) > slots_.size()) grow();
+    const auto h = static_cast<std::uint32_t>(hash(key));
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = h & mask;
-    while (const std::uint32_t s = slots_[i]) {
-        const int p = static_cast<int>(s - 1);
-        if (hashes_[static_cast<std::size_t>(p)] == h &&
-            std::memcmp(this->key(p), key, words_ * sizeof(std::uint64_t)) == 0)
-            return {p, false};
+    while (const std::uint64_t s = slots_[i]) {
+        if (static_cast<std::uint32_t>(s) == h) {
+            const int p = static_cast<int>((s >> 32) - 1);
+            if (std::memcmp(this->key(p), key, words_ * sizeof(std::uint64_t)) == 0) return {p, false};
+        }
         i = (i + 1) & mask;
     }
-    if (hashes_.size() >= static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw Error(ErrorKind::limit, "more than 2^31 distinct rows");
-    const int p = size();
+    if (size_ == std::numeric_limits<int>::max()) throw Error(ErrorKind::limit, "more than 2^31 distinct rows");
+    const int p = size_++;
     keys_.insert(keys_.end(), key, key + words_);
-    hashes_.push_back(h);
-    slots_[i] = static_cast<std::uint32_t>(p) + 1;
+    slots_[i] = (static_cast<std::uint64_t>(p) + 1) << 32 | h;
     return {p, true};
 }
 
 void PatternTable::grow() {
-    std::vector<std::uint32_t> slots(slots_.size() * 2, 0);
+    if (slots_.size() >= (std::size_t{1} << 32))
+        throw Error(ErrorKind::limit, "too many distinct rows for the pattern table");
+    std::vector<std::uint64_t> slots(slots_.size() * 2, 0);
     const std::size_t mask = slots.size() - 1;
-    for (std::size_t p = 0; p < hashes_.size(); ++p) {
-        std::size_t i = hashes_[p] & mask;
+    for (const std::uint64_t s : slots_) {
+        if (!s) continue;
+        std::size_t i = static_cast<std::uint32_t>(s) & mask;
         while (slots[i]) i = (i + 1) & mask;
-        slots[i] = static_cast<std::uint32_t>(p) + 1;
+        slots[i] = s;
     }
     slots_ = std::move(slots);
 }
 
 void PatternTable::release() {
     keys_ = {};
-    hashes_ = {};
-    slots_ = std::vector<std::uint32_t>(64, 0);
+    slots_ = std::vector<std::uint64_t>(64, 0);
+    size_ = 0;
 }
 
 // --- builder --------------------------------------------------------------------------
@@ -350,7 +354,10 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
         const std::string_view text = fields[t.source];
         const long column = static_cast<long>(t.source) + 1;
         if (t.binary) {
-            const auto code = parse_binary_value(text);
+            // The spellings a writer of ±1 data uses, before the general case.
+            const auto code = text.size() == 1 && text[0] == '1'                      ? std::optional<std::int8_t>(1)
+                              : text.size() == 2 && text[0] == '-' && text[1] == '1' ? std::optional<std::int8_t>(-1)
+                                                                                       : parse_binary_value(text);
             if (!code) {
                 ok = false;
                 errors_.add(line, column,
@@ -443,10 +450,8 @@ Dataset DatasetBuilder::finish() {
     for (std::size_t p = 0; p < np; ++p) {
         const std::uint64_t* key = table_.key(static_cast<int>(p));
         std::int8_t* row = out_.binary.data() + p * nb;
-        for (std::size_t c = 0; c < nb; ++c) {
-            const auto code = (key[c / 32] >> (2 * (c % 32))) & 3u;
-            row[c] = code == 1 ? 1 : code == 2 ? -1 : 0;
-        }
+        constexpr std::int8_t value_of[4] = {0, 1, -1, 0};
+        for (std::size_t c = 0; c < nb; ++c) row[c] = value_of[(key[c / 32] >> (2 * (c % 32))) & 3u];
         for (std::size_t c = 0; c < nr; ++c) out_.real[p * nr + c] = std::bit_cast<double>(key[binary_words_ + c]);
     }
     table_.release();

@@ -74,7 +74,7 @@ public:
 
     // The pattern equal to `key` (words() words), and whether it was new.
     std::pair<int, bool> insert(const std::uint64_t* key);
-    int size() const { return static_cast<int>(hashes_.size()); }
+    int size() const { return size_; }
     std::size_t words() const { return words_; }
     const std::uint64_t* key(int pattern) const { return keys_.data() + static_cast<std::size_t>(pattern) * words_; }
     void release();
@@ -84,9 +84,9 @@ private:
     void grow();
 
     std::size_t words_;
-    std::vector<std::uint64_t> keys_;    // patterns × words_
-    std::vector<std::uint64_t> hashes_;  // per pattern, so growing never rehashes keys
-    std::vector<std::uint32_t> slots_;   // 0 empty, else pattern + 1; size a power of two
+    int size_ = 0;
+    std::vector<std::uint64_t> keys_;   // patterns × words_
+    std::vector<std::uint64_t> slots_;  // (pattern + 1) << 32 | hash bits, 0 empty; a power of two
 };
 
 class DatasetBuilder {
