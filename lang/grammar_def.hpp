@@ -20,6 +20,7 @@
 #include <boost/spirit/home/x3/support/utility/annotate_on_success.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <string_view>
 #include <system_error>
@@ -31,6 +32,12 @@ using x3::lexeme;
 using x3::lit;
 using x3::raw;
 using x3::standard::char_;
+
+// The reserved words of the language: no name may be one of them.
+inline constexpr std::array<const char*, 12> reserved_word_list{
+    "node", "covariate", "hidden", "bernoulli", "logistic", "normal", "mvnormal",
+    "sqrt", "exp",       "log",    "logit",     "inv_logit"};
+inline constexpr std::array<const char*, 5> function_word_list{"sqrt", "exp", "log", "logit", "inv_logit"};
 
 // ---------------------------------------------------------------------------------------
 // Primitives of our own
@@ -52,7 +59,7 @@ struct raise_parser : x3::parser<raise_parser> {
     const char* which;
 };
 
-constexpr raise_parser raise(const char* which) { return raise_parser(which); }
+constexpr raise_parser fail_with(const char* which) { return raise_parser(which); }
 
 // Bounds the recursion depth: deeper than max_nesting is an error, not a stack overflow.
 template <typename Subject>
@@ -380,9 +387,15 @@ statement_type const statement_rule = "statement";
 auto const ident_char = char_("A-Za-z0-9_");
 auto const digit = char_('0', '9');
 
-x3::symbols<int> const reserved_words({"node", "covariate", "hidden", "bernoulli", "logistic", "normal",
-                                       "mvnormal", "sqrt", "exp", "log", "logit", "inv_logit"});
-x3::symbols<int> const function_words({"sqrt", "exp", "log", "logit", "inv_logit"});
+template <std::size_t N>
+x3::symbols<int> symbols_of(const std::array<const char*, N>& words) {
+    x3::symbols<int> out;
+    for (const char* w : words) out.add(w, 0);
+    return out;
+}
+
+x3::symbols<int> const reserved_words = symbols_of(reserved_word_list);
+x3::symbols<int> const function_words = symbols_of(function_word_list);
 
 // A reserved word, matched whole: `nodes` is a name, not `node` then `s`.
 auto const reserved = lexeme[reserved_words >> !ident_char];
@@ -408,7 +421,7 @@ auto const integer_def = lexeme[raw[+digit] >> !char_("A-Za-z0-9_.")][set_intege
 // ---------------------------------------------------------------------------------------
 // Constant expressions: the usual precedence, a sum of products of factors.
 
-auto const unknown_call = &(name >> lit('(')) >> raise("known_function");
+auto const unknown_call = &(name >> lit('(')) >> fail_with("known_function");
 
 auto const factor_def = nested[number | unary | call | paren | unknown_call];
 auto const unary_def = char_("+-") >> factor;

@@ -27,11 +27,8 @@ bool is_ident_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <=
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-constexpr std::array reserved_list{"node",   "covariate", "hidden", "bernoulli", "logistic", "normal",
-                                   "mvnormal", "sqrt",    "exp",    "log",       "logit",    "inv_logit"};
-
 bool is_reserved(std::string_view word) {
-    return std::find(reserved_list.begin(), reserved_list.end(), word) != reserved_list.end();
+    return std::find(reserved_word_list.begin(), reserved_word_list.end(), word) != reserved_word_list.end();
 }
 
 // The word (identifier or reserved word) starting at `at`, or empty.
@@ -118,11 +115,8 @@ std::string words_for(std::string_view which) {
     return "syntax error";  // unreachable: every expectation point of the grammar has a phrase
 }
 
-const std::string no_statement_words = "expected a statement: node, covariate or a prior `name ~ normal(...)`";
-
-}  // namespace
-
-namespace {
+constexpr std::string_view no_statement_words =
+    "expected a statement: node, covariate or a prior `name ~ normal(...)`";
 
 // What the offending token is, when it is not something the language has at all: the
 // printed line shows such bytes as '?', so the message names them.
@@ -209,7 +203,7 @@ void error_handler::expected(std::string_view which, iterator_type where) {
 void error_handler::no_statement(iterator_type where) {
     last_error_ = where;
     const std::string_view word = word_at(where, end_);
-    std::string message = no_statement_words;
+    std::string message(no_statement_words);
     if (!word.empty() && is_reserved(word)) {
         // `hidden ~ normal(0, 1);` and the like: a prior on a reserved word.
         const iterator_type next = skip_blanks(std::next(where, static_cast<std::ptrdiff_t>(word.size())), end_);
