@@ -4,6 +4,8 @@
 // learned features; shapes of parameters follow from the node and the parent count (§2).
 #include "lang/lower_state.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace vbn::lang::lowering {
@@ -92,7 +94,14 @@ Parents resolve(Lowering& s, NodeContext& node, const ast::parent_list& list, Lo
     return out;
 }
 
-void add_offset(Lowering& s, const ir::Variable& v, double c) {
+void add_offset(Lowering& s, const ir::Variable& v, double c, Location loc) {
+    const double before = s.g.cpds[static_cast<std::size_t>(v.first_element)].offset;
+    if (!std::isfinite(before + c)) {
+        s.diag.error(loc, fmt::format("the fixed offset of '{}' is not finite ({} + {}); constants must add up to a finite "
+                                      "number",
+                                      v.name, format_number(before), format_number(c)));
+        return;
+    }
     for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].offset += c;
 }
 
@@ -172,7 +181,7 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
         const auto c = s.eval.expression(*e, term_loc);
         if (!c) return;
         if (t.parents) add_fixed(s, v, parents.elements, sign * *c, s.at(*e, term_loc));
-        else add_offset(s, v, sign * *c);
+        else add_offset(s, v, sign * *c, s.at(*e, term_loc));
         return;
     }
     const auto& id = boost::get<ast::identifier>(t.coef.get());

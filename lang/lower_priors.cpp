@@ -34,15 +34,22 @@ struct PriorArgs {
     std::string text;
 };
 
-// Each SD entry must be positive: a zero SD is a point mass, not a Gaussian prior.
+// Each SD entry must be positive: a zero SD is a point mass, not a Gaussian prior. Its
+// square, the variance the IR holds, must be a positive finite double too.
 bool check_sd(Lowering& s, const Literal& sd) {
     bool ok = true;
-    for (std::size_t k = 0; k < sd.values.size(); ++k)
-        if (!(sd.values[k] > 0)) {
-            s.diag.error(sd.places[k], fmt::format("the standard deviation of normal must be positive, found {}",
-                                                   format_number(sd.values[k])));
+    for (std::size_t k = 0; k < sd.values.size(); ++k) {
+        const double x = sd.values[k];
+        if (!(x > 0)) {
+            s.diag.error(sd.places[k], fmt::format("the standard deviation of normal must be positive, found {}", format_number(x)));
+            ok = false;
+        } else if (!(x * x > 0) || !std::isfinite(x * x)) {
+            s.diag.error(sd.places[k], fmt::format("the standard deviation {} is out of range: its square, the variance, must "
+                                                   "be a positive finite number",
+                                                   format_number(x)));
             ok = false;
         }
+    }
     return ok;
 }
 
