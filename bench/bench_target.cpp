@@ -1,0 +1,253 @@
+// Log density + gradient evaluations of the compiled target per second.
+//
+// Data of the paper's unimodal form (Variational MCMC, Sec. 5.1): one child y with d parents
+// x_k = ±1, P(+1) = 0.5, fixed offset 0.5, weights Uniform(0, 1], prior N(0, 100 I).
+// Arithmetic per evaluation: patterns × d multiply-adds for F θ and as many for F' r, and
+// one log1p_exp-type call per pattern. BM_Floor does exactly that arithmetic on the same F
+// with nothing else, so Unimodal / Floor is how close the target comes to it.
+//
+// The SBN case (3 hidden causes, 8 observed effects) measures the enumerated components.
+#include "inference/math.hpp"
+#include "inference/rng.hpp"
+#include "runtime/dataset_builder.hpp"
+#include "runtime/target.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace vbn;
+using inference::Rng;
+
+std::size_t sz(int i) { return static_cast<std::size_t>(i); }
+
+ir::Element binary_element(int variable, int index, const std::string& name, bool hidden) {
+    ir::Element e;
+    e.variable = variable;
+    e.index = index;
+    e.name = name;
+    e.hidden = hidden;
+    return e;
+}
+
+// node x[d] ~ bernoulli(0.5); node y ~ logistic(0.5 + w * x); w ~ normal(0, 10).
+ir::Graph unimodal_graph(int d) {
+    ir::Graph g;
+    g.name = "unimodal";
+    g.variables.push_back({"x", ir::VariableKind::binary, false, true, d, 0, {}});
+    g.variables.push_back({"y", ir::VariableKind::binary, false, false, 1, d, {}});
+    for (int k = 0; k < d; ++k) {
+        g.elements.push_back(binary_element(0, k, "x[" + std::to_string(k + 1) + "]", false));
+        ir::Cpd c;
+        c.offset = 0;  // logit 0.5
+        g.cpds.push_back(c);
+    }
+    g.elements.push_back(binary_element(1, 0, "y", false));
+    ir::Cpd y;
+    y.logistic = true;
+    y.offset = 0.5;
+    for (int k = 0; k < d; ++k) y.features.push_back({k, 1.0});
+    y.block = 0;
+    g.cpds.push_back(y);
+    for (int e = 0; e <= d; ++e) g.topological_order.push_back(e);
+    ir::Block b;
+    b.element = d;
+    b.size = d;
+    b.prior_mean.assign(sz(d), 0.0);
+    b.prior_cov.assign(sz(d * d), 0.0);
+    for (int k = 0; k < d; ++k) b.prior_cov[sz(k * d + k)] = 100.0;
+    g.blocks.push_back(b);
+    ir::Parameter p;
+    p.name = "w";
+    p.shape = {d};
+    for (int k = 0; k < d; ++k) p.theta_index.push_back(k);
+    g.parameters.push_back(p);
+    g.dim = d;
+    return g;
+}
+
+Dataset unimodal_data(const ir::Graph& g, int d, long rows, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<double> w(sz(d));
+    for (auto& v : w) v = 1.0 - rng.uniform();  // Uniform(0, 1]
+    DatasetBuilder builder(g, "unimodal");
+    std::vector<std::int8_t> row(sz(d + 1));
+    for (long t = 0; t < rows; ++t) {
+        double eta = 0.5;
+        for (int k = 0; k < d; ++k) {
+            row[sz(k)] = rng.bernoulli(0.5) ? 1 : -1;
+            eta += w[sz(k)] * row[sz(k)];
+        }
+        row[sz(d)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
+        builder.add_coded_row(row, {});
+    }
+    return builder.finish();
+}
+
+// node h[3] hidden ~ bernoulli(0.5); node v[8] ~ logistic(b + W * h); b, W ~ normal(0, sqrt(10)).
+ir::Graph sbn_graph() {
+    ir::Graph g;
+    g.name = "sbn";
+    g.variables.push_back({"h", ir::VariableKind::binary, true, true, 3, 0, {}});
+    g.variables.push_back({"v", ir::VariableKind::binary, false, true, 8, 3, {}});
+    for (int k = 0; k < 3; ++k) {
+        g.elements.push_back(binary_element(0, k, "h[" + std::to_string(k + 1) + "]", true));
+        g.cpds.emplace_back();
+    }
+    for (int k = 0; k < 8; ++k) {
+        g.elements.push_back(binary_element(1, k, "v[" + std::to_string(k + 1) + "]", false));
+        ir::Cpd c;
+        c.logistic = true;
+        c.features = {{-1, 1.0}, {0, 1.0}, {1, 1.0}, {2, 1.0}};
+        c.block = k;
+        g.cpds.push_back(c);
+        ir::Block b;
+        b.element = 3 + k;
+        b.offset = 4 * k;
+        b.size = 4;
+        b.prior_mean.assign(4, 0.0);
+        b.prior_cov.assign(16, 0.0);
+        for (int i = 0; i < 4; ++i) b.prior_cov[sz(5 * i)] = 10.0;
+        g.blocks.push_back(b);
+    }
+    for (int e = 0; e < 11; ++e) g.topological_order.push_back(e);
+    g.dim = 32;
+    return g;
+}
+
+Dataset sbn_data(const ir::Graph& g, long rows, std::uint64_t seed) {
+    Rng rng(seed);
+    Eigen::VectorXd theta(32);
+    for (int k = 0; k < 32; ++k) theta[k] = 2 * rng.normal();
+    DatasetBuilder builder(g, "sbn");
+    std::vector<std::int8_t> row(8);
+    for (long t = 0; t < rows; ++t) {
+        double h[3];
+        for (auto& v : h) v = rng.bernoulli(0.5) ? 1 : -1;
+        for (int k = 0; k < 8; ++k) {
+            const double eta = theta[4 * k] + theta[4 * k + 1] * h[0] + theta[4 * k + 2] * h[1] + theta[4 * k + 3] * h[2];
+            row[sz(k)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
+        }
+        builder.add_coded_row(row, {});
+    }
+    return builder.finish();
+}
+
+// Targets are expensive to build at 10^6 rows: build each once.
+const Target& unimodal_target(int d, long rows) {
+    static std::map<std::pair<int, long>, std::unique_ptr<Target>> cache;
+    auto& slot = cache[{d, rows}];
+    if (!slot) {
+        const ir::Graph g = unimodal_graph(d);
+        slot = std::make_unique<Target>(g, unimodal_data(g, d, rows, 510 + static_cast<std::uint64_t>(d)));
+    }
+    return *slot;
+}
+
+Eigen::VectorXd point(int dim) {
+    Rng rng(7);
+    Eigen::VectorXd theta(dim);
+    for (int k = 0; k < dim; ++k) theta[k] = 1.0 - rng.uniform();
+    return theta;
+}
+
+void set_counters(benchmark::State& state, const CompleteFamily& cf) {
+    const double madds = 2.0 * cf.patterns() * static_cast<double>(cf.f.cols());
+    state.counters["patterns"] = cf.patterns();
+    state.counters["madds_per_eval"] = madds;
+    state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_Unimodal(benchmark::State& state) {
+    const int d = static_cast<int>(state.range(0));
+    const Target& target = unimodal_target(d, state.range(1));
+    auto ws = target.make_workspace();
+    const Eigen::VectorXd theta = point(target.dim());
+    Eigen::VectorXd grad(target.dim());
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, target.complete_family(0));
+}
+
+void BM_UnimodalValueOnly(benchmark::State& state) {
+    const int d = static_cast<int>(state.range(0));
+    const Target& target = unimodal_target(d, state.range(1));
+    auto ws = target.make_workspace();
+    const Eigen::VectorXd theta = point(target.dim());
+    for (auto _ : state) benchmark::DoNotOptimize(target.log_density(theta, ws));
+    set_counters(state, target.complete_family(0));
+}
+
+// The arithmetic floor: F θ, one log1p_exp per pattern, F' r, on the same patterns.
+void BM_Floor(benchmark::State& state) {
+    const int d = static_cast<int>(state.range(0));
+    const CompleteFamily& cf = unimodal_target(d, state.range(1)).complete_family(0);
+    const Eigen::VectorXd theta = point(d);
+    Eigen::VectorXd eta(cf.patterns()), grad(d);
+    for (auto _ : state) {
+        eta.noalias() = cf.f * theta;
+        double value = 0;
+        for (int t = 0; t < cf.patterns(); ++t) {
+            const double l = inference::log1p_exp(eta[t]);
+            value += l;
+            eta[t] = l;
+        }
+        grad.noalias() = cf.f.transpose() * eta;
+        benchmark::DoNotOptimize(value);
+        benchmark::DoNotOptimize(grad.data());
+        benchmark::ClobberMemory();
+    }
+    set_counters(state, cf);
+}
+
+void unimodal_args(benchmark::internal::Benchmark* b) {
+    b->Args({10, 1000})->Args({50, 1000})->Args({50, 1000000})->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_Unimodal)->Apply(unimodal_args);
+BENCHMARK(BM_UnimodalValueOnly)->Apply(unimodal_args);
+BENCHMARK(BM_Floor)->Apply(unimodal_args);
+
+const Target& sbn_target() {
+    static const Target target = [] {
+        const ir::Graph g = sbn_graph();
+        return Target(g, sbn_data(g, 200, 38));
+    }();
+    return target;
+}
+
+// 3 hidden causes summed out in every row: 2^3 configurations × 8 factors per distinct row.
+void BM_SbnFull(benchmark::State& state) {
+    const Target& target = sbn_target();
+    auto ws = target.make_workspace();
+    const Eigen::VectorXd theta = point(target.dim());
+    Eigen::VectorXd grad(target.dim());
+    for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
+    state.counters["components"] = static_cast<double>(target.families().components.size());
+    state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_SbnBlock(benchmark::State& state) {
+    const Target& target = sbn_target();
+    auto ws = target.make_workspace();
+    const Eigen::VectorXd theta = point(target.dim());
+    Eigen::VectorXd grad(target.block_size(0));
+    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(0, theta, grad, ws));
+    state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_SbnFull)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SbnBlock)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
