@@ -71,16 +71,17 @@ Eigen::MatrixXd fold(const DrawsRef& x);
 
 // Biased autocovariance γ_k = (1/n) Σ_{i<n−k} (x_i − x̄)(x_{i+k} − x̄), k = 0 … n−1, all zero
 // for a constant series. Chains of up to kDirectAutocovarianceMax draws are done directly
-// (O(n²) but exact and fast at that size); longer ones by a radix-2 FFT zero-padded to at
-// least 2n, so circular wrap-around cannot mix lags (O(n log n)).
-inline constexpr int kDirectAutocovarianceMax = 128;
+// (O(n²), and faster than the FFT below about a thousand draws); longer ones by a radix-2
+// FFT zero-padded to at least 2n, so circular wrap-around cannot mix lags (O(n log n)).
+inline constexpr int kDirectAutocovarianceMax = 1024;
 void autocovariance(std::span<const double> x, std::span<double> out);
 void autocovariance_direct(std::span<const double> x, std::span<double> out);
 void autocovariance_fft(std::span<const double> x, std::span<double> out);
 
 // ESS by Geyer's initial positive sequence with the initial monotone adjustment
 // (Geyer 1992, as in the paper's ESS estimator), on the chains as given (no splitting,
-// no scaling).
+// no scaling). The first 64 lags are computed directly, which settles well-mixing chains;
+// a chain whose sequence runs longer gets every lag from autocovariance().
 double ess_raw(const DrawsRef& x);
 // sqrt(((n − 1)/n · W + B/n) / W) on the chains as given.
 double rhat_raw(const DrawsRef& x);
