@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace vbn {
 
@@ -25,15 +26,18 @@ std::string read_file(const std::string& path) {
         throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
     if (!f) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    // Read in one piece at the size the file claims, so the text is held once, with no
+    // doubling copy; whatever else arrives (a file still growing, a pipe) is appended.
     std::string text;
     const auto size = std::filesystem::file_size(path, ec);
-    if (!ec) text.reserve(static_cast<std::size_t>(size) + 1);
-    for (;;) {
-        const std::size_t old = text.size();
-        text.resize(old + kChunk);
-        const std::size_t n = std::fread(text.data() + old, 1, kChunk, f.get());
-        text.resize(old + n);
-        if (n < kChunk) break;
+    if (!ec && size > 0) {
+        text.resize(static_cast<std::size_t>(size));
+        text.resize(std::fread(text.data(), 1, text.size(), f.get()));
+    }
+    std::vector<char> chunk(kChunk);
+    while (!std::ferror(f.get()) && !std::feof(f.get())) {
+        const std::size_t n = std::fread(chunk.data(), 1, chunk.size(), f.get());
+        text.append(chunk.data(), n);
     }
     if (std::ferror(f.get()))
         throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': {}", path, std::strerror(errno)));
@@ -42,12 +46,10 @@ std::string read_file(const std::string& path) {
 
 std::string read_stream(std::istream& in, const std::string& name) {
     std::string text;
-    for (;;) {
-        const std::size_t old = text.size();
-        text.resize(old + kChunk);
-        in.read(text.data() + old, static_cast<std::streamsize>(kChunk));
-        text.resize(old + static_cast<std::size_t>(in.gcount()));
-        if (!in) break;
+    std::vector<char> chunk(kChunk);
+    while (in) {
+        in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
     }
     if (in.bad()) throw Error(ErrorKind::io, fmt::format("cannot read data '{}'", name));
     return text;
