@@ -213,6 +213,20 @@ void unimodal_args(benchmark::internal::Benchmark* b) {
     b->Args({10, 1000})->Args({50, 1000})->Args({50, 1000000})->Unit(benchmark::kMicrosecond);
 }
 
+// Building the target: reading the patterns into per-node families (the data set given).
+void BM_Build(benchmark::State& state) {
+    const int d = static_cast<int>(state.range(0));
+    const ir::Graph g = unimodal_graph(d);
+    const Dataset data = unimodal_data(g, d, state.range(1), 510 + static_cast<std::uint64_t>(d));
+    for (auto _ : state) {
+        Target target(g, data);
+        benchmark::DoNotOptimize(target.dim());
+    }
+    state.counters["rows_per_s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * state.range(1)), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_Build)->Args({10, 1000})->Args({50, 1000000})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Unimodal)->Apply(unimodal_args);
 BENCHMARK(BM_UnimodalValueOnly)->Apply(unimodal_args);
 BENCHMARK(BM_Floor)->Apply(unimodal_args);

@@ -249,12 +249,13 @@ Case multimodal(int rows = 60, std::uint64_t seed = 11) {
     return {"multimodal", m.g, data};
 }
 
-// A sigmoid belief network: h[1..2] hidden ~ bernoulli(0.5), v[k] ~ logistic(b_k + W_k' h),
-// some v missing.
+// A sigmoid belief network with 2 hidden causes and 3 observed effects, v[k] ~
+// logistic(b_k + W_k' h), some v missing. The causes are themselves a small network:
+// h[1] ~ logistic(c) with a learned bias c, h[2] ~ logistic(0.4 + 0.8 h[1]) fixed.
 Case sbn(int rows = 40, std::uint64_t seed = 12) {
     ModelBuilder m;
-    const int h1 = m.bernoulli("h[1]", 0.5, true);
-    const int h2 = m.bernoulli("h[2]", 0.5, true);
+    const int h1 = m.logistic("h[1]", true, 0.0, {}, {bias()}, 0.0, 1.5);
+    const int h2 = m.logistic("h[2]", true, 0.4, {{h1, 0.8}}, {});
     for (int k = 1; k <= 3; ++k)
         m.logistic("v[" + std::to_string(k) + "]", false, 0.0, {}, {bias(), on(h1), on(h2)}, 0.0, 2.0);
     Rng rng(seed);
@@ -391,7 +392,7 @@ TEST_CASE("families: complete patterns, components and coupled blocks have the e
         const Case c = sbn();
         const Target target(c.graph, make_dataset(c.graph, c.rows));
         CHECK(target.coupled_groups().size() == 1);
-        CHECK(target.coupled_groups()[0] == std::vector<int>{0, 1, 2});
+        CHECK(target.coupled_groups()[0] == std::vector<int>{0, 1, 2, 3});
         CHECK(target.families().largest_component == 2);
     }
     SUBCASE("chain: fully observed rows go to complete patterns, blocks of a, b, c coupled via missing b") {
