@@ -1,6 +1,7 @@
 // The RFC 4180 reader and load_csv against a model: spellings, quoting, headers, and every
 // kind of bad input with the place it names.
 #include "inference/rng.hpp"
+#include "lang/frontend.hpp"
 #include "runtime/csv.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
@@ -479,4 +480,25 @@ TEST_CASE("load: random text never crashes; it loads consistently or fails with 
         }
     }
     CHECK(loaded > 0);  // the generator does produce valid files too
+}
+
+TEST_CASE("load: the front end's element names are the columns v[k] and v.k") {
+    lang::Source src{"m.vbn",
+                     "covariate d;\n"
+                     "node h[2] hidden ~ bernoulli(0.5);\n"
+                     "node v[3] ~ logistic(b + W * h);\n"
+                     "node s ~ logistic(c * d);\n"
+                     "b, W, c ~ normal(0, 1);\n"};
+    lang::Diagnostics diag{src};
+    const auto g = lang::compile(src, diag);
+    REQUIRE_MESSAGE(g.has_value(), diag.format());
+    const Dataset d = load(*g, "v.1,v[2],v.3,s,d\n1,0,NA,yes,0.25\n");
+    CHECK(d.binary_names == std::vector<std::string>{"v[1]", "v[2]", "v[3]", "s"});
+    CHECK(d.real_names == std::vector<std::string>{"d"});
+    CHECK(d.value(0, 1) == -1);
+    CHECK(d.value(0, 2) == 0);
+    CHECK(d.real_value(0, 0) == 0.25);
+    const Error e = load_error(*g, "v.1,v[2],v.3,s,d,h.2\n1,0,NA,yes,0.25,1\n");
+    CHECK(e.column() == 6);
+    CHECK(contains(e.what(), "column 'h.2' is for the hidden node h"));
 }
