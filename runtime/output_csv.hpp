@@ -46,12 +46,13 @@ SamplerValues sampler_values(double lp, const inference::TransitionInfo& info);
 enum class MetricKind { unit_e, diag_e, dense_e };
 
 // What the configuration comment lines say. The keys readers rely on (model, method,
-// num_samples, num_warmup, save_warmup, thin, algorithm, engine, max_depth, metric, id,
-// seed) are always written; `extra` adds more `key = value` lines (e.g. data file, threads).
+// num_samples, num_warmup, save_warmup, thin, algorithm, max_depth, metric, id, seed) are
+// always written, `engine` when not empty; `extra` adds more `key = value` lines (values
+// without '=' so that cmdstanpy keeps them).
 struct CsvConfig {
     std::string model;              // model name (the file's stem)
-    std::string algorithm = "hmc";  // our --method; CmdStan's readers know "hmc"
-    std::string engine = "nuts";    // HMC engine, or the kernel family for other methods
+    std::string algorithm = "hmc";  // "hmc" for NUTS (as CmdStan), else our --method name
+    std::string engine = "nuts";    // the HMC engine; empty for non-HMC methods
     long num_samples = 1000;
     long num_warmup = 1000;
     int thin = 1;
