@@ -1,0 +1,230 @@
+// Windowed estimation of the inverse metric (the posterior variances or covariance) during
+// HMC warmup, on Stan's schedule.
+//
+// Warmup is split into a fast initial buffer (the step size alone adapts while the chain
+// finds the typical set), a run of slow windows whose draws estimate the covariance, and a
+// fast terminal buffer (the step size settles to the last metric). Each slow window is twice
+// the previous one, so later, better-mixed windows dominate; the last one is stretched to
+// meet the terminal buffer rather than leave a stub too short to estimate from. At the end
+// of each window the estimate replaces the metric and the estimator starts afresh, so early
+// draws from far out in the tails never pollute the final estimate.
+//
+// The estimate of n draws is shrunk towards 1e-3 I with weight 5 / (n + 5): with few or
+// nearly collinear draws it stays positive definite and well scaled.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vbn::inference {
+
+enum class MetricKind {
+    diagonal,  // inverse metric = per-coordinate variances
+    dense,     // inverse metric = full covariance
+};
+
+struct MetricWindowOptions {
+    int init_buffer = 75;  // fast iterations before the first slow window
+    int term_buffer = 50;  // fast iterations after the last slow window
+    int base_window = 25;  // length of the first slow window; each next one doubles
+};
+
+// Which warmup iterations (0-based) feed the estimator and at which ones a window closes.
+class AdaptationWindows {
+public:
+    // Fewer than 20 warmup iterations: no windows at all. Buffers plus one base window that
+    // do not fit: 15% / 75% / 10% of the warmup instead.
+    void plan(int num_warmup, const MetricWindowOptions& options) {
+        if (options.init_buffer < 0 || options.term_buffer < 0 || options.base_window < 1) {
+            throw std::invalid_argument(
+                "metric adaptation: init_buffer and term_buffer must be >= 0 and base_window >= 1, got " +
+                std::to_string(options.init_buffer) + ", " + std::to_string(options.term_buffer) + ", " +
+                std::to_string(options.base_window));
+        }
+        ends_.clear();
+        first_ = 0;
+        last_ = -1;
+        if (num_warmup < 20) return;
+        long init = options.init_buffer;
+        long term = options.term_buffer;
+        long base = options.base_window;
+        if (init + base + term > num_warmup) {
+            init = static_cast<long>(0.15 * num_warmup);
+            term = static_cast<long>(0.10 * num_warmup);
+            base = num_warmup - init - term;
+        }
+        first_ = static_cast<int>(init);
+        last_ = static_cast<int>(num_warmup - term - 1);
+        long size = base;
+        long end = init + base - 1;
+        for (;;) {
+            ends_.push_back(static_cast<int>(end));
+            if (end >= last_) break;
+            size *= 2;
+            end += size;
+            // Stretch this window to the terminal buffer when the one after it would not fit.
+            if (end + 2 * size > last_) end = last_;
+        }
+    }
+
+    // The draw of this iteration feeds the estimator.
+    bool collecting(int iteration) const { return iteration >= first_ && iteration <= last_; }
+
+    // A slow window closes after this iteration.
+    bool window_end(int iteration) const { return std::binary_search(ends_.begin(), ends_.end(), iteration); }
+
+    // Last iteration of each slow window, increasing.
+    const std::vector<int>& window_ends() const { return ends_; }
+
+private:
+    std::vector<int> ends_;
+    int first_ = 0;
+    int last_ = -1;
+};
+
+// Running mean and sum of squared deviations (Welford 1962): one pass, no cancellation.
+class WelfordVariance {
+public:
+    explicit WelfordVariance(int dim = 0) : mean_(Eigen::VectorXd::Zero(dim)), m2_(Eigen::VectorXd::Zero(dim)), delta_(dim) {}
+
+    void restart() {
+        count_ = 0;
+        mean_.setZero();
+        m2_.setZero();
+    }
+
+    void add(const Eigen::VectorXd& x) {
+        ++count_;
+        delta_ = x - mean_;
+        mean_ += delta_ / static_cast<double>(count_);
+        m2_.array() += delta_.array() * (x - mean_).array();
+    }
+
+    long count() const { return count_; }
+
+    // Unbiased sample variance; needs count() >= 2.
+    void sample_variance(Eigen::VectorXd& out) const { out = m2_ / static_cast<double>(count_ - 1); }
+
+private:
+    long count_ = 0;
+    Eigen::VectorXd mean_;
+    Eigen::VectorXd m2_;
+    Eigen::VectorXd delta_;
+};
+
+class WelfordCovariance {
+public:
+    explicit WelfordCovariance(int dim = 0) : mean_(Eigen::VectorXd::Zero(dim)), m2_(Eigen::MatrixXd::Zero(dim, dim)), delta_(dim) {}
+
+    void restart() {
+        count_ = 0;
+        mean_.setZero();
+        m2_.setZero();
+    }
+
+    void add(const Eigen::VectorXd& x) {
+        ++count_;
+        delta_ = x - mean_;
+        mean_ += delta_ / static_cast<double>(count_);
+        // (x − mean_old)(x − mean_new)' = ((n − 1)/n) δδ': symmetric, so only the lower
+        // triangle is accumulated.
+        const double w = static_cast<double>(count_ - 1) / static_cast<double>(count_);
+        const Eigen::Index d = delta_.size();
+        for (Eigen::Index j = 0; j < d; ++j) m2_.col(j).tail(d - j) += (w * delta_(j)) * delta_.tail(d - j);
+    }
+
+    long count() const { return count_; }
+
+    // Unbiased sample covariance, exactly symmetric; needs count() >= 2.
+    void sample_covariance(Eigen::MatrixXd& out) const {
+        const Eigen::Index d = m2_.rows();
+        const double scale = 1.0 / static_cast<double>(count_ - 1);
+        for (Eigen::Index j = 0; j < d; ++j) {
+            for (Eigen::Index i = j; i < d; ++i) {
+                out(i, j) = scale * m2_(i, j);
+                out(j, i) = out(i, j);
+            }
+        }
+    }
+
+private:
+    long count_ = 0;
+    Eigen::VectorXd mean_;
+    Eigen::MatrixXd m2_;  // lower triangle only
+    Eigen::VectorXd delta_;
+};
+
+// The whole schedule: feed it every warmup draw; at each window end it holds the new inverse
+// metric. Storage is sized once, so observing never allocates.
+class MetricAdaptation {
+public:
+    MetricAdaptation(int dim, MetricKind kind)
+        : kind_(kind),
+          variance_(kind == MetricKind::diagonal ? dim : 0),
+          covariance_(kind == MetricKind::dense ? dim : 0),
+          var_estimate_(Eigen::VectorXd::Ones(kind == MetricKind::diagonal ? dim : 0)),
+          cov_estimate_(Eigen::MatrixXd::Identity(kind == MetricKind::dense ? dim : 0, kind == MetricKind::dense ? dim : 0)) {}
+
+    void begin(int num_warmup, const MetricWindowOptions& options) {
+        windows_.plan(num_warmup, options);
+        variance_.restart();
+        covariance_.restart();
+    }
+
+    // Feeds the position after warmup iteration `iteration` (0-based). Returns true when a
+    // window closed; the regularised estimate is then in variance() or covariance().
+    // Throws std::runtime_error if the estimate overflowed.
+    bool observe(int iteration, const Eigen::VectorXd& x) {
+        if (!windows_.collecting(iteration)) return false;
+        if (kind_ == MetricKind::diagonal) {
+            variance_.add(x);
+        } else {
+            covariance_.add(x);
+        }
+        if (!windows_.window_end(iteration)) return false;
+        const long count = kind_ == MetricKind::diagonal ? variance_.count() : covariance_.count();
+        if (count >= 2) {
+            const double n = static_cast<double>(count);
+            const double keep = n / (n + 5.0);
+            const double prior = 1e-3 * 5.0 / (n + 5.0);
+            if (kind_ == MetricKind::diagonal) {
+                variance_.sample_variance(var_estimate_);
+                var_estimate_.array() = keep * var_estimate_.array() + prior;
+                if (!var_estimate_.allFinite()) overflow();
+            } else {
+                covariance_.sample_covariance(cov_estimate_);
+                cov_estimate_ *= keep;
+                cov_estimate_.diagonal().array() += prior;
+                if (!cov_estimate_.allFinite()) overflow();
+            }
+        }
+        variance_.restart();
+        covariance_.restart();
+        return count >= 2;
+    }
+
+    MetricKind kind() const { return kind_; }
+    const Eigen::VectorXd& variance() const { return var_estimate_; }
+    const Eigen::MatrixXd& covariance() const { return cov_estimate_; }
+    const AdaptationWindows& windows() const { return windows_; }
+
+private:
+    [[noreturn]] static void overflow() {
+        throw std::runtime_error(
+            "metric adaptation: the covariance estimate of the warmup draws is not finite; the chain "
+            "reached extreme values, so the target may be improper or far too wide");
+    }
+
+    MetricKind kind_;
+    AdaptationWindows windows_;
+    WelfordVariance variance_;
+    WelfordCovariance covariance_;
+    Eigen::VectorXd var_estimate_;
+    Eigen::MatrixXd cov_estimate_;
+};
+
+}  // namespace vbn::inference
