@@ -16,7 +16,8 @@ namespace vbn {
 
 namespace {
 
-// ASCII letters only: `c | 0x20` maps 'A'..'Z' onto 'a'..'z' and no other byte onto a letter.
+// `lower` holds lowercase ASCII letters only: `c | 0x20` maps 'A'..'Z' onto 'a'..'z' and no
+// other byte onto a letter.
 bool equals_lower(std::string_view text, std::string_view lower) {
     if (text.size() != lower.size()) return false;
     for (std::size_t i = 0; i < text.size(); ++i)
@@ -258,6 +259,8 @@ DatasetBuilder::DatasetBuilder(const ir::Graph& graph, std::string name)
 }
 
 void DatasetBuilder::set_header(std::span<const std::string_view> names, long line, LoadNotes* notes) {
+    if (out_.rows > 0 || errors_.count() > 0)
+        throw Error(ErrorKind::usage, fmt::format("{}: the header must come before the rows", out_.name));
     const auto& elements = graph_->elements;
     std::unordered_map<std::string, int> element_of;
     for (std::size_t e = 0; e < elements.size(); ++e) element_of.emplace(elements[e].name, static_cast<int>(e));

@@ -103,7 +103,8 @@ public:
     // array element. Every observed node element and covariate needs a column; columns for
     // hidden nodes and duplicates are errors, thrown together as one vbn::Error (kind data).
     // Columns the model does not know are ignored, with one notice added to `notes`.
-    // Without a header, source columns are the binary columns then the real columns.
+    // Call it before any row. Without a header, source columns are the binary columns then
+    // the real columns.
     void set_header(std::span<const std::string_view> names, long line, LoadNotes* notes);
 
     // One row of values as written, one per source column. Bad values are collected (see

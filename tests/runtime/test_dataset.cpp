@@ -302,3 +302,23 @@ TEST_CASE("a builder with no rows is an error") {
     DatasetBuilder b(g, "mem");
     CHECK_THROWS_AS(b.finish(), Error);
 }
+
+TEST_CASE("a header maps named source columns; it must come before the rows") {
+    const auto g = make_graph({{"a"}, {"b"}});
+    DatasetBuilder b(g, "mem");
+    const std::string_view names[] = {"b", "id", "a"};
+    LoadNotes notes;
+    b.set_header(names, 1, &notes);
+    CHECK(notes.notices.size() == 1);
+    const std::string_view row[] = {"no", "17", "yes"};
+    b.add_text_row(row, 2);
+    try {
+        b.set_header(names, 1, &notes);
+        FAIL("no throw");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::usage);
+    }
+    const Dataset d = b.finish();
+    CHECK(d.value(0, 0) == 1);   // a
+    CHECK(d.value(0, 1) == -1);  // b
+}
