@@ -27,6 +27,32 @@ struct SimulateArgs {
 };
 int simulate(const SimulateArgs& args, std::ostream& out, std::ostream& err);
 
+struct VbArgs {
+    std::string model;
+    std::string data;
+    std::optional<std::string> summary_json;
+    int restarts = 1;
+    double tolerance = 1e-9;
+    int max_iterations = 2000;
+    std::uint64_t seed = 1;
+};
+int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
+
+struct FitArgs {
+    std::string model;
+    std::string data;
+    std::string method = "auto";
+    int chains = 4;
+    int warmup = 1000;
+    int draws = 1000;
+    std::optional<std::uint64_t> seed;
+    int threads = 2;
+    std::optional<std::string> output;        // CmdStan CSV, one file per chain
+    std::optional<std::string> summary_json;
+    bool quiet = false;
+};
+int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
+
 // Exit status for an error kind (DESIGN.md §3).
 int exit_status(int error_kind);
 

@@ -1,6 +1,7 @@
 // vbn: the command-line interpreter (DESIGN.md §3). Only argument parsing lives here; each
-// command is a function in runtime/commands.hpp.
+// command is a function in runtime/commands.hpp or runtime/summary.hpp.
 #include "runtime/commands.hpp"
+#include "runtime/summary.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -27,6 +28,35 @@ int main(int argc, char** argv) {
     sim_cmd->add_flag("--include-hidden", sim_args.include_hidden, "Also write the hidden nodes' values");
     sim_cmd->add_option("--output", sim_args.output, "CSV file to write (default: standard output)");
 
+    VbArgs vb_args;
+    auto* vb_cmd = app.add_subcommand("vb", "Variational posterior (Jaakkola-Jordan bounds, closed-form EM)");
+    vb_cmd->add_option("model", vb_args.model, "Model file (.vbn)")->required();
+    vb_cmd->add_option("--data", vb_args.data, "CSV file of observations")->required();
+    vb_cmd->add_option("--summary-json", vb_args.summary_json, "Write the summary as JSON to this file");
+    vb_cmd->add_option("--restarts", vb_args.restarts, "Fits from different starting q(h); the best ELBO is used")
+        ->capture_default_str();
+    vb_cmd->add_option("--tolerance", vb_args.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
+    vb_cmd->add_option("--max-iterations", vb_args.max_iterations, "EM iteration cap")->capture_default_str();
+    vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->capture_default_str();
+
+    FitArgs fit_args;
+    auto* fit_cmd = app.add_subcommand("fit", "MCMC: variational fit, then chains of the chosen method");
+    fit_cmd->add_option("model", fit_args.model, "Model file (.vbn)")->required();
+    fit_cmd->add_option("--data", fit_args.data, "CSV file of observations")->required();
+    fit_cmd->add_option("--method", fit_args.method, "auto, rwm, varmh, varblock, varmix, regen or nuts")->capture_default_str();
+    fit_cmd->add_option("--chains", fit_args.chains, "Number of chains")->capture_default_str();
+    fit_cmd->add_option("--warmup", fit_args.warmup, "Warmup iterations per chain")->capture_default_str();
+    fit_cmd->add_option("--draws", fit_args.draws, "Draws per chain after warmup")->capture_default_str();
+    fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)");
+    fit_cmd->add_option("--threads", fit_args.threads, "Worker threads (results do not depend on it)")->capture_default_str();
+    fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
+    fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
+    fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
+
+    std::vector<std::string> summary_files;
+    auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");
+    summary_cmd->add_option("files", summary_files, "CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -36,5 +66,8 @@ int main(int argc, char** argv) {
 
     if (*check_cmd) return check(check_args, std::cout, std::cerr);
     if (*sim_cmd) return simulate(sim_args, std::cout, std::cerr);
+    if (*vb_cmd) return vb(vb_args, std::cout, std::cerr);
+    if (*fit_cmd) return fit(fit_args, std::cout, std::cerr);
+    if (*summary_cmd) return vbn::summary_command(summary_files, std::cout, std::cerr);
     return 1;
 }

@@ -1,0 +1,212 @@
+// `vbn vb` and `vbn fit`: load, infer, report (DESIGN.md §3–4).
+#include "runtime/commands.hpp"
+
+#include "runtime/dataset.hpp"
+#include "runtime/error.hpp"
+#include "runtime/fit.hpp"
+#include "runtime/model.hpp"
+#include "runtime/output_csv.hpp"
+#include "runtime/summary.hpp"
+#include "runtime/target.hpp"
+#include "runtime/vb.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <boost/math/distributions/normal.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+namespace vbn::commands {
+
+namespace {
+template <class F>
+int guarded(std::ostream& err, F&& body) {
+    try {
+        return body();
+    } catch (const Error& e) {
+        std::string msg = e.what();
+        if (!msg.empty() && msg.back() != '\n') msg += '\n';
+        err << (e.kind() == ErrorKind::model ? "" : "error: ") << msg;
+        return exit_status(static_cast<int>(e.kind()));
+    } catch (const std::bad_alloc&) {
+        err << "error: out of memory\n";
+        return 1;
+    } catch (const std::exception& e) {
+        err << "error: " << e.what() << '\n';
+        return 1;
+    }
+}
+
+struct Loaded {
+    ir::Graph graph;
+    Dataset data;
+};
+
+Loaded load(const std::string& model, const std::string& csv, std::ostream& err) {
+    std::string warnings;
+    Loaded l{load_model(model, &warnings), {}};
+    err << warnings;
+    LoadNotes notes;
+    l.data = load_csv(l.graph, csv, &notes);
+    for (const auto& n : notes.notices) err << "note: " << n << '\n';
+    return l;
+}
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+}  // namespace
+
+int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
+    return guarded(err, [&] {
+        const Loaded l = load(args.model, args.data, err);
+        VbOptions o;
+        o.restarts = args.restarts;
+        o.tolerance = args.tolerance;
+        o.max_iterations = args.max_iterations;
+        o.seed = args.seed;
+        const VbResult r = variational(l.graph, l.data, o);
+        const VbFit& q = r.best_fit();
+
+        std::vector<VbParameter> params;
+        std::size_t width = 4;
+        for (int k = 0; k < l.graph.dim; ++k) {
+            params.push_back({l.graph.theta_name(k), q.mean[k], std::sqrt(q.cov(k, k))});
+            width = std::max(width, params.back().name.size());
+        }
+        const double z95 = boost::math::quantile(boost::math::normal(), 0.95);
+        out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
+        for (const auto& p : params)
+            out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd,
+                               p.mean - z95 * p.sd, p.mean, p.mean + z95 * p.sd);
+        out << fmt::format("\nvariational EM (Jaakkola-Jordan bound, mean-field q over unobserved values)\n");
+        out << fmt::format("ELBO {:.6f} (a lower bound on log p(data)); {} iterations, {}; {:.3f} s\n", q.elbo, q.iterations,
+                           q.converged ? "converged" : "NOT converged (iteration cap reached)", r.seconds);
+        if (r.fits.size() > 1) {
+            out << "restarts (ELBO):";
+            for (std::size_t i = 0; i < r.fits.size(); ++i)
+                out << fmt::format(" {}{:.6f}", static_cast<int>(i) == r.best ? "*" : "", r.fits[i].elbo);
+            out << "   (* used)\n";
+        }
+        if (args.summary_json) {
+            VbFacts f;
+            f.elbo = q.elbo;
+            f.iterations = q.iterations;
+            f.converged = q.converged;
+            f.seconds = r.seconds;
+            write_json_file(*args.summary_json, vb_summary_json(params, f));
+        }
+        return 0;
+    });
+}
+
+int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
+    return guarded(err, [&] {
+        const Loaded l = load(args.model, args.data, err);
+        FitOptions o;
+        o.method = args.method;
+        o.chains = args.chains;
+        o.warmup = args.warmup;
+        o.draws = args.draws;
+        o.threads = args.threads;
+        o.seed = args.seed ? *args.seed : fresh_seed();
+        if (!args.seed && !args.quiet) err << fmt::format("note: seed {} (pass --seed {} to repeat this run)\n", o.seed, o.seed);
+
+        std::mutex err_mutex;
+        if (!args.quiet) {
+            o.callbacks.progress = [&](const inference::ChainProgress& p) {
+                std::lock_guard lock(err_mutex);
+                err << fmt::format("chain {} {:<8} {:>6}/{}\n", p.chain + 1, p.warmup ? "warmup" : "sampling", p.iteration,
+                                   p.iterations);
+            };
+            o.callbacks.progress_interval = 1.0;
+        }
+
+        // CmdStan CSV, streamed: one writer per chain, each touched only by its chain's thread.
+        std::vector<std::unique_ptr<CsvWriter>> writers;
+        std::vector<Eigen::VectorXd> scratch;  // per chain: a draw in output order
+        const std::vector<int> order = output_order(l.graph);
+        if (args.output) {
+            std::vector<std::string> csv_names;
+            for (int k : order) csv_names.push_back(l.graph.theta_name(k));
+            scratch.assign(static_cast<std::size_t>(args.chains), Eigen::VectorXd(l.graph.dim));
+            for (int c = 0; c < args.chains; ++c) {
+                CsvConfig cfg;
+                cfg.model = stem(args.model);
+                cfg.algorithm = args.method == "nuts" ? "hmc" : args.method;
+                cfg.engine = args.method == "nuts" ? "nuts" : "";
+                cfg.num_samples = args.draws;
+                cfg.num_warmup = args.warmup;
+                cfg.metric = args.method == "nuts" ? MetricKind::dense_e : MetricKind::unit_e;
+                cfg.seed = o.seed;
+                cfg.chain_id = c + 1;
+                cfg.data_file = args.data;
+                writers.push_back(std::make_unique<CsvWriter>(chain_file_path(*args.output, c + 1), cfg, csv_names));
+            }
+            o.callbacks.on_draw = [&](int chain, int draw, const inference::State& s, const inference::TransitionInfo& info) {
+                CsvWriter& w = *writers[static_cast<std::size_t>(chain)];
+                Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
+                for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = s.x[order[j]];
+                if (draw == 0) w.adaptation_terminated(info.stepsize);
+                w.write_draw(sampler_values(s.lp, info), x);
+            };
+        }
+
+        FitResult r = vbn::fit(l.graph, l.data, o);
+        for (const auto& n : r.notes) err << "note: " << n << '\n';
+
+        std::vector<Eigen::MatrixXd> draws;
+        std::vector<std::vector<inference::KernelStats>> stats;
+        RunFacts facts;
+        facts.model = args.model;
+        facts.method = r.method;
+        facts.warmup = args.warmup;
+        facts.warmup_seconds = r.warmup_seconds + r.vb_seconds;
+        facts.sampling_seconds = r.sampling_seconds;
+        facts.elbo = r.vb.best_fit().elbo;
+        long regenerations = 0;
+        bool any_regen = false;
+        long min_draws = args.draws;
+        for (std::size_t c = 0; c < r.chains.size(); ++c) {
+            const auto& ch = r.chains[c];
+            if (writers.size() > c) writers[c]->finish(ch.warmup_seconds, ch.sampling_seconds);
+            if (!ch.ok()) {
+                err << fmt::format("warning: chain {} failed and is left out: {}\n", ch.chain + 1, ch.error);
+                continue;
+            }
+            min_draws = std::min<long>(min_draws, ch.draws_done);
+            stats.push_back(ch.stats);
+            for (const auto& info : ch.info) {
+                if (info.divergent) ++facts.divergent;
+                if (info.regenerated) {
+                    ++regenerations;
+                    any_regen = true;
+                }
+            }
+        }
+        for (const auto& ch : r.chains) {
+            if (!ch.ok() || min_draws <= 0) continue;
+            Eigen::MatrixXd d(min_draws, static_cast<Eigen::Index>(order.size()));
+            for (std::size_t j = 0; j < order.size(); ++j) d.col(static_cast<Eigen::Index>(j)) = ch.draws.col(order[j]).head(min_draws);
+            draws.push_back(std::move(d));
+        }
+        if (r.method == "regen" || any_regen) facts.regenerations = regenerations;
+        facts.chains = static_cast<int>(draws.size());
+        facts.draws = min_draws;
+        facts.kernels = merge_kernel_stats(stats);
+        if (draws.empty()) throw Error(ErrorKind::inference, "no draws to summarise");
+
+        const auto rows = summarize(r.names, draws);
+        out << format_summary(rows, facts);
+        if (args.summary_json) write_json_file(*args.summary_json, summary_json(rows, facts));
+        if (args.output && !args.quiet)
+            err << fmt::format("wrote {} CmdStan CSV file{} {}\n", writers.size(), writers.size() == 1 ? "" : "s",
+                               chain_file_path(*args.output, 1) + (writers.size() > 1 ? " …" : ""));
+        bool failed = false;
+        for (const auto& ch : r.chains) failed = failed || !ch.ok();
+        return failed ? 2 : 0;
+    });
+}
+
+}  // namespace vbn::commands

@@ -1,0 +1,79 @@
+// `vbn fit`: the variational fit, then MCMC chains whose kernels the method preset builds
+// from it (variational-mcmc.txt §4), run in parallel and reproducibly.
+//
+// Method presets (DESIGN.md §3), all started from points dispersed around the variational fit:
+//   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
+//             covariance, scale tuned in warmup
+//   varmh     independence MH with the variational posterior as proposal (§4.1), Student-t
+//             tails and a widened covariance
+//   varblock  block MH, each block proposed from its variational marginal (§4.2, Fig. 6)
+//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7)
+//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
+//   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
+//   auto      the default; see choose_method()
+#pragma once
+
+#include "inference/chains.hpp"
+#include "lang/ir.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/vb.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+class Target;
+
+// Names accepted by --method, in the order docs list them.
+const std::vector<std::string>& method_names();
+
+// The method `auto` stands for on this model (and why, in one line).
+std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why = nullptr);
+
+struct FitOptions {
+    std::string method = "auto";
+    int chains = 4;
+    int warmup = 1000;
+    int draws = 1000;
+    int threads = 2;
+    std::uint64_t seed = 1;
+    bool keep_draws = true;
+    VbOptions vb;
+    // Proposal settings of the variational kernels: Student-t degrees of freedom and the
+    // factor on the variational covariance (VB underestimates variances; §4.1 Corollary 1).
+    double proposal_df = 10;
+    double proposal_inflation = 1.5;
+    double mixture_nu = 0.5;      // varmix: probability of the variational block kernel
+    double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
+    int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
+    inference::ChainCallbacks callbacks;
+};
+
+struct FitResult {
+    std::string method;                            // the resolved method (never "auto")
+    std::string kernel;                            // the kernel's description
+    VbResult vb;
+    std::vector<int> order;                        // output_order(graph)
+    std::vector<std::string> names;                // reported values as users see them: w[1], W[2,3]
+    std::vector<std::string> csv_names;            // the same with dotted indices: w.1, W.2.3
+    std::vector<inference::ChainResult> chains;
+    double vb_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
+    std::vector<std::string> notes;                // things the user should know (not errors)
+};
+
+// The order in which parameters are reported: the model's parameters in order of use, the
+// elements of a matrix in column-major order as CmdStan writes them (rstan rebuilds shapes
+// from it). Entry j is the index in θ of the j-th reported value.
+std::vector<int> output_order(const ir::Graph& graph);
+
+// The compiled target for a model and data (hidden nodes summed out per row).
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
+
+// Runs VB then the chains. Throws vbn::Error (usage for bad options, limit when exact
+// summation would be exponential, inference when every chain failed).
+FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& options);
+
+}  // namespace vbn
