@@ -97,6 +97,37 @@ run "paper data reproducible" 0 -- "$vbn" simulate "$m" --rows 50 --seed 52 --pa
   if cmp -s "$tmp/out" "$ex/paper/multimodal.csv"; then ok; else bad "examples/paper/multimodal.csv differs from its simulate command"; fi
 run "simulate wells covariates" 0 -- "$vbn" simulate "$ex/wells/wells.vbn" --rows 4 --seed 3 && expect "covariate columns" out "^dist100,arsenic,switched$"
 
+# --- vb ----------------------------------------------------------------------------------
+run "vb" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vb.json" &&
+  expect "vb table" out "^name +mean +sd" && expect "vb rows" out "^w\[5\] " && expect "vb elbo" out "ELBO -[0-9.]+ .*converged"
+if grep -q '"method"' "$tmp/vb.json" && grep -q '"name": *"w\[1\]"' "$tmp/vb.json"; then ok; else bad "vb summary json"; fi
+run "vb restarts" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --restarts 3 && expect "restarts listed" out "restarts \(ELBO\)"
+run "vb without data" 1 -- "$vbn" vb "$ex/paper/multimodal.vbn"
+
+# --- fit and summary ---------------------------------------------------------------------
+m=$ex/paper/unimodal_d1.vbn
+d=$ex/paper/unimodal_d1.csv
+for method in rwm varmh varblock varmix regen nuts; do
+  run "fit $method" 0 -- "$vbn" fit "$m" --data "$d" --method "$method" --seed 3 --warmup 200 --draws 200 --quiet &&
+    expect "fit $method table" out "^name +mean +sd +mcse +5% +50% +95% +ess_bulk +ess_tail +rhat" && expect "fit $method row" out "^w "
+done
+run "fit csv" 0 -- "$vbn" fit "$m" --data "$d" --seed 3 --warmup 100 --draws 150 --chains 2 --output "$tmp/fit.csv" --summary-json "$tmp/fit.json" --quiet &&
+  cp "$tmp/out" "$tmp/fit_table.txt"
+if [ -f "$tmp/fit_1.csv" ] && [ -f "$tmp/fit_2.csv" ] && [ ! -f "$tmp/fit_3.csv" ]; then ok; else bad "one CSV file per chain"; fi
+if grep -q '^lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,w$' "$tmp/fit_1.csv"; then ok; else bad "CmdStan CSV header"; fi
+if [ "$(grep -vc '^#' "$tmp/fit_1.csv")" -eq 151 ]; then ok; else bad "CSV holds header + 150 draws"; fi
+if grep -q '"draws": *150' "$tmp/fit.json" && grep -q '"chains": *2' "$tmp/fit.json"; then ok; else bad "fit summary json"; fi
+run "summary of our CSV" 0 -- "$vbn" summary "$tmp/fit_1.csv" "$tmp/fit_2.csv" &&
+  if [ "$(grep '^w ' "$tmp/out")" = "$(grep '^w ' "$tmp/fit_table.txt")" ]; then ok; else bad "vbn summary reproduces the fit's row"; fi
+run "same seed same draws, threads 1 vs 2" 0 -- "$vbn" fit "$m" --data "$d" --seed 9 --warmup 50 --draws 50 --threads 1 --output "$tmp/t1.csv" --quiet
+run "threads 2" 0 -- "$vbn" fit "$m" --data "$d" --seed 9 --warmup 50 --draws 50 --threads 2 --output "$tmp/t2.csv" --quiet
+for c in 1 2 3 4; do
+  if diff <(grep -v '^#' "$tmp/t1_$c.csv") <(grep -v '^#' "$tmp/t2_$c.csv") >/dev/null; then ok; else bad "chain $c differs between --threads 1 and 2"; fi
+done
+run "unknown method" 1 -- "$vbn" fit "$m" --data "$d" --method magic && expect "unknown method" err "unknown method 'magic'"
+run "zero draws" 1 -- "$vbn" fit "$m" --data "$d" --draws 0
+run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv"
+
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
