@@ -31,6 +31,9 @@ EuclideanMetric::EuclideanMetric(int dim, MetricKind kind) : kind_(kind), dim_(d
     if (kind == MetricKind::diagonal) {
         inv_diag_ = Eigen::VectorXd::Ones(dim);
         momentum_scale_ = Eigen::VectorXd::Ones(dim);
+        // An LLT that never computed holds an indeterminate status, which copying the metric
+        // would read; the empty factorisation is defined.
+        llt_.compute(Eigen::MatrixXd(0, 0));
     } else {
         inv_ = Eigen::MatrixXd::Identity(dim, dim);
         llt_.compute(inv_);

@@ -96,8 +96,9 @@ struct NutsOptions {
 
 // Stats (collect_stats): one KernelStats named "nuts" with proposed = transitions since
 // construction and accepted = the sum of their accept_stat rounded to the nearest integer, so
-// KernelStats::rate() is the mean acceptance statistic (to within 0.5 / proposed), the figure
-// CmdStan reports as the mean of accept_stat__.
+// KernelStats::rate() is the mean acceptance statistic (to within 0.5 / proposed; the
+// difference of two snapshots, e.g. the sampling phase alone, to within 1 / proposed), the
+// figure CmdStan reports as the mean of accept_stat__. Divergences are counted separately.
 class NutsKernel : public Kernel {
 public:
     // Unit metric of the given kind over `dim` coordinates.
