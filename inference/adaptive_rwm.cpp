@@ -46,8 +46,9 @@ void AdaptiveRandomWalk::setup(int d) {
     delta_.setZero(d);
     delta_new_.setZero(d);
     m2_.setZero(d, d);
-    cov_.setZero(d, d);
-    llt_ = Eigen::LLT<Eigen::MatrixXd>(d);
+    // Sizes the factorisation's storage now, so refactoring during warmup allocates nothing.
+    cov_.setIdentity(d, d);
+    llt_.compute(cov_);
     chol_.setZero(d, d);
     z_.setZero(d);
     proposal_.setZero(d);

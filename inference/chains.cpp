@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <memory>
+#include <new>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -57,9 +58,19 @@ public:
         const Eigen::Index dim = job.init.size();
         const int kept_total = settings_.draws > 0 ? (settings_.draws + settings_.thin - 1) / settings_.thin : 0;
         if (settings_.keep_draws) {
-            out.draws.resize(kept_total, dim);
-            out.lp.resize(kept_total);
-            out.info.reserve(static_cast<std::size_t>(kept_total));
+            // All at once, so a request too large for memory fails now rather than hours in.
+            try {
+                out.draws.resize(kept_total, dim);
+                out.lp.resize(kept_total);
+                out.info.reserve(static_cast<std::size_t>(kept_total));
+            } catch (const std::bad_alloc&) {
+                out.draws.resize(0, dim);
+                out.lp.resize(0);
+                out.error = fmt::format(
+                    "chain {}: not enough memory to keep {} draws of {} parameters (stream them instead, with keep_draws off)",
+                    job.chain, kept_total, dim);
+                return;
+            }
         }
         std::vector<KernelStats> before;  // the counters before anything ran
         job.kernel->collect_stats(before);

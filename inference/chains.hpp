@@ -56,8 +56,9 @@ struct ChainCallbacks {
     // thread: calls for one chain are in order; different chains may call concurrently.
     std::function<void(int chain, int draw, const State& state, const TransitionInfo& info)> on_draw;
 
-    // Checked between iterations; when either says stop, every chain stops after its current
-    // iteration and reports what it has.
+    // Checked between iterations from the worker threads (should_stop may be called by several
+    // at once); when either says stop, every chain stops after its current iteration and
+    // reports what it has.
     const std::atomic<bool>* stop = nullptr;
     std::function<bool()> should_stop;
 };

@@ -3,6 +3,8 @@
 #include <Eigen/Cholesky>
 #include <fmt/format.h>
 
+#include <math.h>  // lgamma_r
+
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -14,6 +16,13 @@ namespace {
 
 void check_df(double df) {
     if (!(df > 0)) throw std::invalid_argument(fmt::format("proposal: degrees of freedom must be positive, got {}", df));
+}
+
+// log Γ(x) without touching the global `signgam` that std::lgamma sets, since proposals are
+// built inside worker threads (block marginals are taken at a kernel's first step).
+double log_gamma(double x) {
+    int sign = 0;
+    return ::lgamma_r(x, &sign);
 }
 
 // Marsaglia & Tsang (2000): Gamma(shape, 1) for shape >= 1.
@@ -94,7 +103,7 @@ void GaussianProposal::finish() {
     const double log_det_half = chol_.diagonal().array().log().sum();  // log |L| = ½ log |Σ|
     if (is_student_t()) {
         // Multivariate t: Γ((ν+d)/2) / (Γ(ν/2) (νπ)^(d/2) |Σ|^(1/2)).
-        log_norm_ = std::lgamma(0.5 * (df_ + d)) - std::lgamma(0.5 * df_) - 0.5 * d * std::log(df_ * std::numbers::pi) -
+        log_norm_ = log_gamma(0.5 * (df_ + d)) - log_gamma(0.5 * df_) - 0.5 * d * std::log(df_ * std::numbers::pi) -
                     log_det_half;
     } else {
         log_norm_ = -0.5 * d * std::log(2.0 * std::numbers::pi) - log_det_half;
@@ -109,6 +118,28 @@ void GaussianProposal::inflate(double factor) {
         throw std::invalid_argument(fmt::format("proposal: inflation factor must be positive and finite, got {}", factor));
     }
     chol_ *= std::sqrt(factor);
+    finish();
+}
+
+void GaussianProposal::assign(const Eigen::Ref<const Eigen::VectorXd>& mean, const Eigen::Ref<const Eigen::MatrixXd>& lower) {
+    const Eigen::Index d = mean_.size();
+    if (mean.size() != d || lower.rows() != d || lower.cols() != d) {
+        throw std::invalid_argument(
+            fmt::format("proposal: cannot assign a mean of {} entries and a {}x{} factor to a proposal of {} dimensions",
+                        mean.size(), lower.rows(), lower.cols(), d));
+    }
+    if (!mean.allFinite()) throw std::invalid_argument("proposal: the mean has a non-finite entry");
+    for (Eigen::Index j = 0; j < d; ++j) {
+        if (!(lower(j, j) > 0)) {
+            throw std::invalid_argument(fmt::format("proposal: Cholesky diagonal entry {} is {}, not positive", j, lower(j, j)));
+        }
+        for (Eigen::Index i = j; i < d; ++i) {
+            if (!std::isfinite(lower(i, j))) throw std::invalid_argument("proposal: the scale has a non-finite entry");
+        }
+    }
+    mean_ = mean;
+    chol_.triangularView<Eigen::Lower>() = lower;
+    chol_.triangularView<Eigen::StrictlyUpper>().setZero();
     finish();
 }
 

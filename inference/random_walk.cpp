@@ -115,7 +115,7 @@ void RandomWalk::step(State& state, Density& target, Rng& rng, TransitionInfo& i
         throw std::invalid_argument(
             fmt::format("random walk: the state has {} entries but the target has {}", state.x.size(), proposal_.size()));
     }
-    require_finite_current(state.lp, name().c_str());
+    require_finite_current(state.lp, "random walk");
     if (adapting_) ++adapt_iterations_;
     proposal_ = state.x;
     double accept_sum = 0;

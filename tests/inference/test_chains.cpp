@@ -11,7 +11,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -24,13 +23,14 @@ using vbn::test::GaussianFactory;
 
 namespace {
 
-// The paper's mixture (Fig. 7) of block independence MH and block random walk on the 10-D target.
+// The paper's mixture (Fig. 7) of block independence MH and block random walk on the 10-D
+// target; a t proposal, so each chain's first step builds t marginals in its own thread.
 std::unique_ptr<Kernel> mixture_kernel(const GaussianDensity& t) {
     RandomWalkOptions per_block;
     per_block.mode = BlockMode::per_block;
     Eigen::VectorXd mean = t.mean();
     mean.array() += 0.3;
-    return std::make_unique<Mixture>(0.5, BlockIndependenceMH(GaussianProposal(mean, 1.5 * t.covariance())),
+    return std::make_unique<Mixture>(0.5, BlockIndependenceMH(GaussianProposal(mean, 1.5 * t.covariance(), 8.0)),
                                      RandomWalk(t.covariance(), per_block));
 }
 
@@ -188,7 +188,7 @@ TEST_CASE("an interrupt stops every chain after its current iteration with consi
     s.seed = 5;
     s.chains = 3;
     s.warmup = 100;
-    s.draws = 100'000'000;  // would take hours: only the interrupt ends this run
+    s.draws = 1'000'000;  // far more than the interrupt lets run
     s.threads = 1;
     std::atomic<bool> stop{false};
     ChainCallbacks cb;
@@ -196,9 +196,8 @@ TEST_CASE("an interrupt stops every chain after its current iteration with consi
     cb.on_draw = [&](int chain, int draw, const State&, const TransitionInfo&) {
         if (chain == 0 && draw == 999) stop = true;
     };
-    const auto start = std::chrono::steady_clock::now();
     const auto results = run_chains(factory, *kernel, inits_for(target, 3), s, cb);
-    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 60);
+    // Stopped right after the iteration during which the flag was raised.
     CHECK(results[0].draws_done == 1000);
     for (const ChainResult& r : results) {
         INFO("chain " << r.chain);
