@@ -263,10 +263,14 @@ void NutsKernel::load_current(const State& state, Density& target) {
         throw std::invalid_argument(fmt::format("nuts: the metric has dimension {}, the target {} and the state {}", d,
                                                 target.dim(), state.x.size()));
     }
+    // The gradient is not part of the chain state. It is reused from our last transition
+    // only when nothing can have changed since: the same target object, and the state's x
+    // and lp bit for bit where that transition left them (a kernel that moved x, or changed
+    // the target and so, by the State contract, lp, forces a fresh evaluation). This saves
+    // one gradient per transition, 1 / n_leapfrog of the cost.
+    if (current_target_ == &target && state.lp == z_.lp && state.x == z_.x) return;
+    current_target_ = nullptr;
     z_.x = state.x;
-    // The gradient is not part of the chain state and another kernel (or a change in the
-    // target, as in data augmentation) may have moved things since our last step, so it is
-    // evaluated afresh.
     z_.lp = target.log_density_gradient(z_.x, z_.grad);
     if (!std::isfinite(z_.lp) || !z_.grad.allFinite()) {
         throw std::domain_error(fmt::format("nuts: the log density at the current state is {}{}", z_.lp,
@@ -294,6 +298,8 @@ bool NutsKernel::leapfrog(PhasePoint& z, double epsilon, Density& target) {
 
 void NutsKernel::step(State& state, Density& target, Rng& rng, TransitionInfo& info) {
     load_current(state, target);
+    // The transition overwrites z_, so the cached gradient is valid again only once it ends.
+    current_target_ = nullptr;
     if (warmup_ && options_.adapt_stepsize && !stepsize_found_) {
         find_initial_stepsize(target, rng);
         dual_averaging_.restart(std::log(10 * stepsize_));
@@ -303,6 +309,7 @@ void NutsKernel::step(State& state, Density& target, Rng& rng, TransitionInfo& i
     z_ = z_sample_;
     state.x = z_.x;
     state.lp = z_.lp;
+    current_target_ = &target;
 
     ++transitions_;
     accept_stat_sum_ += info.accept_stat;

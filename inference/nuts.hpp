@@ -167,6 +167,9 @@ private:
     double accept_stat_sum_ = 0;
     long divergences_ = 0;
 
+    // z_ holds the current point with its gradient for this target (set after a transition).
+    const Density* current_target_ = nullptr;
+
     // Transition workspace.
     double h0_ = 0;
     int n_leapfrog_ = 0;

@@ -540,6 +540,35 @@ TEST_CASE("NUTS reports bad input clearly") {
     }
 }
 
+TEST_CASE("NUTS reuses the gradient of its last point only while the state and target are unchanged") {
+    GaussianDensity target = correlated_2d_rho09();
+    GaussianDensity other = correlated_2d_rho09();
+    NutsOptions options;
+    options.stepsize = 0.5;
+    options.adapt_stepsize = false;
+    options.adapt_metric = false;
+    NutsKernel kernel(2, MetricKind::diagonal, options);
+    Rng rng(89);
+    State state{Eigen::Vector2d(0.2, -0.4), 0};
+    state.lp = target.log_density(state.x);
+    const auto step_calls = [&](Density& t, GaussianDensity& counter) {
+        const long before = counter.gradient_calls;
+        TransitionInfo info;
+        kernel.step(state, t, rng, info);
+        return counter.gradient_calls - before - info.n_leapfrog;
+    };
+    CHECK(step_calls(target, target) == 1);  // first step: the start's gradient
+    CHECK(step_calls(target, target) == 0);
+    CHECK(step_calls(target, target) == 0);
+    state.x(0) += 0.1;  // another kernel moved the state
+    state.lp = target.log_density(state.x);
+    CHECK(step_calls(target, target) == 1);
+    state.lp += 1.0;  // the target changed under the same x
+    CHECK(step_calls(target, target) == 1);
+    CHECK(step_calls(other, other) == 1);  // another target object
+    CHECK(step_calls(other, other) == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tree depth and reproducibility
 
