@@ -238,7 +238,7 @@ std::string limit_message(const ir::Graph& g, const Dataset& d, int size, const 
     std::string where;
     for (std::size_t k = 0; k < lines.size(); ++k) where += (k ? ", " : "") + std::to_string(lines[k]);
     return fmt::format(
-        "{}: {} {}: {} unobserved nodes ({}) depend on each other through observed nodes, so summing them out "
+        "{}: {} {}: {} unobserved nodes ({}) are linked through the nodes they share, so summing them out "
         "exactly needs 2^{} terms per row; the limit is {}. Use `--method gibbs`, which samples the hidden "
         "values instead of summing them out",
         d.name, lines.size() == 1 ? "line" : "lines", where, size, names, size, limit);
@@ -359,7 +359,8 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                     too_big = comp.size();
                     too_big_elements = comp.elements;
                 }
-                if (too_big_lines.size() < 3) too_big_lines.push_back(line_of(d, p));
+                if (too_big_lines.size() < 3 && (too_big_lines.empty() || too_big_lines.back() != line_of(d, p)))
+                    too_big_lines.push_back(line_of(d, p));
                 for (int e : comp.elements) local[sz(e)] = -1;
                 continue;
             }
