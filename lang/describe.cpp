@@ -19,13 +19,18 @@ std::string shape_text(const std::vector<int>& shape) {
 }
 
 void append_term(std::string& out, double sign_times_coef, const std::string& body) {
-    if (out.empty()) out = sign_times_coef < 0 ? "-" + body : body;
-    else out += (sign_times_coef < 0 ? " - " : " + ") + body;
+    // Appended piece by piece: GCC 12 at -O3 misreports `"-" + body` as an overlapping copy.
+    if (out.empty()) {
+        if (sign_times_coef < 0) out.push_back('-');
+    } else {
+        out.append(sign_times_coef < 0 ? " - " : " + ");
+    }
+    out.append(body);
 }
 
 std::string dot_id(const ir::Graph& g, int e) {
     std::string s = element(g, e).name;
-    return "\"" + s + "\"";
+    return fmt::format("\"{}\"", s);
 }
 }  // namespace
 
@@ -34,17 +39,16 @@ std::string predictor_text(const ir::Graph& g, int e) {
     if (!c.logistic) return fmt::format("bernoulli({})", number(1.0 / (1.0 + std::exp(-c.offset))));
     std::string out;
     if (c.offset != 0) append_term(out, c.offset, number(std::abs(c.offset)));
-    for (const auto& f : c.fixed) append_term(out, f.coef, number(std::abs(f.coef)) + "*" + element(g, f.element).name);
+    for (const auto& f : c.fixed) append_term(out, f.coef, fmt::format("{}*{}", number(std::abs(f.coef)), element(g, f.element).name));
     if (c.block >= 0) {
         const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
         for (int k = 0; k < b.size; ++k) {
             const ir::Feature& f = c.features[static_cast<std::size_t>(k)];
             const std::string w = g.theta_name(b.offset + k);
-            append_term(out, f.sign, f.element < 0 ? w : w + "*" + element(g, f.element).name);
+            append_term(out, f.sign, f.element < 0 ? w : fmt::format("{}*{}", w, element(g, f.element).name));
         }
     }
-    if (out.empty()) out = "0";
-    return "logistic(" + out + ")";
+    return fmt::format("logistic({})", out.empty() ? std::string("0") : out);
 }
 
 std::string describe(const ir::Graph& g) {
