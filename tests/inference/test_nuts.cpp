@@ -569,6 +569,29 @@ TEST_CASE("NUTS reuses the gradient of its last point only while the state and t
     CHECK(step_calls(other, other) == 0);
 }
 
+TEST_CASE("NUTS does not allocate in step() after the first call, window ends included") {
+    if (vbn::test::allocation_count() < 0) {
+        MESSAGE("allocation counting is not available in this build");
+        return;
+    }
+    GaussianDensity target = vbn::test::correlated_10d();
+    for (MetricKind kind : {MetricKind::diagonal, MetricKind::dense}) {
+        CAPTURE(static_cast<int>(kind));
+        NutsKernel kernel(10, kind);
+        Rng rng(97);
+        State state{Eigen::VectorXd::Zero(10), 0};
+        state.lp = target.log_density(state.x);
+        TransitionInfo info;
+        kernel.begin_warmup(300);  // windows close after iterations 99, 149 and 249
+        kernel.step(state, target, rng, info);
+        const long before = vbn::test::allocation_count();
+        for (int i = 1; i < 300; ++i) kernel.step(state, target, rng, info);
+        kernel.end_warmup();
+        for (int i = 0; i < 300; ++i) kernel.step(state, target, rng, info);
+        CHECK(vbn::test::allocation_count() - before == 0);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tree depth and reproducibility
 
