@@ -23,7 +23,8 @@
 //   - the step size starts from Stan's heuristic (double or halve ε until one leapfrog step
 //     from a fresh momentum crosses acceptance 0.8) and then follows dual averaging towards a
 //     mean acceptance statistic δ = 0.8 (stepsize_adaptation.hpp), shrinking towards
-//     μ = log(10 ε) where ε is the heuristic's result;
+//     μ = log(10 ε) where ε is the heuristic's result (H&G's choice; Stan's first run uses
+//     the user's ε instead, its later runs the heuristic's as here);
 //   - the inverse metric M⁻¹ (diagonal or dense) is re-estimated from the draws at the end of
 //     each slow window (metric_adaptation.hpp), after which the heuristic runs again and dual
 //     averaging restarts around the new metric;
