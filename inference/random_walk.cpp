@@ -64,6 +64,7 @@ void RandomWalk::setup(const Density& target) {
         blocks_.push_back(std::move(block));
     }
     proposal_.resize(d);
+    ready_ = true;
 }
 
 void RandomWalk::begin_warmup(int iterations) {
@@ -110,7 +111,7 @@ double RandomWalk::move(int b, State& state, Density& target, Rng& rng) {
 }
 
 void RandomWalk::step(State& state, Density& target, Rng& rng, TransitionInfo& info) {
-    if (blocks_.empty()) setup(target);
+    if (!ready_) setup(target);
     if (state.x.size() != proposal_.size()) {
         throw std::invalid_argument(
             fmt::format("random walk: the state has {} entries but the target has {}", state.x.size(), proposal_.size()));

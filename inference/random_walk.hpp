@@ -68,6 +68,7 @@ private:
     Eigen::MatrixXd covariance_;  // empty: identity
     RandomWalkOptions options_;
     std::vector<Block> blocks_;
+    bool ready_ = false;  // blocks_ built from the density (at the first step)
     Eigen::VectorXd proposal_;  // the full proposed vector (per block: x with one block changed)
     bool adapting_ = false;
     long adapt_iterations_ = 0;
