@@ -360,6 +360,8 @@ void update_xi_complete(const Problem& p, State& s, int b) {
     bs.xi = bs.e_eta2.array().sqrt();
 }
 
+// A fixed root's factor has E[η²] = η², so its ξ = |η| makes the bound exact: such nodes
+// contribute their exact expected log prior.
 void update_xi_component(const Problem& p, State& s, int ci) {
     const MfComponent& mc = p.components[sz(ci)];
     ComponentState& cs = s.comps[sz(ci)];

@@ -7,6 +7,12 @@
 // (the Gaussian q(θ_i), the ξ of each factor, each q(h)) maximises the same lower bound on
 // log p(x_v) in closed form, so the bound never decreases. The bound is reported with all
 // its constants and can be compared with a true log evidence.
+//
+// Rows are read as the weighted patterns of runtime/families.hpp: a duplicated row only
+// doubles a weight, and the order of the rows does not change restart 0, which starts from
+// the prior. Random restarts draw one start per distinct summed-out case, in the order the
+// cases first appear. Like every mean-field ξ-bound fit, q(θ) is narrower than the posterior
+// (the bound's curvature 2λ(ξ) exceeds the logistic's g(η)(1 − g(η)) away from η = 0).
 #pragma once
 
 #include "lang/ir.hpp"
