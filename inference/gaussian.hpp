@@ -45,6 +45,12 @@ public:
     // p/q bounded where the variational fit is too narrow: Corollary 1, eq. 12).
     void inflate(double factor);
 
+    // Replaces the location and the scale's lower Cholesky factor (its strictly upper part is
+    // ignored), keeping the family and df and reusing the storage, so an adaptive kernel can
+    // re-fit its proposal without allocating. Throws std::invalid_argument, leaving the
+    // proposal unchanged, on a size mismatch, a non-finite entry or a diagonal entry <= 0.
+    void assign(const Eigen::Ref<const Eigen::VectorXd>& mean, const Eigen::Ref<const Eigen::MatrixXd>& lower);
+
     // The marginal of coordinates offset .. offset+size-1 (same family and df).
     GaussianProposal marginal(int offset, int size) const;
 
