@@ -1,4 +1,5 @@
 #include "runtime/commands.hpp"
+#include "runtime/command_guard.hpp"
 
 #include "inference/rng.hpp"
 #include "lang/describe.hpp"
@@ -32,24 +33,6 @@ std::uint64_t fresh_seed() {
 }
 
 namespace {
-template <class F>
-int guarded(std::ostream& err, F&& body) {
-    try {
-        return body();
-    } catch (const Error& e) {
-        std::string msg = e.what();
-        if (!msg.empty() && msg.back() != '\n') msg += '\n';
-        // Model diagnostics already carry "file:line:col: error:"; other messages get a prefix.
-        err << (e.kind() == ErrorKind::model ? "" : "error: ") << msg;
-        return exit_status(static_cast<int>(e.kind()));
-    } catch (const std::bad_alloc&) {
-        err << "error: out of memory\n";
-        return 1;
-    } catch (const std::exception& e) {
-        err << "error: " << e.what() << '\n';
-        return 1;
-    }
-}
 
 void write_text_file(const std::string& path, const std::string& text, const char* what) {
     std::ofstream f(path, std::ios::binary);

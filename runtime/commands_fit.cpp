@@ -1,5 +1,6 @@
 // `vbn vb` and `vbn fit`: load, infer, report (DESIGN.md §3–4).
 #include "runtime/commands.hpp"
+#include "runtime/command_guard.hpp"
 
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
@@ -22,23 +23,6 @@
 namespace vbn::commands {
 
 namespace {
-template <class F>
-int guarded(std::ostream& err, F&& body) {
-    try {
-        return body();
-    } catch (const Error& e) {
-        std::string msg = e.what();
-        if (!msg.empty() && msg.back() != '\n') msg += '\n';
-        err << (e.kind() == ErrorKind::model ? "" : "error: ") << msg;
-        return exit_status(static_cast<int>(e.kind()));
-    } catch (const std::bad_alloc&) {
-        err << "error: out of memory\n";
-        return 1;
-    } catch (const std::exception& e) {
-        err << "error: " << e.what() << '\n';
-        return 1;
-    }
-}
 
 struct Loaded {
     ir::Graph graph;
