@@ -361,6 +361,21 @@ TEST_CASE("tours of an adapting chain grow linearly with iterations") {
     }
 }
 
+TEST_CASE("with a t proposal, c from recent weights gives far shorter tours than c from the best point") {
+    // For a t q the weight p/q is smallest at the mode, so half the weight there (Fig. 10) lies
+    // below the weights the chain sees and eq. (17) rarely fires; the median recent weight does not.
+    GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianProposal q(target.mean(), target.covariance(), 5.0);
+    RegenerationOptions best;
+    best.c_rule = RegenerationConstant::best_point;
+    RegenerationKernel by_median(q), by_best(q, best);
+    const Run m = run(by_median, target, target.mean(), 2000, 10000, 51);
+    const Run b = run(by_best, target, target.mean(), 2000, 10000, 51);
+    INFO("tours: " << m.flagged.size() << " with the median rule, " << b.flagged.size() << " with the best point");
+    CHECK(m.flagged.size() > 3 * b.flagged.size());
+    CHECK(std::abs(m.accept.mean() - b.accept.mean()) < 0.05);  // the chains themselves mix alike
+}
+
 TEST_CASE("the same seed gives the same draws and tours; a clone continues identically") {
     GaussianDensity target = vbn::test::correlated_10d();
     const GaussianProposal q0 = poor_proposal(target, 0.3, 0.8, 8.0);
