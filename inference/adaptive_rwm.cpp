@@ -18,6 +18,9 @@ constexpr double optimal_scale_sq = 2.38 * 2.38;  // Roberts & Rosenthal (2001):
 
 AdaptiveRandomWalk::AdaptiveRandomWalk(const Eigen::MatrixXd& initial_covariance, AdaptiveRandomWalkOptions options)
     : initial_covariance_(initial_covariance), options_(options) {
+    // Eigen leaves an LLT's status unset until compute(); clones are copied before the
+    // first step, so give it a defined (empty) factorisation now (UBSan flags the copy).
+    llt_.compute(Eigen::MatrixXd(0, 0));
     if (initial_covariance_.size() > 0) (void)GaussianProposal(Eigen::VectorXd::Zero(initial_covariance_.rows()), initial_covariance_);
     if (!(options_.regularisation >= 0) || !std::isfinite(options_.regularisation)) {
         throw std::invalid_argument(fmt::format("adaptive rwm: regularisation must be >= 0, got {}", options_.regularisation));

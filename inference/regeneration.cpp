@@ -37,6 +37,9 @@ double log_regeneration_probability(double log_w_current, double log_w_proposed,
 
 RegenerationKernel::RegenerationKernel(GaussianProposal initial, RegenerationOptions options)
     : q_(std::move(initial)), options_(options) {
+    // Eigen leaves an LLT's status unset until compute(); clones are copied before the
+    // first step, so give it a defined (empty) factorisation now (UBSan flags the copy).
+    llt_.compute(Eigen::MatrixXd(0, 0));
     const RegenerationOptions& o = options_;
     require(o.c_factor > 0 && std::isfinite(o.c_factor), "c_factor", o.c_factor, "positive and finite");
     require(o.recent_states >= 1, "recent_states", o.recent_states, ">= 1");
