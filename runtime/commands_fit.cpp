@@ -5,6 +5,7 @@
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
 #include "runtime/fit.hpp"
+#include "runtime/fit_summary.hpp"
 #include "runtime/model.hpp"
 #include "runtime/output_csv.hpp"
 #include "runtime/summary.hpp"
@@ -140,48 +141,12 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         FitResult r = vbn::fit(l.graph, l.data, o);
         for (const auto& n : r.notes) err << "note: " << n << '\n';
 
-        std::vector<Eigen::MatrixXd> draws;
-        std::vector<std::vector<inference::KernelStats>> stats;
-        RunFacts facts;
-        facts.model = args.model;
-        facts.method = r.method;
-        facts.warmup = args.warmup;
-        facts.warmup_seconds = r.warmup_seconds + r.vb_seconds;
-        facts.sampling_seconds = r.sampling_seconds;
-        facts.elbo = r.vb.best_fit().elbo;
-        long regenerations = 0;
-        bool any_regen = false;
-        long min_draws = args.draws;
-        for (std::size_t c = 0; c < r.chains.size(); ++c) {
-            const auto& ch = r.chains[c];
-            if (writers.size() > c) writers[c]->finish(ch.warmup_seconds, ch.sampling_seconds);
-            if (!ch.ok()) {
-                err << fmt::format("warning: chain {} failed and is left out: {}\n", ch.chain + 1, ch.error);
-                continue;
-            }
-            min_draws = std::min<long>(min_draws, ch.draws_done);
-            stats.push_back(ch.stats);
-            for (const auto& info : ch.info) {
-                if (info.divergent) ++facts.divergent;
-                if (info.regenerated) {
-                    ++regenerations;
-                    any_regen = true;
-                }
-            }
-        }
-        for (const auto& ch : r.chains) {
-            if (!ch.ok() || min_draws <= 0) continue;
-            Eigen::MatrixXd d(min_draws, static_cast<Eigen::Index>(order.size()));
-            for (std::size_t j = 0; j < order.size(); ++j) d.col(static_cast<Eigen::Index>(j)) = ch.draws.col(order[j]).head(min_draws);
-            draws.push_back(std::move(d));
-        }
-        if (r.method == "regen" || any_regen) facts.regenerations = regenerations;
-        facts.chains = static_cast<int>(draws.size());
-        facts.draws = min_draws;
-        facts.kernels = merge_kernel_stats(stats);
-        if (draws.empty()) throw Error(ErrorKind::inference, "no draws to summarise");
-
-        const auto rows = summarize(r.names, draws);
+        for (std::size_t c = 0; c < writers.size() && c < r.chains.size(); ++c)
+            writers[c]->finish(r.chains[c].warmup_seconds, r.chains[c].sampling_seconds);
+        FitSummary fs = summarize_fit(r, args.model, args.warmup, args.draws);
+        for (const auto& f : fs.failures) err << "warning: " << f << '\n';
+        const auto& rows = fs.rows;
+        const RunFacts& facts = fs.facts;
         out << format_summary(rows, facts);
         if (args.summary_json) write_json_file(*args.summary_json, summary_json(rows, facts));
         if (args.output && !args.quiet)

@@ -1,0 +1,323 @@
+// The embedding API (include/vbn/vbn.hpp) over the runtime. The public names live in
+// vbn::api; the runtime's types of the same names (vbn::Dataset, vbn::FitOptions, ...) are
+// always written qualified here.
+#define VBN_API_IMPLEMENTATION
+#include "vbn/vbn.hpp"
+
+#include "lang/describe.hpp"
+#include "runtime/dataset.hpp"
+#include "runtime/dataset_builder.hpp"
+#include "runtime/error.hpp"
+#include "runtime/fit.hpp"
+#include "runtime/fit_summary.hpp"
+#include "runtime/model.hpp"
+#include "runtime/summary.hpp"
+#include "runtime/vb.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <mutex>
+#include <utility>
+
+namespace vbn::api {
+
+struct Model::Impl {
+    ir::Graph graph;
+    std::string name;
+    std::string warnings;
+    std::vector<int> order;  // output_order(graph)
+    std::vector<std::string> parameter_names, binary_columns, covariate_columns;
+};
+
+struct Dataset::Impl {
+    std::shared_ptr<const Model::Impl> model;
+    vbn::Dataset data;
+    std::vector<std::string> notes;
+};
+
+namespace {
+
+// The runtime throws vbn::Error; hosts catch its subclass for the kind.
+[[noreturn]] void rethrow_typed(const Error& e) {
+    switch (e.kind()) {
+    case ErrorKind::usage: throw UsageError(e.what(), e.line(), e.column());
+    case ErrorKind::model: throw ModelError(e.what(), e.line(), e.column());
+    case ErrorKind::data: throw DataError(e.what(), e.line(), e.column());
+    case ErrorKind::limit: throw LimitError(e.what());
+    case ErrorKind::inference: throw InferenceError(e.what());
+    case ErrorKind::io: throw IoError(e.what());
+    case ErrorKind::cancelled: throw CancelledError(e.what());
+    }
+    throw;
+}
+
+template <class F>
+auto typed_errors(F&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const Error& e) {
+        rethrow_typed(e);
+    }
+}
+
+std::shared_ptr<const Model::Impl> make_model(ir::Graph graph, std::string name, std::string warnings) {
+    auto m = std::make_shared<Model::Impl>();
+    m->order = vbn::output_order(graph);
+    for (int k : m->order) m->parameter_names.push_back(graph.theta_name(k));
+    for (const auto& el : graph.elements) {
+        if (!el.binary) m->covariate_columns.push_back(el.name);
+        else if (!el.hidden) m->binary_columns.push_back(el.name);
+    }
+    m->graph = std::move(graph);
+    m->name = std::move(name);
+    m->warnings = std::move(warnings);
+    return m;
+}
+
+vbn::VbOptions vb_options(const VariationalOptions& o) {
+    vbn::VbOptions v;
+    v.tolerance = o.tolerance;
+    v.max_iterations = o.max_iterations;
+    v.restarts = o.restarts;
+    v.seed = o.seed;
+    return v;
+}
+
+const Model::Impl& model_of(const Model& model, const Dataset& data) {
+    if (data.impl().model.get() != &model.impl())
+        throw UsageError(fmt::format("the dataset '{}' was built for another model than '{}'; build it with this model",
+                                     data.name(), model.name()));
+    return model.impl();
+}
+
+// θ (graph order) to the reported order.
+void reorder(const std::vector<int>& order, const Eigen::VectorXd& theta, Eigen::VectorXd& out) {
+    for (std::size_t j = 0; j < order.size(); ++j) out[static_cast<Eigen::Index>(j)] = theta[order[j]];
+}
+
+VariationalResult variational_result(const std::vector<int>& order, const vbn::VbResult& r) {
+    const vbn::VbFit& q = r.best_fit();
+    const auto n = static_cast<Eigen::Index>(order.size());
+    VariationalResult out;
+    out.mean.resize(n);
+    reorder(order, q.mean, out.mean);
+    out.covariance.resize(n, n);
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < n; ++j) out.covariance(i, j) = q.cov(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+    out.elbo = q.elbo;
+    out.elbo_trace = q.elbo_trace;
+    for (const auto& f : r.fits) out.restart_elbos.push_back(f.elbo);
+    out.iterations = q.iterations;
+    out.converged = q.converged;
+    out.seconds = r.seconds;
+    return out;
+}
+
+std::vector<Acceptance> acceptance(const std::vector<inference::KernelStats>& stats) {
+    std::vector<Acceptance> out;
+    for (const auto& s : stats) out.push_back({s.name, s.proposed, s.accepted});
+    return out;
+}
+
+// A value as the CSV reader would see it written, so that in-memory data get the same
+// validation and messages: NaN is a missing value, integers print without a point, other
+// numbers in the shortest form that reads back to the same double.
+std::string as_text(double v) {
+    if (std::isnan(v)) return "NaN";
+    return fmt::format("{}", v);
+}
+
+std::shared_ptr<const Dataset::Impl> build_columns(std::shared_ptr<const Model::Impl> model, const std::vector<std::string>& names,
+                                                   long rows, const std::function<double(long, std::size_t)>& value,
+                                                   std::string name) {
+    auto d = std::make_shared<Dataset::Impl>();
+    d->model = std::move(model);
+    vbn::DatasetBuilder builder(d->model->graph, std::move(name));
+    std::vector<std::string_view> header(names.begin(), names.end());
+    vbn::LoadNotes notes;
+    builder.set_header(header, 0, &notes);
+    std::vector<std::string> text(names.size());
+    std::vector<std::string_view> fields(names.size());
+    for (long r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < names.size(); ++c) {
+            text[c] = as_text(value(r, c));
+            fields[c] = text[c];
+        }
+        builder.add_text_row(fields, r + 1);
+    }
+    d->data = builder.finish();
+    d->notes = std::move(notes.notices);
+    return d;
+}
+
+}  // namespace
+
+std::string version() { return VBN_VERSION; }
+
+// Model
+
+Model Model::from_string(std::string_view text, std::string name) {
+    return typed_errors([&] {
+        std::string warnings;
+        ir::Graph graph = vbn::compile_model(std::string(text), name, &warnings);
+        return Model(make_model(std::move(graph), std::move(name), std::move(warnings)));
+    });
+}
+
+Model Model::from_file(const std::string& path) {
+    return typed_errors([&] {
+        std::string warnings;
+        ir::Graph graph = vbn::load_model(path, &warnings);
+        return Model(make_model(std::move(graph), path, std::move(warnings)));
+    });
+}
+
+const std::string& Model::name() const { return impl_->name; }
+const std::string& Model::warnings() const { return impl_->warnings; }
+int Model::dimension() const { return impl_->graph.dim; }
+const std::vector<std::string>& Model::parameter_names() const { return impl_->parameter_names; }
+const std::vector<std::string>& Model::binary_columns() const { return impl_->binary_columns; }
+const std::vector<std::string>& Model::covariate_columns() const { return impl_->covariate_columns; }
+std::string Model::describe() const { return lang::describe(impl_->graph); }
+
+// Dataset
+
+Dataset Dataset::from_csv_file(const Model& model, const std::string& path) {
+    return typed_errors([&] {
+        auto d = std::make_shared<Dataset::Impl>();
+        d->model = model.impl_;
+        vbn::LoadNotes notes;
+        d->data = vbn::load_csv(model.impl().graph, path, &notes);
+        d->notes = std::move(notes.notices);
+        return Dataset(std::move(d));
+    });
+}
+
+Dataset Dataset::from_csv(const Model& model, std::istream& in, std::string name) {
+    return typed_errors([&] {
+        auto d = std::make_shared<Dataset::Impl>();
+        d->model = model.impl_;
+        vbn::LoadNotes notes;
+        d->data = vbn::load_csv(model.impl().graph, in, name, &notes);
+        d->notes = std::move(notes.notices);
+        return Dataset(std::move(d));
+    });
+}
+
+Dataset Dataset::from_matrix(const Model& model, const Eigen::MatrixXd& values, const std::vector<std::string>& columns,
+                             std::string name) {
+    if (static_cast<Eigen::Index>(columns.size()) != values.cols())
+        throw UsageError(fmt::format("{}: {} column names for a matrix of {} columns", name, columns.size(), values.cols()));
+    return typed_errors([&] {
+        return Dataset(build_columns(
+            model.impl_, columns, values.rows(), [&](long r, std::size_t c) { return values(r, static_cast<Eigen::Index>(c)); },
+            std::move(name)));
+    });
+}
+
+Dataset Dataset::from_columns(const Model& model, const std::vector<Column>& columns, std::string name) {
+    std::vector<std::string> names;
+    for (const auto& c : columns) {
+        names.push_back(c.name);
+        if (c.values.size() != columns.front().values.size())
+            throw UsageError(fmt::format("{}: column '{}' has {} values but column '{}' has {}", name, c.name, c.values.size(),
+                                         columns.front().name, columns.front().values.size()));
+    }
+    const long rows = columns.empty() ? 0 : static_cast<long>(columns.front().values.size());
+    return typed_errors([&] {
+        return Dataset(build_columns(
+            model.impl_, names, rows, [&](long r, std::size_t c) { return columns[c].values[static_cast<std::size_t>(r)]; },
+            std::move(name)));
+    });
+}
+
+const std::string& Dataset::name() const { return impl_->data.name; }
+long Dataset::rows() const { return impl_->data.rows; }
+int Dataset::patterns() const { return impl_->data.patterns; }
+const std::vector<std::string>& Dataset::notes() const { return impl_->notes; }
+
+// Inference
+
+VariationalResult variational(const Model& model, const Dataset& data, const VariationalOptions& options) {
+    const Model::Impl& m = model_of(model, data);
+    return typed_errors([&] { return variational_result(m.order, vbn::variational(m.graph, data.impl().data, vb_options(options))); });
+}
+
+FitResult fit(const Model& model, const Dataset& data, const FitOptions& options, const Callbacks& callbacks) {
+    const Model::Impl& m = model_of(model, data);
+    auto log = [&](LogLevel level, const std::string& message, FitResult& out) {
+        (level == LogLevel::note ? out.notes : out.warnings).push_back(message);
+        if (callbacks.log) callbacks.log(level, message);
+    };
+
+    vbn::FitOptions o;
+    o.method = options.method;
+    o.chains = options.chains;
+    o.warmup = options.warmup;
+    o.draws = options.draws;
+    o.threads = options.threads;
+    o.seed = options.seed;
+    o.keep_draws = options.keep_draws;
+    o.vb = vb_options(options.variational);
+    const std::atomic<bool>* stop = callbacks.cancel ? callbacks.cancel->flag() : nullptr;
+    o.vb.cancel = stop;
+    o.callbacks.stop = stop;
+    if (callbacks.progress) {
+        o.callbacks.progress = [&](const inference::ChainProgress& p) {
+            callbacks.progress(Progress{p.chain, p.iteration, p.iterations, p.warmup});
+        };
+        o.callbacks.progress_interval = callbacks.progress_interval;
+    }
+    std::vector<Eigen::VectorXd> scratch;  // per chain: a draw in reported order
+    if (callbacks.on_draw) {
+        scratch.assign(static_cast<std::size_t>(std::max(options.chains, 0)), Eigen::VectorXd(m.graph.dim));
+        o.callbacks.on_draw = [&](int chain, int draw, const inference::State& s, const inference::TransitionInfo&) {
+            Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
+            reorder(m.order, s.x, x);
+            callbacks.on_draw(chain, draw, x, s.lp);
+        };
+    }
+
+    return typed_errors([&] {
+        const vbn::FitResult r = vbn::fit(m.graph, data.impl().data, o);
+        FitResult out;
+        for (const auto& n : r.notes) log(LogLevel::note, n, out);
+        if (stop && stop->load()) throw CancelledError("the fit was cancelled");
+
+        out.method = r.method;
+        out.kernel = r.kernel;
+        out.names = r.names;
+        out.variational = variational_result(m.order, r.vb);
+        out.warmup_seconds = r.warmup_seconds;
+        out.sampling_seconds = r.sampling_seconds;
+        for (const auto& ch : r.chains) {
+            Chain c;
+            c.chain = ch.chain;
+            c.draws.resize(ch.draws.rows(), m.graph.dim);
+            for (std::size_t j = 0; j < m.order.size(); ++j) c.draws.col(static_cast<Eigen::Index>(j)) = ch.draws.col(m.order[j]);
+            c.log_density = ch.lp;
+            c.acceptance = acceptance(ch.stats);
+            for (const auto& info : ch.info) {
+                c.divergent += info.divergent ? 1 : 0;
+                c.regenerations += info.regenerated ? 1 : 0;
+            }
+            c.warmup_seconds = ch.warmup_seconds;
+            c.sampling_seconds = ch.sampling_seconds;
+            c.error = ch.error;
+            out.chains.push_back(std::move(c));
+        }
+        if (!options.keep_draws) return out;
+
+        const vbn::FitSummary s = vbn::summarize_fit(r, m.name, options.warmup, options.draws);
+        for (const auto& f : s.failures) log(LogLevel::warning, f, out);
+        for (const auto& row : s.rows)
+            out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});
+        out.acceptance = acceptance(s.facts.kernels);
+        for (const auto& w : vbn::summary_warnings(s.rows, s.facts)) log(LogLevel::warning, w, out);
+        out.table = vbn::format_summary(s.rows, s.facts);
+        return out;
+    });
+}
+
+}  // namespace vbn::api

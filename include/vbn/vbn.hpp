@@ -1,0 +1,243 @@
+// vbn: Bayesian parameter estimation for logistic (sigmoid) belief networks, embedded in a
+// C++ program. This is the whole public API:
+//
+//   #include <vbn/vbn.hpp>
+//
+//   vbn::Model model = vbn::Model::from_string(text, "my model");
+//   vbn::Dataset data = vbn::Dataset::from_matrix(model, values, {"x", "y"});
+//   vbn::FitResult fit = vbn::fit(model, data);          // variational fit, then MCMC
+//   for (const vbn::SummaryRow& row : fit.summary) ...    // posterior mean, sd, quantiles, R-hat
+//
+// Link with the CMake target vbn::vbn (find_package(vbn CONFIG REQUIRED)). Errors are
+// exceptions derived from vbn::Error (<vbn/error.hpp>). Models and datasets are immutable
+// once built and may be shared between threads; fits in different threads do not interfere,
+// and a fit gives the same numbers bit for bit whatever else the process runs.
+//
+// The names below are declared in vbn::api and brought into vbn: write vbn::Model.
+#pragma once
+
+#include "vbn/error.hpp"
+
+#include <Eigen/Core>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vbn::api {
+
+// The library's version, "MAJOR.MINOR.PATCH".
+std::string version();
+
+// A checked model. Immutable; copies share it.
+class Model {
+public:
+    // Compiles model text (docs/language.md). `name` is what messages call it, as in
+    // "name:3:14: error: ...". Throws ModelError with the line and column of the first error.
+    static Model from_string(std::string_view text, std::string name = "model");
+    // Reads and compiles a model file; messages name the path. Throws IoError or ModelError.
+    static Model from_file(const std::string& path);
+
+    // The display name given above (or the path).
+    const std::string& name() const;
+    // Warnings of the compiler, formatted like errors; empty when there are none.
+    const std::string& warnings() const;
+    // The number of learned weights (the length of a draw).
+    int dimension() const;
+    // The parameters' elements in the order results report them: "w[1]", "W[2,3]" (matrices
+    // column-major, as CmdStan writes them).
+    const std::vector<std::string>& parameter_names() const;
+    // The data columns the model needs: observed binary node elements ("y", "v[3]"), then
+    // covariate elements, each in declaration order.
+    const std::vector<std::string>& binary_columns() const;
+    const std::vector<std::string>& covariate_columns() const;
+    // The network in canonical form, as `vbn check` prints it.
+    std::string describe() const;
+
+    struct Impl;
+    const Impl& impl() const { return *impl_; }  // for the library itself
+
+private:
+    friend class Dataset;
+    explicit Model(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+    std::shared_ptr<const Impl> impl_;
+};
+
+// One named column of in-memory data (Dataset::from_columns).
+struct Column {
+    std::string name;            // "y", "v[3]" (or "v.3")
+    std::vector<double> values;  // one per row: see Dataset::from_matrix for the coding
+};
+
+// Observations of a model's nodes and covariates, validated against the model exactly as
+// the command line validates a CSV file, and compressed into distinct rows with counts.
+// Immutable; copies share it. A dataset belongs to the model it was built for.
+class Dataset {
+public:
+    // A CSV file with a header row (docs/language.md, "Data"). Throws IoError, or DataError
+    // naming file, line and column of the first problem (up to 20 are reported at once).
+    static Dataset from_csv_file(const Model& model, const std::string& path);
+    // The same from a stream; `name` is what messages call it.
+    static Dataset from_csv(const Model& model, std::istream& in, std::string name = "data");
+    // A matrix with one row per observation and one column per name in `columns` (the same
+    // names as CSV headers). Binary columns hold +1 or -1 (or 1/0, 0 meaning -1, as in CSV
+    // files), NaN for a missing value; covariate columns hold finite numbers. Columns the
+    // model does not know are ignored (see notes()). Messages call the data `name` and give
+    // 1-based row and column numbers. Throws DataError, or UsageError if `columns` does not
+    // match the matrix's width.
+    static Dataset from_matrix(const Model& model, const Eigen::MatrixXd& values, const std::vector<std::string>& columns,
+                               std::string name = "data");
+    // Per-column vectors, all the same length (UsageError otherwise), coded as above.
+    static Dataset from_columns(const Model& model, const std::vector<Column>& columns, std::string name = "data");
+
+    const std::string& name() const;
+    long rows() const;      // observations
+    int patterns() const;   // distinct rows
+    // Things worth knowing that are not errors (an ignored extra column, say).
+    const std::vector<std::string>& notes() const;
+
+    struct Impl;
+    const Impl& impl() const { return *impl_; }  // for the library itself
+
+private:
+    explicit Dataset(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+    std::shared_ptr<const Impl> impl_;
+};
+
+// A flag another thread sets to stop a fit. Copies share the flag, so keep one and pass a
+// copy in Callbacks; cancel() is safe from any thread, a signal handler excepted.
+class CancellationToken {
+public:
+    CancellationToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+    void cancel() const { flag_->store(true); }
+    bool cancelled() const { return flag_->load(); }
+    void reset() const { flag_->store(false); }
+    const std::atomic<bool>* flag() const { return flag_.get(); }
+
+private:
+    std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+// Variational EM (Jaakkola-Jordan bound, mean-field over unobserved values; docs/methods.md).
+struct VariationalOptions {
+    double tolerance = 1e-9;     // stop when |change of ELBO| <= tolerance * |ELBO|
+    int max_iterations = 2000;   // EM iterations per restart
+    int restarts = 1;            // fits from different starting points; the best is kept
+    std::uint64_t seed = 1;      // seeds the restarts after the first
+};
+
+// `vbn fit`: the variational fit, then MCMC chains built from it (docs/methods.md).
+struct FitOptions {
+    // "auto" (the default), "varblock", "varmh", "varmix", "regen", "nuts" or "rwm".
+    std::string method = "auto";
+    int chains = 4;
+    int warmup = 1000;            // iterations per chain, adapting, not kept
+    int draws = 1000;             // kept iterations per chain
+    int threads = 2;              // worker threads for the chains (results do not depend on it)
+    std::uint64_t seed = 1;       // the same seed gives the same draws bit for bit
+    bool keep_draws = true;       // false: only stream them (Callbacks::on_draw), keep no matrix
+    VariationalOptions variational;
+};
+
+// Where a chain is.
+struct Progress {
+    int chain = 0;       // 0-based
+    int iteration = 0;   // iterations done in this phase
+    int iterations = 0;  // iterations in this phase
+    bool warmup = true;  // the phase: warmup, or sampling
+};
+
+enum class LogLevel { note, warning };
+
+// Optional hooks into a running fit. Calls may come from the chains' worker threads; calls of
+// one kind are never concurrent with each other except on_draw for different chains.
+struct Callbacks {
+    // At most once per `progress_interval` seconds per chain, plus when a phase ends.
+    std::function<void(const Progress&)> progress;
+    double progress_interval = 0.5;
+    // Every kept draw, in the order of Model::parameter_names(), as soon as it is made:
+    // in order within a chain; different chains may call concurrently.
+    std::function<void(int chain, int draw, const Eigen::VectorXd& values, double log_density)> on_draw;
+    // Notes and warnings the command line would print (which method `auto` chose, a chain
+    // that failed, R-hat above 1.01 ...); called from the thread that called fit().
+    std::function<void(LogLevel level, const std::string& message)> log;
+    // Checked between iterations; when cancelled the fit stops soon and throws CancelledError.
+    std::optional<CancellationToken> cancel;
+};
+
+// One row of the posterior summary (the table `vbn fit` prints).
+struct SummaryRow {
+    std::string name;  // w[1], W[2,3]
+    double mean = 0, sd = 0, mcse_mean = 0;
+    double q5 = 0, q50 = 0, q95 = 0;
+    double ess_bulk = 0, ess_tail = 0, rhat = 0;  // NaN when the draws are constant
+};
+
+// The variational posterior: a Gaussian over the weights, in Model::parameter_names() order.
+struct VariationalResult {
+    Eigen::VectorXd mean;
+    Eigen::MatrixXd covariance;        // zero between blocks (the fit factorises over them)
+    double elbo = 0;                   // a lower bound on log p(data), with all its constants
+    std::vector<double> elbo_trace;    // after each iteration of the kept fit (non-decreasing)
+    std::vector<double> restart_elbos; // the final ELBO of every restart
+    int iterations = 0;
+    bool converged = false;            // false: stopped at max_iterations
+    double seconds = 0;                // wall time
+};
+
+// Acceptance of one kernel over all chains' sampling iterations.
+struct Acceptance {
+    std::string kernel;
+    long proposed = 0, accepted = 0;
+    double rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0; }
+};
+
+struct Chain {
+    int chain = 0;               // 0-based
+    Eigen::MatrixXd draws;       // kept draws x parameters (Model::parameter_names() order)
+    Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw
+    std::vector<Acceptance> acceptance;
+    long divergent = 0;          // divergent transitions (nuts)
+    long regenerations = 0;      // regeneration times (regen)
+    double warmup_seconds = 0, sampling_seconds = 0;
+    std::string error;           // non-empty if the chain failed (it is left out of summary)
+};
+
+struct FitResult {
+    std::string method;                  // the method run ("auto" resolved)
+    std::string kernel;                  // its kernel, in words
+    std::vector<std::string> names;      // Model::parameter_names()
+    std::vector<Chain> chains;
+    std::vector<SummaryRow> summary;     // over the chains that did not fail
+    std::vector<Acceptance> acceptance;  // all chains
+    VariationalResult variational;       // the fit the chains started from
+    double warmup_seconds = 0, sampling_seconds = 0;  // wall time of the chains' phases
+    std::vector<std::string> notes;      // what Callbacks::log received as notes
+    std::vector<std::string> warnings;   // ... and as warnings
+    std::string table;                   // the summary as `vbn fit` prints it: name mean sd
+                                         // mcse 5% 50% 95% ess_bulk ess_tail rhat, then
+                                         // acceptance, ELBO, times and warnings
+};
+
+// Variational EM alone (`vbn vb`). Throws UsageError, DataError, InferenceError.
+VariationalResult variational(const Model& model, const Dataset& data, const VariationalOptions& options = {});
+
+// The variational fit, then MCMC. Throws UsageError (bad options), LimitError (exact
+// summation would be exponential), InferenceError (every chain failed), CancelledError.
+FitResult fit(const Model& model, const Dataset& data, const FitOptions& options = {}, const Callbacks& callbacks = {});
+
+}  // namespace vbn::api
+
+// (The library's own implementation, which also sees internal types of the same names,
+// defines VBN_API_IMPLEMENTATION and spells these names vbn::api::.)
+#ifndef VBN_API_IMPLEMENTATION
+namespace vbn {
+using namespace vbn::api;
+}  // namespace vbn
+#endif

@@ -1,0 +1,406 @@
+// The embedding API through the public header only: every entry point, every error kind,
+// callbacks, cancellation, and fits run concurrently in threads giving the same numbers bit
+// for bit as the same fits run alone.
+#include <vbn/vbn.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+const std::string source_dir = VBN_SOURCE_DIR;
+const std::string wells_model = source_dir + "/examples/wells/wells.vbn";
+const std::string wells_csv = source_dir + "/examples/wells/wells.csv";
+
+// A small network with a hidden cause: the posterior couples the weights.
+const char* const multimodal_text = R"(
+node h hidden ~ bernoulli(0.6);
+node o        ~ bernoulli(0.5);
+node y        ~ logistic(2 + w * [h, o]);
+w ~ normal(3, sqrt(10));
+)";
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// o, y rows with a deterministic mix of values and one missing y.
+Eigen::MatrixXd multimodal_rows() {
+    Eigen::MatrixXd m(40, 2);
+    for (int r = 0; r < 40; ++r) {
+        m(r, 0) = (r % 3 == 0) ? -1 : 1;
+        m(r, 1) = (r % 5 == 0) ? -1 : 1;
+    }
+    m(7, 1) = std::nan("");
+    return m;
+}
+
+vbn::FitOptions small_options(const std::string& method, std::uint64_t seed) {
+    vbn::FitOptions o;
+    o.method = method;
+    o.chains = 2;
+    o.warmup = 150;
+    o.draws = 150;
+    o.threads = 2;
+    o.seed = seed;
+    return o;
+}
+
+template <class E, class F>
+E expect_throw(F&& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e;
+    } catch (const std::exception& e) {
+        FAIL("wrong exception: " << e.what());
+    }
+    FAIL("no exception");
+    throw std::logic_error("unreachable");
+}
+
+bool same(const vbn::FitResult& a, const vbn::FitResult& b) {
+    if (a.chains.size() != b.chains.size() || a.method != b.method) return false;
+    for (std::size_t c = 0; c < a.chains.size(); ++c) {
+        const auto& x = a.chains[c];
+        const auto& y = b.chains[c];
+        if (x.draws.rows() != y.draws.rows() || x.draws.cols() != y.draws.cols()) return false;
+        if (x.draws != y.draws || x.log_density != y.log_density) return false;
+    }
+    return a.variational.mean == b.variational.mean && a.variational.covariance == b.variational.covariance &&
+           a.variational.elbo == b.variational.elbo;
+}
+
+}  // namespace
+
+TEST_CASE("api: version and models from a string and a file") {
+    CHECK(!vbn::version().empty());
+    const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
+    CHECK(m.name() == "multimodal");
+    CHECK(m.dimension() == 2);
+    CHECK(m.parameter_names() == std::vector<std::string>{"w[1]", "w[2]"});
+    CHECK(m.binary_columns() == std::vector<std::string>{"o", "y"});
+    CHECK(m.covariate_columns().empty());
+    CHECK(m.describe().find("hidden") != std::string::npos);
+
+    const vbn::Model w = vbn::Model::from_file(wells_model);
+    CHECK(w.name() == wells_model);
+    CHECK(w.parameter_names() == std::vector<std::string>{"a", "b[1]", "b[2]"});
+    CHECK(w.binary_columns() == std::vector<std::string>{"switched"});
+    CHECK(w.covariate_columns() == std::vector<std::string>{"dist100", "arsenic"});
+
+    // Matrices are reported column-major, as CmdStan writes them.
+    const vbn::Model mat = vbn::Model::from_string(
+        "node h[2] hidden ~ bernoulli(0.5);\nnode v[3] ~ logistic(W * h);\nW ~ normal(0, 1);\n", "matrix");
+    CHECK(mat.parameter_names() ==
+          std::vector<std::string>{"W[1,1]", "W[2,1]", "W[3,1]", "W[1,2]", "W[2,2]", "W[3,2]"});
+}
+
+TEST_CASE("api: model errors carry kind, line and column") {
+    const auto e = expect_throw<vbn::ModelError>(
+        [] { vbn::Model::from_string("node q2 ~ bernoulli(0.5);\nnode y ~ logistic(2 + 3 * q);\n", "bad.vbn"); });
+    CHECK(e.kind() == vbn::ErrorKind::model);
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 27);
+    CHECK(std::string(e.what()).find("bad.vbn:2:27: error: unknown parent 'q'") != std::string::npos);
+
+    const auto io = expect_throw<vbn::IoError>([] { vbn::Model::from_file(source_dir + "/no/such/model.vbn"); });
+    CHECK(io.kind() == vbn::ErrorKind::io);
+    CHECK(std::string(io.what()).find("no/such/model.vbn") != std::string::npos);
+
+    // Every subclass is a vbn::Error.
+    const auto base = expect_throw<vbn::Error>([] { vbn::Model::from_string("node y ~ ;", "m"); });
+    CHECK(base.kind() == vbn::ErrorKind::model);
+}
+
+TEST_CASE("api: a CSV file, a stream, a matrix and columns give the same dataset") {
+    const vbn::Model m = vbn::Model::from_file(wells_model);
+    const vbn::Dataset file = vbn::Dataset::from_csv_file(m, wells_csv);
+    CHECK(file.name() == wells_csv);
+    CHECK(file.rows() == 3020);
+
+    std::istringstream in(file_text(wells_csv));
+    const vbn::Dataset stream = vbn::Dataset::from_csv(m, in, "wells");
+    CHECK(stream.name() == "wells");
+    CHECK(stream.rows() == 3020);
+    CHECK(stream.patterns() == file.patterns());
+
+    // The same values parsed by the CSV reader into a matrix, in another column order and
+    // with the binary node coded 1/0.
+    std::istringstream lines(file_text(wells_csv));
+    std::string line;
+    std::getline(lines, line);
+    std::vector<std::array<double, 3>> rows;
+    while (std::getline(lines, line)) {
+        std::array<double, 3> r{};
+        std::istringstream f(line);
+        std::string cell;
+        for (double& v : r) {
+            std::getline(f, cell, ',');
+            v = std::stod(cell);
+        }
+        rows.push_back(r);
+    }
+    Eigen::MatrixXd mat(static_cast<Eigen::Index>(rows.size()), 3);
+    std::vector<vbn::Column> cols{{"arsenic", {}}, {"switched", {}}, {"dist100", {}}};
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const auto i = static_cast<Eigen::Index>(r);
+        mat(i, 0) = rows[r][2];
+        mat(i, 1) = rows[r][0] == 1 ? 1 : 0;
+        mat(i, 2) = rows[r][1];
+        cols[0].values.push_back(rows[r][2]);
+        cols[1].values.push_back(rows[r][0]);
+        cols[2].values.push_back(rows[r][1]);
+    }
+    const vbn::Dataset matrix = vbn::Dataset::from_matrix(m, mat, {"arsenic", "switched", "dist100"}, "matrix");
+    const vbn::Dataset columns = vbn::Dataset::from_columns(m, cols, "columns");
+    CHECK(matrix.rows() == 3020);
+    CHECK(matrix.patterns() == file.patterns());
+    CHECK(columns.patterns() == file.patterns());
+
+    // Bit for bit the same posterior approximation from all four.
+    const vbn::VariationalResult a = vbn::variational(m, file);
+    for (const vbn::Dataset* d : {&stream, &matrix, &columns}) {
+        const vbn::VariationalResult b = vbn::variational(m, *d);
+        CHECK(b.mean == a.mean);
+        CHECK(b.covariance == a.covariance);
+        CHECK(b.elbo == a.elbo);
+    }
+    CHECK(a.converged);
+    CHECK(a.mean.size() == 3);
+    CHECK(a.covariance.rows() == 3);
+    CHECK(a.restart_elbos.size() == 1);
+    CHECK(a.elbo_trace.back() == a.elbo);
+}
+
+TEST_CASE("api: data errors name the row and column, like the command line") {
+    const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
+    Eigen::MatrixXd bad = multimodal_rows();
+    bad(2, 1) = 0.5;  // row 3, column 2
+    const auto e = expect_throw<vbn::DataError>([&] { vbn::Dataset::from_matrix(m, bad, {"o", "y"}, "mine"); });
+    CHECK(e.kind() == vbn::ErrorKind::data);
+    CHECK(e.row() == 3);
+    CHECK(e.column() == 2);
+    CHECK(std::string(e.what()).find("mine:3:2:") != std::string::npos);
+
+    // The CSV reader counts the header as line 1.
+    std::istringstream csv("o,y\n1,1\n1,maybe\n");
+    const auto c = expect_throw<vbn::DataError>([&] { vbn::Dataset::from_csv(m, csv, "s.csv"); });
+    CHECK(c.row() == 3);
+    CHECK(c.column() == 2);
+    CHECK(std::string(c.what()).find("s.csv:3:2:") != std::string::npos);
+
+    // A missing column, a hidden node's column, no rows.
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(m, Eigen::MatrixXd::Ones(3, 1), {"o"}), vbn::DataError);
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(m, Eigen::MatrixXd::Ones(3, 3), {"o", "y", "h"}), vbn::DataError);
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(m, Eigen::MatrixXd(0, 2), {"o", "y"}), vbn::DataError);
+    // Covariates may not be missing or infinite.
+    const vbn::Model w = vbn::Model::from_file(wells_model);
+    Eigen::MatrixXd cov = Eigen::MatrixXd::Ones(2, 3);
+    cov(1, 2) = std::nan("");
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(w, cov, {"switched", "dist100", "arsenic"}), vbn::DataError);
+    cov(1, 2) = INFINITY;
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(w, cov, {"switched", "dist100", "arsenic"}), vbn::DataError);
+
+    // An extra column is a note, not an error.
+    Eigen::MatrixXd extra(2, 3);
+    extra << 1, -1, 7, -1, 1, 8;
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, extra, {"o", "y", "comment"});
+    REQUIRE(d.notes().size() == 1);
+    CHECK(d.notes()[0].find("comment") != std::string::npos);
+
+    CHECK_THROWS_AS(vbn::Dataset::from_csv_file(m, source_dir + "/no/such.csv"), vbn::IoError);
+}
+
+TEST_CASE("api: usage errors") {
+    const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, multimodal_rows(), {"o", "y"});
+    CHECK_THROWS_AS(vbn::Dataset::from_matrix(m, multimodal_rows(), {"o"}), vbn::UsageError);
+    CHECK_THROWS_AS(vbn::Dataset::from_columns(m, {{"o", {1, 1}}, {"y", {1}}}), vbn::UsageError);
+
+    // A dataset belongs to its model (even to an identical model compiled again).
+    const vbn::Model again = vbn::Model::from_string(multimodal_text, "again");
+    CHECK_THROWS_AS(vbn::variational(again, d), vbn::UsageError);
+
+    vbn::FitOptions o = small_options("nope", 1);
+    const auto e = expect_throw<vbn::UsageError>([&] { vbn::fit(m, d, o); });
+    CHECK(std::string(e.what()).find("unknown method 'nope'") != std::string::npos);
+    o = small_options("varmix", 1);
+    o.chains = 0;
+    CHECK_THROWS_AS(vbn::fit(m, d, o), vbn::UsageError);
+}
+
+TEST_CASE("api: limit and inference errors") {
+    // Fourteen hidden parents of one node must be summed out jointly: 2^14 terms per row.
+    const vbn::Model big = vbn::Model::from_string(
+        "node h[14] hidden ~ bernoulli(0.5);\nnode y ~ logistic(w * h);\nw ~ normal(0, 1);\n", "big");
+    const vbn::Dataset d = vbn::Dataset::from_columns(big, {{"y", {1, -1, 1}}});
+    const auto e = expect_throw<vbn::LimitError>([&] { vbn::fit(big, d, small_options("auto", 1)); });
+    CHECK(e.kind() == vbn::ErrorKind::limit);
+
+    // A covariate so large that its square overflows: the variational fit refuses to go on
+    // rather than return NaN.
+    const vbn::Model huge = vbn::Model::from_string("covariate x;\nnode y ~ logistic(b * x);\nb ~ normal(0, 1);\n", "huge");
+    const vbn::Dataset dh = vbn::Dataset::from_columns(huge, {{"y", {1, -1, 1}}, {"x", {1, 2, 1e200}}});
+    const auto i = expect_throw<vbn::InferenceError>([&] { vbn::variational(huge, dh); });
+    CHECK(i.kind() == vbn::ErrorKind::inference);
+}
+
+TEST_CASE("api: fit results, callbacks and streamed draws") {
+    const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, multimodal_rows(), {"o", "y"});
+    const vbn::FitOptions o = small_options("auto", 7);
+
+    std::mutex mutex;
+    std::vector<std::vector<Eigen::VectorXd>> streamed(2);
+    std::vector<std::vector<double>> streamed_lp(2);
+    std::vector<int> last_progress(2, -1);
+    std::vector<std::string> log;
+    bool ordered = true;
+    vbn::Callbacks cb;
+    cb.on_draw = [&](int chain, int draw, const Eigen::VectorXd& values, double lp) {
+        std::lock_guard lock(mutex);
+        auto& s = streamed[static_cast<std::size_t>(chain)];
+        ordered = ordered && draw == static_cast<int>(s.size());
+        s.push_back(values);
+        streamed_lp[static_cast<std::size_t>(chain)].push_back(lp);
+    };
+    cb.progress = [&](const vbn::Progress& p) {
+        std::lock_guard lock(mutex);
+        if (!p.warmup && p.iteration == p.iterations) last_progress[static_cast<std::size_t>(p.chain)] = p.iteration;
+    };
+    cb.log = [&](vbn::LogLevel, const std::string& message) { log.push_back(message); };
+
+    const vbn::FitResult r = vbn::fit(m, d, o, cb);
+    CHECK(r.method == "varmix");  // a hidden node and a missing value
+    CHECK(!r.kernel.empty());
+    CHECK(r.names == m.parameter_names());
+    REQUIRE(r.chains.size() == 2);
+    CHECK(ordered);
+    for (int c = 0; c < 2; ++c) {
+        const vbn::Chain& ch = r.chains[static_cast<std::size_t>(c)];
+        CHECK(ch.error.empty());
+        REQUIRE(ch.draws.rows() == 150);
+        REQUIRE(ch.draws.cols() == 2);
+        REQUIRE(streamed[static_cast<std::size_t>(c)].size() == 150);
+        for (int k = 0; k < 150; ++k) {
+            CHECK(streamed[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)] == ch.draws.row(k).transpose());
+            CHECK(streamed_lp[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)] == ch.log_density[k]);
+        }
+        CHECK(last_progress[static_cast<std::size_t>(c)] == 150);
+        long proposed = 0;
+        for (const auto& a : ch.acceptance) proposed += a.proposed;
+        CHECK(proposed == 150);
+    }
+    // The note saying what auto chose went to the log and into the result.
+    REQUIRE(!r.notes.empty());
+    CHECK(r.notes[0].find("method auto chose varmix") != std::string::npos);
+    CHECK(log.size() == r.notes.size() + r.warnings.size());
+
+    // The summary is over the pooled draws.
+    REQUIRE(r.summary.size() == 2);
+    for (Eigen::Index j = 0; j < 2; ++j) {
+        const double mean = (r.chains[0].draws.col(j).sum() + r.chains[1].draws.col(j).sum()) / 300.0;
+        CHECK(r.summary[static_cast<std::size_t>(j)].name == r.names[static_cast<std::size_t>(j)]);
+        CHECK(r.summary[static_cast<std::size_t>(j)].mean == doctest::Approx(mean).epsilon(1e-12));
+        CHECK(r.summary[static_cast<std::size_t>(j)].q5 < r.summary[static_cast<std::size_t>(j)].q95);
+    }
+    CHECK(r.table.find("w[1]") != std::string::npos);
+    long total = 0;
+    for (const auto& a : r.acceptance) total += a.proposed;
+    CHECK(total == 300);
+
+    // The fit's variational part is variational() with the same options.
+    const vbn::VariationalResult v = vbn::variational(m, d, o.variational);
+    CHECK(v.mean == r.variational.mean);
+    CHECK(v.covariance == r.variational.covariance);
+
+    // keep_draws = false: streamed, not kept.
+    vbn::FitOptions lean = o;
+    lean.keep_draws = false;
+    int count = 0;
+    vbn::Callbacks counting;
+    counting.on_draw = [&](int, int, const Eigen::VectorXd&, double) {
+        std::lock_guard lock(mutex);
+        ++count;
+    };
+    const vbn::FitResult l = vbn::fit(m, d, lean, counting);
+    CHECK(count == 300);
+    CHECK(l.chains[0].draws.rows() == 0);
+    CHECK(l.summary.empty());
+}
+
+TEST_CASE("api: cancellation") {
+    const vbn::Model m = vbn::Model::from_file(wells_model);
+    const vbn::Dataset d = vbn::Dataset::from_csv_file(m, wells_csv);
+    vbn::Callbacks cb;
+    cb.cancel = vbn::CancellationToken();
+
+    // Cancelled before it starts: the variational fit stops at once.
+    cb.cancel->cancel();
+    CHECK_THROWS_AS(vbn::fit(m, d, small_options("varblock", 1), cb), vbn::CancelledError);
+
+    // Cancelled from another thread while the chains run: they stop long before the end.
+    cb.cancel->reset();
+    std::atomic<int> draws{0};
+    cb.on_draw = [&](int, int, const Eigen::VectorXd&, double) {
+        if (++draws == 10) cb.cancel->cancel();
+    };
+    vbn::FitOptions o = small_options("varblock", 1);
+    o.draws = 1000000;
+    const auto e = expect_throw<vbn::CancelledError>([&] { vbn::fit(m, d, o, cb); });
+    CHECK(e.kind() == vbn::ErrorKind::cancelled);
+    CHECK(draws.load() < 1000);
+}
+
+TEST_CASE("api: fits in concurrent threads equal the same fits run alone") {
+    const vbn::Model wells = vbn::Model::from_file(wells_model);
+    const vbn::Dataset wells_data = vbn::Dataset::from_csv_file(wells, wells_csv);
+    const vbn::Model multi = vbn::Model::from_string(multimodal_text, "multimodal");
+    const vbn::Dataset multi_data = vbn::Dataset::from_matrix(multi, multimodal_rows(), {"o", "y"});
+
+    struct Job {
+        const vbn::Model* model;
+        const vbn::Dataset* data;
+        vbn::FitOptions options;
+    };
+    const std::vector<Job> jobs{
+        {&wells, &wells_data, small_options("varblock", 3)}, {&multi, &multi_data, small_options("varmix", 4)},
+        {&wells, &wells_data, small_options("nuts", 5)},     {&multi, &multi_data, small_options("regen", 6)},
+        {&multi, &multi_data, small_options("rwm", 6)},      {&wells, &wells_data, small_options("varmh", 8)},
+    };
+    std::vector<vbn::FitResult> alone;
+    for (const auto& j : jobs) alone.push_back(vbn::fit(*j.model, *j.data, j.options));
+
+    std::vector<vbn::FitResult> together(jobs.size());
+    std::vector<std::string> errors(jobs.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        threads.emplace_back([&, i] {
+            try {
+                vbn::Callbacks cb;  // exercise the callback paths concurrently too
+                cb.progress = [](const vbn::Progress&) {};
+                cb.on_draw = [](int, int, const Eigen::VectorXd&, double) {};
+                together[i] = vbn::fit(*jobs[i].model, *jobs[i].data, jobs[i].options, cb);
+            } catch (const std::exception& e) {
+                errors[i] = e.what();
+            }
+        });
+    for (auto& t : threads) t.join();
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        INFO("job " << i << " (" << jobs[i].options.method << ")");
+        CHECK(errors[i].empty());
+        CHECK(same(alone[i], together[i]));
+    }
+}
