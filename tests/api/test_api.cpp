@@ -404,3 +404,18 @@ TEST_CASE("api: fits in concurrent threads equal the same fits run alone") {
         CHECK(same(alone[i], together[i]));
     }
 }
+
+TEST_CASE("api: the README and docs/embedding.md snippets run as written") {
+    vbn::Model model = vbn::Model::from_string("node y ~ logistic(b);  b ~ normal(0, 2);", "coin");
+    vbn::Dataset data = vbn::Dataset::from_columns(model, {{"y", {1, 1, -1, 1}}});
+    vbn::FitResult fit = vbn::fit(model, data);
+    CHECK(fit.summary.size() == 1);
+    CHECK(fit.summary[0].mean > 0);  // three heads in four
+    CHECK(fit.chains.size() == 4);
+    CHECK(fit.chains[0].draws.rows() == 1000);
+
+    const auto e = expect_throw<vbn::ModelError>([] { vbn::Model::from_string("node y ~ logistic(2 + 3 * q);", "m"); });
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 27);
+    CHECK(std::string(e.what()).rfind("m:1:27: error: unknown parent 'q'", 0) == 0);
+}
