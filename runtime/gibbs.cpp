@@ -94,6 +94,7 @@ GibbsDensity::GibbsDensity(const GibbsModel& model)
       codes_(sz(model.code_slots())),
       distinct_(model.terms().size()),
       counts_(sz(model.code_slots())),
+      fixed_(sz(model.code_slots())),
       eta0_(model.terms().size()) {
     int links = 0;
     for (const auto& t : model.terms()) {
@@ -151,6 +152,13 @@ void GibbsDensity::encode() {
             }
         }
         distinct_[ti] = n;
+        // The fixed-coefficient links do not depend on θ: their sum per code, once.
+        double* fixed = fixed_.data() + t.codes;
+        for (long i = 0; i < n; ++i) {
+            fixed[i] = 0;
+            for (const auto& link : t.links)
+                if (link.feature < 0) fixed[i] += link.coef * sign_of_bit(codes[i], link.bit);
+        }
     }
 }
 
@@ -164,11 +172,13 @@ double GibbsDensity::term_value(int ti, const Eigen::VectorXd& theta, double* gr
     const double* coef = coef_.data() + link_start_[sz(ti)];
     const std::uint64_t* codes = codes_.data() + t.codes;
     const double* counts = counts_.data() + t.codes;
+    const double* fixed = fixed_.data() + t.codes;
     double value = 0;
     for (long i = 0; i < distinct_[sz(ti)]; ++i) {
         const std::uint64_t code = codes[i];
-        double eta = eta0;
-        for (std::size_t l = 0; l < t.links.size(); ++l) eta += coef[l] * sign_of_bit(code, t.links[l].bit);
+        double eta = eta0 + fixed[i];
+        for (std::size_t l = 0; l < t.links.size(); ++l)
+            if (t.links[l].feature >= 0) eta += coef[l] * sign_of_bit(code, t.links[l].bit);
         const double xj = t.value != 0 ? t.value : sign_of_bit(code, t.self_bit);
         if (!grad) {
             value += counts[i] * log_inv_logit(xj * eta);
@@ -246,7 +256,7 @@ double GibbsDensity::log_odds(int c, long row, int k) const {
                 rest += coef[l] * x[t.links[l].var];
         }
         if (t.self == k) {
-            lo += log_inv_logit(rest + slope) - log_inv_logit(-(rest - slope));
+            lo += rest;  // log g(η) − log g(−η) = η; a node is never its own parent (slope = 0)
         } else {
             const double xj = t.value != 0 ? t.value : x[t.self];
             lo += log_inv_logit(xj * (rest + slope)) - log_inv_logit(xj * (rest - slope));
@@ -300,13 +310,15 @@ double GibbsDensity::block_newton_system(int b, const Eigen::VectorXd& theta, Ei
         const double* coef = coef_.data() + link_start_[sz(ti)];
         const std::uint64_t* codes = codes_.data() + t.codes;
         const double* counts = counts_.data() + t.codes;
+        const double* fixed = fixed_.data() + t.codes;
         for (long i = 0; i < distinct_[sz(ti)]; ++i) {
-            double eta = eta0_[sz(ti)];
+            double eta = eta0_[sz(ti)] + fixed[i];
             feat = f.f;
             for (std::size_t l = 0; l < t.links.size(); ++l) {
+                if (t.links[l].feature < 0) continue;
                 const double xl = sign_of_bit(codes[i], t.links[l].bit);
                 eta += coef[l] * xl;
-                if (t.links[l].feature >= 0) feat[t.links[l].feature] += t.links[l].coef * xl;
+                feat[t.links[l].feature] += t.links[l].coef * xl;
             }
             add(counts[i], t.value != 0 ? t.value : sign_of_bit(codes[i], t.self_bit), eta, feat);
         }
@@ -347,6 +359,7 @@ void ConditionalLaplaceMH::setup(const GibbsDensity& density) {
         blk.offset = density.block(b).offset;
         blk.size = density.block(b).size;
         blk.grad.setZero(blk.size);
+        blk.step.setZero(blk.size);
         blk.mode.setZero(blk.size);
         blk.hessian.setIdentity(blk.size, blk.size);
         blk.cov.setIdentity(blk.size, blk.size);
@@ -370,12 +383,16 @@ void ConditionalLaplaceMH::fit_block(Block& blk, int b, GibbsDensity& density) {
         if (blk.llt.info() != Eigen::Success || !std::isfinite(value))
             throw std::domain_error(fmt::format("conditional laplace mh: block {} has no finite mode", b));
         blk.mode = seg;
-        blk.llt.solveInPlace(blk.grad);  // the Newton step
-        if (blk.grad.lpNorm<Eigen::Infinity>() < 1e-9 || it == max_iterations) break;
+        blk.step = blk.grad;
+        blk.llt.solveInPlace(blk.step);               // the Newton step H⁻¹ g
+        const double slope = blk.grad.dot(blk.step);  // the Newton decrement², g' H⁻¹ g
+        if (slope < 1e-16 || it == max_iterations) break;
+        // Backtracking, needed only far from the mode: within a decrement² of 0.01 the full
+        // step of a concave logistic regression is inside its quadratic convergence region.
         double t = 1;
         for (int half = 0; half < 50; ++half, t *= 0.5) {
-            seg = blk.mode + t * blk.grad;
-            if (density.block_log_density(b, theta_) >= value) break;
+            seg = blk.mode + t * blk.step;
+            if (slope < 1e-2 || density.block_log_density(b, theta_) >= value) break;
         }
     }
     seg = blk.mode;

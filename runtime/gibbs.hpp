@@ -139,6 +139,7 @@ private:
     std::vector<std::uint64_t> codes_;  // per term, per row: configuration code; sorted
     std::vector<long> distinct_;        // per term: number of distinct codes (first entries of codes_)
     std::vector<double> counts_;        // per term, per distinct code: rows with it
+    std::vector<double> fixed_;         // per term, per distinct code: Σ fixed coefficients · x
     std::vector<double> eta0_;          // per term
     std::vector<double> coef_;          // per term and link, flattened (link_start_)
     std::vector<int> link_start_;
@@ -192,7 +193,7 @@ public:
 private:
     struct Block {
         int offset = 0, size = 0;
-        Eigen::VectorXd grad, mode;
+        Eigen::VectorXd grad, step, mode;
         Eigen::MatrixXd hessian, cov;
         Eigen::LLT<Eigen::MatrixXd> llt;
         inference::GaussianProposal q;
