@@ -11,8 +11,9 @@
 //   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
 //   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
 //   gibbs     the unobserved values sampled with θ (runtime/gibbs.hpp): a Gibbs sweep over
-//             them cycled with the varmix move on θ given the completed data; no limit on
-//             the unobserved values per row. lp__ is then the complete-data log joint.
+//             them cycled with a Laplace-proposal block MH move on θ given the completed
+//             data; no limit on the unobserved values per row. lp__ is then the complete-data
+//             log joint.
 //   auto      the default; see choose_method()
 #pragma once
 

@@ -72,7 +72,7 @@ GibbsModel::GibbsModel(const ir::Graph& graph, const Target& target) : target_(&
                             fmt::format("line {}: a logistic term has {} unobserved inputs; the gibbs method "
                                         "handles at most {} per term",
                                         comp.first_line, t.vars.size(), max_term_inputs));
-            t.codes = static_cast<int>(code_slots_);
+            t.codes = code_slots_;
             code_slots_ += cs.rows;
             max_links_ = std::max(max_links_, static_cast<int>(t.links.size()));
             const int ti = static_cast<int>(terms_.size());

@@ -60,7 +60,7 @@ public:
         int self = -1, self_bit = -1;
         std::vector<int> vars;  // distinct unobserved inputs; bit k of a code is vars[k] = +1
         std::vector<Link> links;
-        int codes = 0;          // offset of this term's rows in the per-chain code arrays
+        long codes = 0;         // offset of this term's rows in the per-chain code arrays
     };
     struct Case {
         int size = 0;                          // unobserved entries per row

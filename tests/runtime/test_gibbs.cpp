@@ -175,6 +175,8 @@ TEST_CASE("gibbs: the complete-data density is the exact density of the model wi
     GibbsModel model(g, *target);
     GibbsDensity density(model);
     CHECK(model.hidden_values() == 50);  // one hidden h per row
+    // A target that sums nothing out refuses to evaluate the marginal density.
+    CHECK_THROWS_AS(static_cast<void>(target->log_density(Vec{{1.0, 1.0}})), Error);
 
     inference::Rng rng(5, 0);
     density.randomise(rng);
