@@ -8,6 +8,7 @@
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
 #include "runtime/error.hpp"
+#include "runtime/gibbs.hpp"
 #include "runtime/target.hpp"
 
 #include <fmt/format.h>
@@ -18,7 +19,7 @@
 namespace vbn {
 
 const std::vector<std::string>& method_names() {
-    static const std::vector<std::string> names{"auto", "rwm", "varmh", "varblock", "varmix", "regen", "nuts"};
+    static const std::vector<std::string> names{"auto", "rwm", "varmh", "varblock", "varmix", "regen", "nuts", "gibbs"};
     return names;
 }
 
@@ -62,6 +63,12 @@ std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data,
     return std::make_unique<Target>(graph, data, topt);
 }
 
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data) {
+    TargetOptions topt;
+    topt.sum_out = false;
+    return std::make_unique<Target>(graph, data, topt);
+}
+
 namespace {
 using inference::GaussianProposal;
 
@@ -69,6 +76,16 @@ GaussianProposal variational_proposal(const VbFit& q, double df, double inflatio
     GaussianProposal p(q.mean, q.cov, df);
     if (inflation != 1.0) p.inflate(inflation);
     return p;
+}
+
+// gibbs: a sweep over the unobserved values, then each block of θ given them by independence
+// MH from the Laplace approximation of its complete-data conditional (runtime/gibbs.hpp).
+std::unique_ptr<inference::Kernel> make_gibbs_kernel(const VbFit& q, const FitOptions& o) {
+    using namespace inference;
+    std::vector<std::unique_ptr<Kernel>> parts;
+    parts.push_back(std::make_unique<HiddenGibbs>());
+    parts.push_back(std::make_unique<ConditionalLaplaceMH>(q.mean, o.proposal_df, 1.0));
+    return std::make_unique<Cycle>(std::move(parts));
 }
 
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o) {
@@ -93,6 +110,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         return std::make_unique<RegenerationKernel>(variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
     if (method == "nuts") return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.cov));
+    if (method == "gibbs") return make_gibbs_kernel(q, o);
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
 }
 
@@ -119,7 +137,20 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     r.method = o.method == "auto" ? choose_method(graph, data, &why) : o.method;
     if (o.method == "auto") r.notes.push_back(fmt::format("method auto chose {}: {}", r.method, why));
 
-    const std::unique_ptr<Target> target = make_target(graph, data, o.max_enumerated);
+    std::unique_ptr<Target> target;
+    if (r.method != "gibbs") {
+        try {
+            target = make_target(graph, data, o.max_enumerated);
+        } catch (const Error& e) {
+            // Too many unobserved values to sum out: auto samples them instead.
+            if (o.method != "auto" || e.kind() != ErrorKind::limit) throw;
+            r.method = "gibbs";
+            r.notes.back() = fmt::format("method auto chose gibbs: some rows have more than {} unobserved values "
+                                         "linked together, too many to sum out",
+                                         o.max_enumerated);
+        }
+    }
+    if (r.method == "gibbs") target = make_complete_data_target(graph, data);
     for (const auto& n : target->notes()) r.notes.push_back(n);
 
     const auto t0 = std::chrono::steady_clock::now();
@@ -146,7 +177,14 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
 
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o);
     r.kernel = kernel->name();
-    TargetDensityFactory factory(*target);
+    std::unique_ptr<GibbsModel> gibbs_model;
+    std::unique_ptr<inference::DensityFactory> factory;
+    if (r.method == "gibbs") {
+        gibbs_model = std::make_unique<GibbsModel>(graph, *target);
+        factory = std::make_unique<GibbsDensityFactory>(*gibbs_model);
+    } else {
+        factory = std::make_unique<TargetDensityFactory>(*target);
+    }
     inference::ChainSettings s;
     s.warmup = o.warmup;
     s.draws = o.draws;
@@ -155,7 +193,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     s.threads = o.threads;
     s.keep_draws = o.keep_draws;
     const auto t1 = std::chrono::steady_clock::now();
-    r.chains = inference::run_chains(factory, *kernel, inits, s, o.callbacks);
+    r.chains = inference::run_chains(*factory, *kernel, inits, s, o.callbacks);
     const double wall = seconds_since(t1);
 
     // Wall time split in the proportion the chains spent in each phase.

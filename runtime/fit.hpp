@@ -10,6 +10,10 @@
 //   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7)
 //   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
 //   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
+//   gibbs     the unobserved values sampled with θ (runtime/gibbs.hpp): a Gibbs sweep over
+//             them cycled with a Laplace-proposal block MH move on θ given the completed
+//             data; no limit on the unobserved values per row. lp__ is then the complete-data
+//             log joint.
 //   auto      the default; see choose_method()
 #pragma once
 
@@ -72,8 +76,12 @@ std::vector<int> output_order(const ir::Graph& graph);
 // The compiled target for a model and data (hidden nodes summed out per row).
 std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
 
+// The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data);
+
 // Runs VB then the chains. Throws vbn::Error (usage for bad options, limit when exact
-// summation would be exponential, inference when every chain failed).
+// summation would be exponential — except with `auto`, which then falls back to gibbs with
+// a note — inference when every chain failed).
 FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& options);
 
 }  // namespace vbn

@@ -28,11 +28,11 @@ constexpr int chunk_rows = 256;
 }  // namespace
 
 Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options)
-    : dim_(graph.dim) {
-    if (options.max_enumerated < 0 || options.max_enumerated > 30)
+    : dim_(graph.dim), sum_out_(options.sum_out) {
+    if (sum_out_ && (options.max_enumerated < 0 || options.max_enumerated > 30))
         throw Error(ErrorKind::usage, fmt::format("max_enumerated must be between 0 and 30, not {}", options.max_enumerated));
     FamilyOptions fo;
-    fo.max_enumerated = options.max_enumerated;
+    fo.max_enumerated = sum_out_ ? options.max_enumerated : std::numeric_limits<int>::max();
     families_ = build_families(graph, data, fo);
 
     const double log_2pi = std::log(2 * std::numbers::pi);
@@ -99,8 +99,15 @@ Target::Workspace Target::make_workspace() const {
     ws.resid_acc_.resize(max_factors_);
     ws.coef_.resize(max_links_);
     ws.link_acc_.resize(max_links_);
-    ws.x_.resize(families_.largest_component);
+    ws.x_.resize(sum_out_ ? families_.largest_component : 0);
     return ws;
+}
+
+void Target::check_summed_out() const {
+    if (!sum_out_ && !families_.components.empty())
+        throw Error(ErrorKind::usage,
+                    "this target was built without summing out the unobserved values; only its observed terms "
+                    "can be evaluated");
 }
 
 void Target::check_block(int b) const {
@@ -268,6 +275,7 @@ double Target::log_prior(In theta, Workspace& ws) const {
 
 double Target::log_likelihood(In theta, Workspace& ws) const {
     check_theta(theta);
+    check_summed_out();
     double v = 0;
     for (int b = 0; b < blocks(); ++b) v += complete_term(b, theta, nullptr, ws);
     for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
@@ -278,6 +286,7 @@ double Target::log_likelihood(In theta, Workspace& ws) const {
 // Summed in the same order as log_density_gradient, so both return the same bits.
 double Target::log_density(In theta, Workspace& ws) const {
     check_theta(theta);
+    check_summed_out();
     double v = 0;
     for (int b = 0; b < blocks(); ++b) {
         v += prior_term(b, theta, nullptr, ws);
@@ -290,6 +299,7 @@ double Target::log_density(In theta, Workspace& ws) const {
 
 double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
     check_theta(theta);
+    check_summed_out();
     if (grad.size() != dim_)
         throw Error(ErrorKind::usage, fmt::format("the gradient has {} entries but the model has {}", grad.size(), dim_));
     grad.setZero();
@@ -307,6 +317,7 @@ double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
 double Target::block_log_density(int b, In theta, Workspace& ws) const {
     check_block(b);
     check_theta(theta);
+    check_summed_out();
     double v = prior_term(b, theta, nullptr, ws) + complete_term(b, theta, nullptr, ws);
     for (int c : families_.components_of_block[sz(b)]) v += component_term(c, theta, nullptr, b, ws);
     return v;
@@ -315,6 +326,7 @@ double Target::block_log_density(int b, In theta, Workspace& ws) const {
 double Target::block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const {
     check_block(b);
     check_theta(theta);
+    check_summed_out();
     if (grad.size() != block_size(b))
         throw Error(ErrorKind::usage,
                     fmt::format("the block gradient has {} entries but block {} has {}", grad.size(), b, block_size(b)));
@@ -322,6 +334,12 @@ double Target::block_log_density_gradient(int b, In theta, Out grad, Workspace& 
     double v = prior_term(b, theta, grad.data(), ws) + complete_term(b, theta, grad.data(), ws);
     for (int c : families_.components_of_block[sz(b)]) v += component_term(c, theta, grad.data(), b, ws);
     return v;
+}
+
+double Target::observed_block_term(int b, In theta, double* grad, Workspace& ws) const {
+    check_block(b);
+    check_theta(theta);
+    return prior_term(b, theta, grad, ws) + complete_term(b, theta, grad, ws);
 }
 
 double Target::log_density(In theta) const {

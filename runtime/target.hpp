@@ -26,6 +26,10 @@ namespace vbn {
 
 struct TargetOptions {
     int max_enumerated = 12;  // largest group of unobserved nodes summed out exactly
+    // false: no limit on the groups and nothing is summed out; only observed_block_term()
+    // may be evaluated (the complete-data samplers of runtime/gibbs.hpp add the rest).
+    // The other evaluations throw when the data have unobserved values.
+    bool sum_out = true;
 };
 
 class Target {
@@ -75,6 +79,11 @@ public:
     // The same with ∇ over block b only (grad has block_size(b) entries).
     double block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const;
 
+    // The terms of block b that involve no unobserved value: its prior (without normaliser)
+    // and its complete-family patterns. With grad (block_size(b) entries), adds their
+    // gradient. Allowed whatever TargetOptions::sum_out is.
+    double observed_block_term(int b, In theta, double* grad, Workspace& ws) const;
+
     // The pieces: log p(θ) without its normalising constant, and log p(x_v | θ) without the
     // θ-free terms of fixed CPDs.
     double log_prior(In theta, Workspace& ws) const;
@@ -100,6 +109,7 @@ private:
     };
 
     void check_theta(In theta) const;
+    void check_summed_out() const;
     void check_block(int b) const;
     double prior_term(int b, In theta, double* grad, Workspace& ws) const;
     double complete_term(int b, In theta, double* grad, Workspace& ws) const;
@@ -112,6 +122,7 @@ private:
     Families families_;
     double log_constant_ = 0;
     int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
+    bool sum_out_ = true;
 };
 
 // The target as the samplers see it: one per chain, owning its workspace. Blocks are the

@@ -126,6 +126,14 @@ for c in 1 2 3 4; do
 done
 run "unknown method" 1 -- "$vbn" fit "$m" --data "$d" --method magic && expect "unknown method" err "unknown method 'magic'"
 run "zero draws" 1 -- "$vbn" fit "$m" --data "$d" --draws 0
+
+# --- gibbs: hidden values sampled, no limit on them per row --------------------------------
+run "fit gibbs" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method gibbs --seed 3 --warmup 200 --draws 200 --quiet &&
+  expect "fit gibbs row" out "^w\[1\] " && expect "fit gibbs acceptance" out "gibbs sweep over unobserved values .*conditional laplace block mh"
+run "over the limit, exact method" 1 -- "$vbn" fit "$ex/wide/wide.vbn" --data "$ex/wide/wide.csv" --method varmix --quiet &&
+  expect "limit error points to gibbs" err "2\^14 terms per row.*--method gibbs"
+run "over the limit, auto" 0 -- "$vbn" fit "$ex/wide/wide.vbn" --data "$ex/wide/wide.csv" --seed 3 --warmup 100 --draws 100 --quiet &&
+  expect "auto falls back to gibbs" err "auto chose gibbs" && expect "auto gibbs row" out "^b\[2\] "
 run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv"
 
 echo
