@@ -63,6 +63,7 @@ struct PredictArgs {
     bool vb = false;                        // the variational posterior fitted to `train`
     std::optional<std::string> train;
     int vb_draws = 4000;                    // draws from q(θ) with --vb
+    int restarts = 1;                       // VB restarts with --vb (the best ELBO is used)
     std::uint64_t seed = 1;
     std::optional<std::string> target;      // a node name, e.g. y or v[3]
     std::optional<std::string> output;      // CSV file: row,node,p
@@ -74,6 +75,7 @@ struct CompareArgs {
     std::string model_a, model_b;
     std::string data;
     int evidence_draws = 4000;
+    int restarts = 1;  // VB restarts per model (the best ELBO is used)
     std::uint64_t seed = 1;
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);

@@ -40,7 +40,10 @@ Eigen::MatrixXd variational_draws(const ir::Graph& g, const PredictArgs& args, s
     LoadNotes notes;
     const Dataset train = load_csv(g, *args.train, &notes);
     for (const auto& n : notes.notices) err << "note: " << n << '\n';
-    const VbFit q = variational(g, train).best_fit();
+    VbOptions vo;
+    vo.restarts = args.restarts;
+    vo.seed = args.seed;
+    const VbFit q = variational(g, train, vo).best_fit();
     Eigen::MatrixXd draws(args.vb_draws, g.dim);
     if (g.dim == 0) return draws;
     inference::GaussianProposal normal = [&] {
@@ -138,7 +141,10 @@ ModelEvidence evaluate(const std::string& path, const std::string& data, const C
     std::sort(observed.begin(), observed.end());
     ModelEvidence m;
     m.name = path;
-    const VbFit q = variational(g, d).best_fit();
+    VbOptions vo;
+    vo.restarts = args.restarts;
+    vo.seed = args.seed;
+    const VbFit q = variational(g, d, vo).best_fit();
     m.elbo = q.elbo;
     EvidenceOptions eo;
     eo.draws = args.evidence_draws;

@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
     predict_cmd->add_option("--train", predict_args.train, "Training data for --vb");
     predict_cmd->add_option("--vb-draws", predict_args.vb_draws, "Draws from the variational posterior with --vb")
         ->capture_default_str();
-    predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws")->capture_default_str();
+    predict_cmd->add_option("--restarts", predict_args.restarts, "With --vb: variational fits from different starts, best ELBO used")
+        ->capture_default_str();
+    predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws and restarts")->capture_default_str();
     predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
 
@@ -78,7 +80,9 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("model_b", compare_args.model_b, "Second model file (.vbn)")->required();
     compare_cmd->add_option("--data", compare_args.data, "CSV file of observations")->required();
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
-    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws")->capture_default_str();
+    compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
+        ->capture_default_str();
+    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->capture_default_str();
 
     try {
         app.parse(argc, argv);
