@@ -201,6 +201,7 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
     std::vector<int> truth_of(static_cast<std::size_t>(d.patterns), 0);
     std::vector<RowPlan> plans;
     std::vector<double> terms;
+    const Eigen::MatrixXd by_draw = draws.transpose();  // one θ per column: no copy per draw
     for (int pat = 0; pat < d.patterns; ++pat) {
         RowPlan plan = plan_row(g, d, pat, o, parents);
         truth_of[static_cast<std::size_t>(pat)] = plan.truth;
@@ -211,8 +212,8 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
         std::vector<LogSum> numerator(nq);
         LogSum denominator;
         std::vector<double> conditional(nq), group_total(plan.groups.size());
-        for (Eigen::Index s = 0; s < draws.rows(); ++s) {
-            const Eigen::VectorXd theta = draws.row(s).transpose();
+        for (Eigen::Index s = 0; s < by_draw.cols(); ++s) {
+            const auto theta = by_draw.col(s);
             double log_obs = 0;
             for (int e : plan.complete) log_obs += log_factor(g, e, theta, plan.x);
             for (std::size_t gi = 0; gi < plan.groups.size(); ++gi) {
