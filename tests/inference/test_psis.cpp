@@ -1,6 +1,12 @@
 // Pareto-k̂ against R's `loo` 2.5.1 (loo::psis(lr, r_eff = 1)$diagnostics$pareto_k and
 // loo::gpdfit), on log ratios given by closed-form quantiles so that both sides see the same
 // numbers: u_i = (i − 0.5)/S, Pareto ratios (1 − u)^(−k) and log-normal ratios exp(s Φ⁻¹(u)).
+// The fixtures come from
+//   Rscript -e 'library(loo); f <- function(lr) psis(lr, r_eff = 1)$diagnostics$pareto_k;
+//     u <- function(S) ((1:S) - 0.5) / S; options(digits = 17);
+//     f(-0.3 * log(1 - u(1000))); f(-0.9 * log(1 - u(4000))); f(qnorm(u(100))); f(2 * qnorm(u(2000)));
+//     f(0.5 * qnorm(u(30))); x <- sort(-0.3 * log1p(-u(1000)));
+//     gpdfit(exp(x[901:1000] - max(x)) - exp(x[900] - max(x)))'
 #include "inference/psis.hpp"
 
 #include <boost/math/distributions/normal.hpp>
