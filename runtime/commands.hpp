@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace vbn::commands {
 
@@ -35,6 +36,7 @@ struct VbArgs {
     double tolerance = 1e-9;
     int max_iterations = 2000;
     std::uint64_t seed = 1;
+    int evidence_draws = 4000;  // importance draws for log p(data); 0: none
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 
@@ -52,6 +54,31 @@ struct FitArgs {
     bool quiet = false;
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
+
+// `vbn predict` (runtime/commands_predict.cpp): posterior predictive probabilities.
+struct PredictArgs {
+    std::string model;
+    std::string data;                       // rows to predict
+    std::vector<std::string> draws;         // CmdStan CSV files, or
+    bool vb = false;                        // the variational posterior fitted to `train`
+    std::optional<std::string> train;
+    int vb_draws = 4000;                    // draws from q(θ) with --vb
+    int restarts = 1;                       // VB restarts with --vb (the best ELBO is used)
+    std::uint64_t seed = 1;
+    std::optional<std::string> target;      // a node name, e.g. y or v[3]
+    std::optional<std::string> output;      // CSV file: row,node,p
+};
+int predict(const PredictArgs& args, std::ostream& out, std::ostream& err);
+
+// `vbn compare`: both models' ELBO and log evidence, and the log Bayes factor.
+struct CompareArgs {
+    std::string model_a, model_b;
+    std::string data;
+    int evidence_draws = 4000;
+    int restarts = 1;  // VB restarts per model (the best ELBO is used)
+    std::uint64_t seed = 1;
+};
+int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
 // Exit status for an error kind (DESIGN.md §3).
 int exit_status(int error_kind);

@@ -4,6 +4,7 @@
 
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
+#include "runtime/evidence.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/fit_summary.hpp"
 #include "runtime/model.hpp"
@@ -74,12 +75,28 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
                 out << fmt::format(" {}{:.6f}", static_cast<int>(i) == r.best ? "*" : "", r.fits[i].elbo);
             out << "   (* used)\n";
         }
+        // The log evidence by importance sampling, and how far q can be trusted (runtime/evidence.hpp).
+        std::optional<Evidence> evidence;
+        if (args.evidence_draws > 0) {
+            EvidenceOptions eo;
+            eo.draws = args.evidence_draws;
+            eo.seed = args.seed;
+            std::string why;
+            evidence = model_evidence(l.graph, l.data, q, eo, 12, &why);
+            if (evidence) out << format_evidence(*evidence);
+            else err << "note: no log evidence estimate: " << why << '\n';
+        }
         if (args.summary_json) {
             VbFacts f;
             f.elbo = q.elbo;
             f.iterations = q.iterations;
             f.converged = q.converged;
             f.seconds = r.seconds;
+            if (evidence) {
+                f.log_evidence = evidence->log_evidence;
+                f.log_evidence_se = evidence->se;
+                f.pareto_k = evidence->pareto_k;
+            }
             write_json_file(*args.summary_json, vb_summary_json(params, f));
         }
         return 0;

@@ -31,6 +31,10 @@ struct Dataset {
 
     std::vector<long> missing;        // per binary column: rows with the value missing
 
+    // Per data row in input order, its pattern. Empty unless the builder was asked to keep
+    // it (DatasetBuilder::keep_row_patterns), for outputs that go row by row (predictions).
+    std::vector<int> row_pattern;
+
     std::size_t binary_columns() const { return binary_names.size(); }
     std::size_t real_columns() const { return real_names.size(); }
     std::int8_t value(int pattern, int binary_column) const {

@@ -436,6 +436,7 @@ void DatasetBuilder::commit(long line) {
     } else {
         out_.count[static_cast<std::size_t>(p)] += 1;
     }
+    if (keep_row_patterns_) out_.row_pattern.push_back(p);
     ++out_.rows;
 }
 

@@ -116,6 +116,9 @@ public:
     // codes are collected like bad text; wrong lengths throw vbn::Error of kind usage.
     void add_coded_row(std::span<const std::int8_t> binary, std::span<const double> real, long line = 0);
 
+    // Also record each row's pattern in Dataset::row_pattern. Call it before any row.
+    void keep_row_patterns() { keep_row_patterns_ = true; }
+
     long rows() const { return out_.rows; }
     DataErrors& errors() { return errors_; }
 
@@ -138,6 +141,7 @@ private:
     Dataset out_;
     DataErrors errors_;
     std::vector<Target> targets_;
+    bool keep_row_patterns_ = false;
     std::size_t source_columns_ = 0;
     long header_line_ = 0;
     long coded_rows_ = 0;

@@ -136,6 +136,46 @@ run "over the limit, auto" 0 -- "$vbn" fit "$ex/wide/wide.vbn" --data "$ex/wide/
   expect "auto falls back to gibbs" err "auto chose gibbs" && expect "auto gibbs row" out "^b\[2\] "
 run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv"
 
+# --- evidence, predict, compare ----------------------------------------------------------
+mm=$ex/paper/multimodal.vbn
+mmd=$ex/paper/multimodal.csv
+run "vb evidence" 0 -- "$vbn" vb "$ex/paper/unimodal_d1.vbn" --data "$ex/paper/unimodal_d1.csv" --summary-json "$tmp/vbe.json" &&
+  expect "log evidence printed" out "^log evidence -[0-9.]+ ± [0-9.]+ \(importance sampling, 4000 draws" &&
+  expect "k-hat good" out "^Pareto k-hat -?[0-9.]+: good"
+if grep -q '"log_evidence": *-[0-9]' "$tmp/vbe.json" && grep -q '"log_evidence_se": *[0-9]' "$tmp/vbe.json" &&
+  grep -q '"pareto_k": *-\?[0-9]' "$tmp/vbe.json"; then ok; else bad "vb summary json has the evidence keys"; fi
+run "vb evidence multimodal" 0 -- "$vbn" vb "$mm" --data "$mmd" && expect "k-hat unreliable" out "^Pareto k-hat [0-9.]+: unreliable"
+run "vb no evidence" 0 -- "$vbn" vb "$mm" --data "$mmd" --evidence-draws 0 --summary-json "$tmp/vb0.json"
+if grep -q 'log evidence' "$tmp/out" || grep -q '"pareto_k"' "$tmp/vb0.json"; then bad "--evidence-draws 0 skips the estimate"; else ok; fi
+
+run "fit for predict" 0 -- "$vbn" fit "$mm" --data "$mmd" --seed 4 --warmup 200 --draws 200 --chains 2 --output "$tmp/mm.csv" --quiet
+printf 'o,y\n1,\n-1,1\n,\n' >"$tmp/new.csv"
+run "predict draws" 0 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --draws "$tmp/mm_1.csv" "$tmp/mm_2.csv" --output "$tmp/pred.csv" &&
+  expect "predict table" out "^ +row +node +p$" && expect "predict draws count" out "averaged over 400 draws"
+if [ "$(head -1 "$tmp/pred.csv")" = "row,node,p" ] &&
+  [ "$(tail -n +2 "$tmp/pred.csv" | cut -d, -f1,2 | tr '\n' ' ')" = "1,h 1,y 2,h 3,h 3,o 3,y " ] &&
+  awk -F, 'NR > 1 && !($3 >= 0 && $3 <= 1) { exit 1 }' "$tmp/pred.csv"; then ok; else bad "predict CSV layout"; fi
+run "predict vb target" 0 -- "$vbn" predict "$mm" --data "$mmd" --vb --train "$mmd" --target y &&
+  expect "predict truth column" out "^ +row +node +p +truth$" &&
+  expect "predict scores" out "^50 rows with the true value: accuracy [0-9.]+, log loss [0-9.]+, Brier score [0-9.]+$"
+run "predict two posteriors" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb --train "$mmd" --draws "$tmp/mm_1.csv" &&
+  expect "predict one posterior" err "either --draws"
+run "predict vb without train" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb && expect "train needed" err "--train"
+run "predict unknown target" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb --train "$mmd" --target q && expect "unknown target" err "no node of that name"
+run "predict draws of another model" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --draws "$tmp/fit_1.csv" &&
+  expect "draws mismatch" err "fit_1\.csv: no column 'w\.1'"
+printf 'o,y\n1,maybe\n' >"$tmp/newbad.csv"
+run "predict bad row" 1 -- "$vbn" predict "$mm" --data "$tmp/newbad.csv" --vb --train "$mmd" && expect "predict bad row place" err "newbad\.csv:2:[0-9]+.*maybe"
+
+printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nb, w ~ normal(0, 3);\n' >"$tmp/direct.vbn"
+run "compare" 0 -- "$vbn" compare "$mm" "$tmp/direct.vbn" --data "$mmd" --evidence-draws 2000 &&
+  expect "compare table" out "^model +ELBO +log evidence +se +k-hat$" && expect "compare row" out "direct\.vbn +-[0-9.]+ +-[0-9.]+ +[0-9.]+ +[0-9.]+$" &&
+  expect "bayes factor" out "^log Bayes factor .* = -?[0-9.]+ ± [0-9.]+$" && expect "compare warns on k-hat" out "^warning: .*multimodal\.vbn: Pareto k-hat"
+run "compare data misfit" 1 -- "$vbn" compare "$mm" "$ex/paper/unimodal_d1.vbn" --data "$mmd" && expect "compare misfit" err "do not fit the model .*unimodal_d1\.vbn"
+printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nnode z ~ logistic(c);\nb, w, c ~ normal(0, 3);\n' >"$tmp/more.vbn"
+printf 'o,y,z\n1,1,1\n-1,1,-1\n' >"$tmp/more.csv"
+run "compare other columns" 1 -- "$vbn" compare "$tmp/more.vbn" "$tmp/direct.vbn" --data "$tmp/more.csv" && expect "compare columns" err "observe different columns"
+
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
     vb_cmd->add_option("--tolerance", vb_args.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
     vb_cmd->add_option("--max-iterations", vb_args.max_iterations, "EM iteration cap")->capture_default_str();
     vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->capture_default_str();
+    vb_cmd->add_option("--evidence-draws", vb_args.evidence_draws, "Importance draws for the log evidence (0: none)")
+        ->capture_default_str();
 
     FitArgs fit_args;
     auto* fit_cmd = app.add_subcommand("fit", "MCMC: variational fit, then chains of the chosen method");
@@ -57,6 +59,31 @@ int main(int argc, char** argv) {
     auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");
     summary_cmd->add_option("files", summary_files, "CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
 
+    PredictArgs predict_args;
+    auto* predict_cmd = app.add_subcommand("predict", "Posterior predictive P(node = +1) of unobserved nodes in new rows");
+    predict_cmd->add_option("model", predict_args.model, "Model file (.vbn)")->required();
+    predict_cmd->add_option("--data", predict_args.data, "CSV file of rows to predict (missing values are predicted)")->required();
+    predict_cmd->add_option("--draws", predict_args.draws, "Posterior draws: CmdStan CSV files, e.g. fit_1.csv fit_2.csv");
+    predict_cmd->add_flag("--vb", predict_args.vb, "Use the variational posterior fitted to --train instead of draws");
+    predict_cmd->add_option("--train", predict_args.train, "Training data for --vb");
+    predict_cmd->add_option("--vb-draws", predict_args.vb_draws, "Draws from the variational posterior with --vb")
+        ->capture_default_str();
+    predict_cmd->add_option("--restarts", predict_args.restarts, "With --vb: variational fits from different starts, best ELBO used")
+        ->capture_default_str();
+    predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws and restarts")->capture_default_str();
+    predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
+    predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
+
+    CompareArgs compare_args;
+    auto* compare_cmd = app.add_subcommand("compare", "Log evidence of two models on the same data, and the log Bayes factor");
+    compare_cmd->add_option("model_a", compare_args.model_a, "First model file (.vbn)")->required();
+    compare_cmd->add_option("model_b", compare_args.model_b, "Second model file (.vbn)")->required();
+    compare_cmd->add_option("--data", compare_args.data, "CSV file of observations")->required();
+    compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
+    compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
+        ->capture_default_str();
+    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->capture_default_str();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -68,6 +95,8 @@ int main(int argc, char** argv) {
     if (*sim_cmd) return simulate(sim_args, std::cout, std::cerr);
     if (*vb_cmd) return vb(vb_args, std::cout, std::cerr);
     if (*fit_cmd) return fit(fit_args, std::cout, std::cerr);
+    if (*predict_cmd) return predict(predict_args, std::cout, std::cerr);
+    if (*compare_cmd) return compare(compare_args, std::cout, std::cerr);
     if (*summary_cmd) return vbn::summary_command(summary_files, std::cout, std::cerr);
     return 1;
 }

@@ -1,0 +1,71 @@
+// Pareto-k̂ against R's `loo` 2.5.1 (loo::psis(lr, r_eff = 1)$diagnostics$pareto_k and
+// loo::gpdfit), on log ratios given by closed-form quantiles so that both sides see the same
+// numbers: u_i = (i − 0.5)/S, Pareto ratios (1 − u)^(−k) and log-normal ratios exp(s Φ⁻¹(u)).
+// The fixtures come from
+//   Rscript -e 'library(loo); f <- function(lr) psis(lr, r_eff = 1)$diagnostics$pareto_k;
+//     u <- function(S) ((1:S) - 0.5) / S; options(digits = 17);
+//     f(-0.3 * log(1 - u(1000))); f(-0.9 * log(1 - u(4000))); f(qnorm(u(100))); f(2 * qnorm(u(2000)));
+//     f(0.5 * qnorm(u(30))); x <- sort(-0.3 * log1p(-u(1000)));
+//     gpdfit(exp(x[901:1000] - max(x)) - exp(x[900] - max(x)))'
+#include "inference/psis.hpp"
+
+#include <boost/math/distributions/normal.hpp>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace vbn::inference;
+
+namespace {
+
+double u(int i, int s) { return (i + 0.5) / s; }
+
+Eigen::VectorXd pareto_log_ratios(int s, double k) {
+    Eigen::VectorXd lr(s);
+    for (int i = 0; i < s; ++i) lr[i] = -k * std::log1p(-u(i, s));
+    return lr;
+}
+
+Eigen::VectorXd lognormal_log_ratios(int s, double sd) {
+    const boost::math::normal n;
+    Eigen::VectorXd lr(s);
+    // Written in a shuffled order: k̂ must not depend on it.
+    for (int i = 0; i < s; ++i) lr[(i * 7919) % s] = sd * boost::math::quantile(n, u(i, s));
+    return lr;
+}
+}  // namespace
+
+TEST_CASE("psis: pareto_k matches loo::psis") {
+    CHECK(pareto_k(pareto_log_ratios(1000, 0.3)) == doctest::Approx(0.32356064382606697).epsilon(1e-10));
+    CHECK(pareto_k(pareto_log_ratios(4000, 0.9)) == doctest::Approx(0.87032083416222228).epsilon(1e-10));
+    CHECK(pareto_k(lognormal_log_ratios(100, 1.0)) == doctest::Approx(0.36814005579952935).epsilon(1e-10));
+    CHECK(pareto_k(lognormal_log_ratios(2000, 2.0)) == doctest::Approx(0.64535538254528946).epsilon(1e-10));
+    CHECK(pareto_k(lognormal_log_ratios(30, 0.5)) == doctest::Approx(0.30866818263939688).epsilon(1e-10));
+}
+
+TEST_CASE("psis: gpd_fit matches loo::gpdfit") {
+    const int s = 1000;
+    Eigen::VectorXd lr = pareto_log_ratios(s, 0.3);
+    const double top = lr[s - 1];
+    std::vector<double> x;
+    for (int i = 900; i < s; ++i) x.push_back(std::exp(lr[i] - top) - std::exp(lr[899] - top));
+    const GpdFit f = gpd_fit(x);
+    CHECK(f.k == doctest::Approx(0.32283619210244568).epsilon(1e-10));
+    CHECK(f.sigma == doctest::Approx(0.060929934037065245).epsilon(1e-10));
+}
+
+TEST_CASE("psis: a shift of the log ratios does not change k̂; degenerate inputs give +inf") {
+    Eigen::VectorXd lr = lognormal_log_ratios(500, 1.5);
+    const double k = pareto_k(lr);
+    CHECK(pareto_k((lr.array() + 1e4).matrix()) == doctest::Approx(k).epsilon(1e-9));
+    CHECK(pareto_k((lr.array() - 1e4).matrix()) == doctest::Approx(k).epsilon(1e-9));
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    CHECK(pareto_k(Eigen::VectorXd::Zero(1000)) == inf);  // all ratios equal: nothing to fit
+    CHECK(pareto_k(Eigen::VectorXd::Zero(20)) == inf);    // a tail of 4 draws
+    lr[3] = std::numeric_limits<double>::quiet_NaN();
+    CHECK(pareto_k(lr) == inf);
+    CHECK(pareto_tail_length(4000) == 190);
+    CHECK(pareto_tail_length(100) == 20);
+}
