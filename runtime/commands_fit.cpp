@@ -153,7 +153,8 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
 
         FitResult r = vbn::fit(l.graph, l.data, o);
         if (progress) progress->finish();
-        for (const auto& n : r.notes) err << "note: " << n << '\n';
+        if (!args.quiet)
+            for (const auto& n : r.notes) err << "note: " << n << '\n';
 
         std::vector<Eigen::MatrixXd> draws;
         std::vector<std::vector<inference::KernelStats>> stats;
