@@ -106,7 +106,8 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
 
         std::unique_ptr<ProgressDisplay> progress;
         if (!args.quiet) {
-            progress = std::make_unique<ProgressDisplay>(err, args.chains, &err == &std::cerr && ProgressDisplay::stderr_is_terminal());
+            const bool terminal = &err == &std::cerr && ProgressDisplay::stderr_is_terminal();
+            progress = std::make_unique<ProgressDisplay>(err, args.chains, terminal, 2.0, terminal ? ProgressDisplay::stderr_width() : 0);
             o.callbacks.progress = [&](const inference::ChainProgress& p) { progress->update(p); };
             o.callbacks.progress_interval = 0.5;
         }

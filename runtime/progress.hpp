@@ -17,7 +17,9 @@ namespace vbn {
 
 class ProgressDisplay {
 public:
-    ProgressDisplay(std::ostream& out, int chains, bool terminal, double line_interval = 2.0);
+    // `width`: on a terminal, the line is cut to width - 1 characters so that it never wraps
+    // (0: no limit).
+    ProgressDisplay(std::ostream& out, int chains, bool terminal, double line_interval = 2.0, int width = 0);
     ProgressDisplay(const ProgressDisplay&) = delete;
     ProgressDisplay& operator=(const ProgressDisplay&) = delete;
 
@@ -28,8 +30,9 @@ public:
     // On a terminal, ends the line being rewritten; later output starts on a fresh line.
     void finish();
 
-    // Whether standard error is a terminal.
+    // Whether standard error is a terminal, and its width in columns (80 if unknown).
     static bool stderr_is_terminal();
+    static int stderr_width();
 
 private:
     struct ChainState {
@@ -42,6 +45,7 @@ private:
     std::ostream& out_;
     bool terminal_;
     double line_interval_;
+    int width_;
     std::vector<ChainState> chains_;
     std::chrono::steady_clock::time_point start_;
     bool line_open_ = false;

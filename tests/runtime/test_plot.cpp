@@ -270,4 +270,11 @@ TEST_CASE("progress: lines by time when not on a terminal, one rewritten line on
     CHECK(tty.str() ==
           "\rchain 1 warmup 10/100 (10%)\x1b[K"
           "\rchain 1 warmup 10/100 (10%)  chain 2 sampling 3/50 (6%)\x1b[K\n");
+
+    // Cut to the terminal's width so that the line never wraps (\r only returns within a line).
+    std::ostringstream narrow;
+    ProgressDisplay cut(narrow, 2, true, 2.0, 20);
+    cut.update(ChainProgress{0, 10, 100, true}, 0.0);
+    cut.update(ChainProgress{1, 3, 50, false}, 0.5);
+    CHECK(narrow.str() == "\rchain 1 warmup 10/1\x1b[K\rchain 1 warmup 10/1\x1b[K");
 }
