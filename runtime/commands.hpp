@@ -52,6 +52,7 @@ struct FitArgs {
     std::optional<std::string> output;        // CmdStan CSV, one file per chain
     std::optional<std::string> summary_json;
     bool quiet = false;
+    std::optional<std::string> plots;  // directory for trace, density, pair and rank plots
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
 

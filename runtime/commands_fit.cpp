@@ -9,6 +9,8 @@
 #include "runtime/fit_summary.hpp"
 #include "runtime/model.hpp"
 #include "runtime/output_csv.hpp"
+#include "runtime/plot.hpp"
+#include "runtime/progress.hpp"
 #include "runtime/summary.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
@@ -18,7 +20,9 @@
 
 #include <boost/math/distributions/normal.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <mutex>
 
@@ -106,6 +110,9 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const Loaded l = load(args.model, args.data, err);
+        if (args.plots && plot::find_gnuplot().empty())
+            throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
+                                          "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
         FitOptions o;
         o.method = args.method;
         o.chains = args.chains;
@@ -115,14 +122,12 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         o.seed = args.seed ? *args.seed : fresh_seed();
         if (!args.seed && !args.quiet) err << fmt::format("note: seed {} (pass --seed {} to repeat this run)\n", o.seed, o.seed);
 
-        std::mutex err_mutex;
+        std::unique_ptr<ProgressDisplay> progress;
         if (!args.quiet) {
-            o.callbacks.progress = [&](const inference::ChainProgress& p) {
-                std::lock_guard lock(err_mutex);
-                err << fmt::format("chain {} {:<8} {:>6}/{}\n", p.chain + 1, p.warmup ? "warmup" : "sampling", p.iteration,
-                                   p.iterations);
-            };
-            o.callbacks.progress_interval = 1.0;
+            const bool terminal = &err == &std::cerr && ProgressDisplay::stderr_is_terminal();
+            progress = std::make_unique<ProgressDisplay>(err, args.chains, terminal, 2.0, terminal ? ProgressDisplay::stderr_width() : 0);
+            o.callbacks.progress = [&](const inference::ChainProgress& p) { progress->update(p); };
+            o.callbacks.progress_interval = 0.5;
         }
 
         // CmdStan CSV, streamed: one writer per chain, each touched only by its chain's thread.
@@ -133,19 +138,29 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             std::vector<std::string> csv_names;
             for (int k : order) csv_names.push_back(l.graph.theta_name(k));
             scratch.assign(static_cast<std::size_t>(args.chains), Eigen::VectorXd(l.graph.dim));
-            for (int c = 0; c < args.chains; ++c) {
-                CsvConfig cfg;
-                cfg.model = stem(args.model);
-                cfg.algorithm = args.method == "nuts" ? "hmc" : args.method;
-                cfg.engine = args.method == "nuts" ? "nuts" : "";
-                cfg.num_samples = args.draws;
-                cfg.num_warmup = args.warmup;
-                cfg.metric = args.method == "nuts" ? MetricKind::dense_e : MetricKind::unit_e;
-                cfg.seed = o.seed;
-                cfg.chain_id = c + 1;
-                cfg.data_file = args.data;
-                writers.push_back(std::make_unique<CsvWriter>(chain_file_path(*args.output, c + 1), cfg, csv_names));
-            }
+            // The files are opened once the variational fit is known, so that their headers can
+            // record it (vb_mean, vb_sd: the variational marginals, drawn by `vbn plot`).
+            o.on_vb = [&, csv_names](const VbFit& q) {
+                std::string means, sds;
+                for (int k : order) {
+                    means += (means.empty() ? "" : ", ") + fmt::format("{}", q.mean[k]);
+                    sds += (sds.empty() ? "" : ", ") + fmt::format("{}", std::sqrt(q.cov(k, k)));
+                }
+                for (int c = 0; c < args.chains; ++c) {
+                    CsvConfig cfg;
+                    cfg.model = stem(args.model);
+                    cfg.algorithm = args.method == "nuts" ? "hmc" : args.method;
+                    cfg.engine = args.method == "nuts" ? "nuts" : "";
+                    cfg.num_samples = args.draws;
+                    cfg.num_warmup = args.warmup;
+                    cfg.metric = args.method == "nuts" ? MetricKind::dense_e : MetricKind::unit_e;
+                    cfg.seed = o.seed;
+                    cfg.chain_id = c + 1;
+                    cfg.data_file = args.data;
+                    cfg.extra = {{"vb_elbo", fmt::format("{}", q.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
+                    writers.push_back(std::make_unique<CsvWriter>(chain_file_path(*args.output, c + 1), cfg, csv_names));
+                }
+            };
             o.callbacks.on_draw = [&](int chain, int draw, const inference::State& s, const inference::TransitionInfo& info) {
                 CsvWriter& w = *writers[static_cast<std::size_t>(chain)];
                 Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
@@ -156,7 +171,9 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         }
 
         FitResult r = vbn::fit(l.graph, l.data, o);
-        for (const auto& n : r.notes) err << "note: " << n << '\n';
+        if (progress) progress->finish();
+        if (!args.quiet)
+            for (const auto& n : r.notes) err << "note: " << n << '\n';
 
         for (std::size_t c = 0; c < writers.size() && c < r.chains.size(); ++c)
             writers[c]->finish(r.chains[c].warmup_seconds, r.chains[c].sampling_seconds);
@@ -169,6 +186,18 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         if (args.output && !args.quiet)
             err << fmt::format("wrote {} CmdStan CSV file{} {}\n", writers.size(), writers.size() == 1 ? "" : "s",
                                chain_file_path(*args.output, 1) + (writers.size() > 1 ? " …" : ""));
+        if (args.plots) {
+            plot::PlotInput pin;
+            pin.title = stem(args.model);
+            pin.names = r.names;
+            pin.chains = draws;
+            for (int k : order) {
+                pin.vb_mean.push_back(r.vb.best_fit().mean[k]);
+                pin.vb_sd.push_back(std::sqrt(r.vb.best_fit().cov(k, k)));
+            }
+            const plot::PlotFiles made = plot::write_plots(pin, *args.plots);
+            if (!args.quiet) err << fmt::format("wrote {} pictures to {}\n", made.images.size(), *args.plots);
+        }
         bool failed = false;
         for (const auto& ch : r.chains) failed = failed || !ch.ok();
         return failed ? 2 : 0;

@@ -157,6 +157,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     r.vb = variational(graph, target->families(), o.vb);
     r.vb_seconds = seconds_since(t0);
     const VbFit& q = r.vb.best_fit();
+    if (o.on_vb) o.on_vb(q);
 
     r.order = output_order(graph);
     for (int k : r.order) {

@@ -23,6 +23,7 @@
 #include "runtime/vb.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct FitOptions {
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;
+    // Called once the variational fit is done, before any chain starts (e.g. to write
+    // output headers that record it).
+    std::function<void(const VbFit&)> on_vb;
 };
 
 struct FitResult {

@@ -25,6 +25,10 @@
 //   "Elapsed Time" and the next one by deleting every character but digits and '.', so the
 //   times are written in fixed notation (an exponent would corrupt them).
 // - Dotted indices (w.1, W.2.3) become w[1], W[2,3] in all three.
+// - `vbn fit` adds `# vb_elbo = x`, `# vb_mean = a, b, …` and `# vb_sd = …` before the header
+//   (CsvConfig::extra): cmdstanpy keeps the lists as strings (one '=' each), ArviZ's
+//   key = value patterns skip them (a single value is kept as a number), rstan keeps them
+//   among the configuration text; the R test reads such files.
 #include "runtime/output_csv.hpp"
 
 #include "runtime/error.hpp"

@@ -313,28 +313,34 @@ RunFacts facts_from_files(const std::vector<StanCsv>& files) {
 
 }  // namespace
 
+std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files) {
+    std::vector<StanCsv> csvs;
+    for (const auto& f : files) csvs.push_back(read_stan_csv(f));
+    if (csvs.empty()) throw Error(ErrorKind::usage, "no CmdStan CSV files given");
+    const StanCsv& first = csvs.front();
+    for (const auto& csv : csvs) {
+        if (csv.parameter_columns != first.parameter_columns)
+            throw Error(ErrorKind::data, fmt::format("{}: its parameter columns differ from those of {}; all files must "
+                                                     "come from the same model",
+                                                     csv.path, first.path));
+        if (csv.draws.rows() != first.draws.rows())
+            throw Error(ErrorKind::data, fmt::format("{} has {} draws but {} has {}: all chains must have the same length",
+                                                     csv.path, csv.draws.rows(), first.path, first.draws.rows()));
+    }
+    if (first.draws.rows() == 0) throw Error(ErrorKind::data, fmt::format("{}: the file holds no draws", first.path));
+    if (first.parameter_columns.empty())
+        throw Error(ErrorKind::data, fmt::format("{}: the file has no parameter columns", first.path));
+    return csvs;
+}
+
 int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
     if (files.empty()) {
         err << "error: vbn summary needs one or more CmdStan CSV files, one per chain (FILE_1.csv FILE_2.csv ...)\n";
         return 1;
     }
     try {
-        std::vector<StanCsv> csvs;
-        for (const auto& f : files) csvs.push_back(read_stan_csv(f));
+        const std::vector<StanCsv> csvs = read_chain_files(files);
         const StanCsv& first = csvs.front();
-        for (const auto& csv : csvs) {
-            if (csv.parameter_columns != first.parameter_columns)
-                throw Error(ErrorKind::data, fmt::format("{}: its parameter columns differ from those of {}; all files must "
-                                                         "come from the same model",
-                                                         csv.path, first.path));
-            if (csv.draws.rows() != first.draws.rows())
-                throw Error(ErrorKind::data, fmt::format("{} has {} draws but {} has {}: all chains must have the same length",
-                                                         csv.path, csv.draws.rows(), first.path, first.draws.rows()));
-        }
-        if (first.draws.rows() == 0) throw Error(ErrorKind::data, fmt::format("{}: the file holds no draws", first.path));
-        if (first.parameter_columns.empty())
-            throw Error(ErrorKind::data, fmt::format("{}: the file has no parameter columns", first.path));
-
         std::vector<std::string> names;
         for (const auto& c : first.parameter_columns) names.push_back(display_name(c));
         std::vector<Eigen::MatrixXd> chains;

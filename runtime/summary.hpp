@@ -4,6 +4,7 @@
 #pragma once
 
 #include "inference/kernel.hpp"
+#include "runtime/output_csv.hpp"
 
 #include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
@@ -84,6 +85,10 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
 
 // Writes a JSON document with a trailing newline; throws vbn::Error (io) naming the file.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& doc);
+
+// Reads CmdStan CSV files that are the chains of one run: the same parameter columns and
+// the same number of draws, at least one of each. Throws vbn::Error naming the file.
+std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files);
 
 // `vbn summary FILE_1.csv [FILE_2.csv …]`: reads CmdStan CSV files (one chain each) and
 // prints the summary of their parameter columns. Returns the exit status (0, or 1 with a

@@ -6,6 +6,9 @@ packages=(
   build-essential cmake ninja-build
   libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
+  # vbn plot / fit --plots draw with gnuplot; the tests check that R reads our CmdStan CSV
+  # files (rstan::read_stan_csv) and that posterior's diagnostics agree with ours.
+  gnuplot-nox r-base-core r-cran-rstan r-cran-posterior
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(graphviz)

@@ -175,6 +175,45 @@ run "compare data misfit" 1 -- "$vbn" compare "$mm" "$ex/paper/unimodal_d1.vbn" 
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nnode z ~ logistic(c);\nb, w, c ~ normal(0, 3);\n' >"$tmp/more.vbn"
 printf 'o,y,z\n1,1,1\n-1,1,-1\n' >"$tmp/more.csv"
 run "compare other columns" 1 -- "$vbn" compare "$tmp/more.vbn" "$tmp/direct.vbn" --data "$tmp/more.csv" && expect "compare columns" err "observe different columns"
+# --- plots, progress, and R reading our files ---------------------------------------------
+m=$ex/paper/multimodal.vbn
+d=$ex/paper/multimodal.csv
+run "fit for plots" 0 -- "$vbn" fit "$m" --data "$d" --seed 4 --warmup 200 --draws 300 --chains 2 --output "$tmp/mm.csv" --quiet
+if grep -q '^# vb_mean = [-0-9.e]*, [-0-9.e]*$' "$tmp/mm_1.csv" && grep -q '^# vb_sd = ' "$tmp/mm_2.csv"; then ok; else bad "CSV header records the variational fit"; fi
+run "plot" 0 -- "$vbn" plot "$tmp/mm_1.csv" "$tmp/mm_2.csv" --output-dir "$tmp/plots" && expect "plot lists pictures" out "wrote 4 pictures to .*density_1.png"
+for f in trace_1 density_1 pairs_1 rank_1; do
+  if [ "$(head -c 4 "$tmp/plots/$f.png" 2>/dev/null | tail -c 3)" = PNG ] && [ "$(wc -c <"$tmp/plots/$f.png")" -gt 5000 ]; then ok; else bad "plot $f.png is a PNG picture"; fi
+done
+for f in draws.dat density.dat ranks.dat pair_1.dat trace.gp density.gp pairs.gp rank.gp; do
+  if [ -s "$tmp/plots/$f" ]; then ok; else bad "plot leaves $f for users to edit"; fi
+done
+if grep -q "gauss(x, .*title 'variational'" "$tmp/plots/density.gp"; then ok; else bad "plot draws the variational Gaussian from the CSV header"; fi
+run "plot missing file" 1 -- "$vbn" plot "$tmp/none_1.csv" --output-dir "$tmp/p2" && expect "plot missing file" err "none_1\.csv"
+run "plot needs --output-dir" 1 -- "$vbn" plot "$tmp/mm_1.csv"
+run "plot without gnuplot" 1 -- env PATH=/nonexistent "$vbn" plot "$tmp/mm_1.csv" --output-dir "$tmp/p3" &&
+  expect "plot without gnuplot" err "gnuplot is not installed.*apt-get install gnuplot-nox"
+run "fit --plots" 0 -- "$vbn" fit "$m" --data "$d" --seed 4 --warmup 100 --draws 100 --chains 2 --plots "$tmp/fitplots" --quiet
+if [ -s "$tmp/fitplots/density_1.png" ] && [ -s "$tmp/fitplots/trace_1.png" ]; then ok; else bad "fit --plots draws pictures"; fi
+run "fit --plots without gnuplot" 1 -- env PATH=/nonexistent "$vbn" fit "$m" --data "$d" --seed 4 --plots "$tmp/p4" --quiet &&
+  expect "fit --plots without gnuplot" err "gnuplot-nox"
+# Progress on stderr when it is not a terminal: a line per chain and phase end at least.
+run "progress" 0 -- "$vbn" fit "$m" --data "$d" --seed 5 --warmup 300 --draws 300 --chains 2
+expect "progress warmup" err "^chain 2 warmup 300/300 \(100%\)$" && expect "progress sampling" err "^chain 1 sampling 300/300 \(100%\)$"
+run "quiet" 0 -- "$vbn" fit "$m" --data "$d" --seed 5 --warmup 300 --draws 300 --chains 2 --quiet
+if [ -s "$tmp/err" ]; then bad "--quiet writes nothing on stderr"; else ok; fi
+# R reads what `vbn fit` wrote (rstan::read_stan_csv) and finds the means vbn summary prints.
+if command -v Rscript >/dev/null; then
+  run "vbn summary of plotted files" 0 -- "$vbn" summary "$tmp/mm_1.csv" "$tmp/mm_2.csv" && cp "$tmp/out" "$tmp/mm_table.txt"
+  run "rstan reads vbn fit output" 0 -- Rscript -e 'f <- suppressMessages(rstan::read_stan_csv(commandArgs(TRUE))); s <- posterior::summarise_draws(posterior::as_draws_array(as.array(f)), "mean"); s <- s[s$variable != "lp__", ]; for (i in seq_len(nrow(s))) cat(s$variable[i], format(s$mean[i], digits = 15), "\n")' "$tmp/mm_1.csv" "$tmp/mm_2.csv"
+  n=0
+  while read -r name mean; do
+    ours=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/mm_table.txt")
+    if awk -v a="$mean" -v b="$ours" 'BEGIN { d = a - b; if (d < 0) d = -d; s = a < 0 ? -a : a; exit !(b != "" && d <= 5e-4 * s + 1e-12) }'; then n=$((n + 1)); else bad "rstan mean of $name is $mean, vbn summary says '$ours'"; fi
+  done <"$tmp/out"
+  if [ "$n" -eq 2 ]; then ok; else bad "rstan found $n of the 2 parameters"; fi
+else
+  echo "SKIPPED: Rscript not found, so R did not read vbn fit's CSV files"
+fi
 
 echo
 echo "$passed passed, $failed failed"

@@ -1,6 +1,7 @@
 // vbn: the command-line interpreter (DESIGN.md §3). Only argument parsing lives here; each
 // command is a function in runtime/commands.hpp or runtime/summary.hpp.
 #include "runtime/commands.hpp"
+#include "runtime/plot.hpp"
 #include "runtime/summary.hpp"
 
 #include <CLI/CLI.hpp>
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
     fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
+    fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
 
     std::vector<std::string> summary_files;
     auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");
@@ -83,6 +85,11 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
         ->capture_default_str();
     compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->capture_default_str();
+    std::vector<std::string> plot_files;
+    std::string plot_dir;
+    auto* plot_cmd = app.add_subcommand("plot", "Trace, density, pair and rank plots (PNG, by gnuplot) from CmdStan CSV files");
+    plot_cmd->add_option("files", plot_files, "CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
+    plot_cmd->add_option("--output-dir", plot_dir, "Directory for the pictures, data files and gnuplot scripts")->required();
 
     try {
         app.parse(argc, argv);
@@ -98,5 +105,6 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(predict_args, std::cout, std::cerr);
     if (*compare_cmd) return compare(compare_args, std::cout, std::cerr);
     if (*summary_cmd) return vbn::summary_command(summary_files, std::cout, std::cerr);
+    if (*plot_cmd) return vbn::plot::plot_command(plot_files, plot_dir, std::cout, std::cerr);
     return 1;
 }
