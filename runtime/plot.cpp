@@ -70,8 +70,8 @@ Histogram histogram(const Eigen::Ref<const Eigen::VectorXd>& x, int bins) {
     if (bins <= 0) {
         const double iqr = sorted_quantile(v, 0.75) - sorted_quantile(v, 0.25);
         const double fd = 2 * iqr * std::cbrt(1 / n);
-        bins = fd > 0 && hi > lo ? static_cast<int>(std::ceil((hi - lo) / fd)) : 10;
-        bins = std::clamp(bins, 10, 60);
+        bins = fd > 0 && hi > lo ? static_cast<int>(std::ceil((hi - lo) / fd)) : 20;
+        bins = std::clamp(bins, 20, 60);
     }
     if (hi > lo) {
         h.lo = lo;
@@ -113,14 +113,22 @@ Eigen::MatrixXd rank_counts(const std::vector<Eigen::VectorXd>& chains, int bins
     return counts;
 }
 
+double kde_bandwidth(const Eigen::Ref<const Eigen::VectorXd>& x) {
+    if (x.size() < 2) return 1e-3;
+    std::vector<double> v(x.data(), x.data() + x.size());
+    std::sort(v.begin(), v.end());
+    const double iqr = sorted_quantile(v, 0.75) - sorted_quantile(v, 0.25);
+    double s = sd_of(x);
+    if (iqr > 0) s = std::min(s, iqr / 1.349);
+    if (!(s > 0)) s = std::max(1e-3, 1e-3 * std::abs(x.mean()));
+    return s * std::pow(static_cast<double>(x.size()), -1.0 / 6.0);
+}
+
 Grid2 kde2d(const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& y, int points) {
     if (x.size() != y.size() || x.size() < 2 || points < 2) throw std::invalid_argument("kde2d: needs two samples of equal size >= 2");
     const auto n = static_cast<double>(x.size());
-    const double factor = std::pow(n, -1.0 / 6.0);
     const auto axis = [&](const Eigen::Ref<const Eigen::VectorXd>& v, double& h) {
-        double s = sd_of(v);
-        if (!(s > 0)) s = std::max(1e-3, 1e-3 * std::abs(v.mean()));
-        h = s * factor;
+        h = kde_bandwidth(v);
         const double lo = v.minCoeff() - 3 * h, hi = v.maxCoeff() + 3 * h;
         return Eigen::VectorXd::LinSpaced(points, lo, hi).eval();
     };
@@ -308,7 +316,7 @@ std::string trace_script(const PlotInput& in) {
     const int d = static_cast<int>(in.names.size());
     const int chains = static_cast<int>(in.chains.size());
     Pages p("trace", fmt::format("{}: trace plots, one line per chain", in.title), d, "trace plots from draws.dat");
-    p.script += "set offsets graph 0, graph 0, graph 0.2, graph 0  # room for the key above the lines\n";
+    p.script += "set offsets graph 0, graph 0, graph 0.3, graph 0  # room for the key above the lines\n";
     for (int k = 0; k < d; ++k) {
         p.next_panel();
         std::string plot;
@@ -316,7 +324,7 @@ std::string trace_script(const PlotInput& in) {
             plot += fmt::format("{}'draws.dat' index {} using 1:{} with lines lw 1 lc rgb '{}' title 'chain {}'",
                                 c == 0 ? "plot " : ", \\\n     ", c, k + 2, chain_colour(c), c + 1);
         p.script += fmt::format("set title {}\nset xlabel 'iteration'\nset ylabel {}\n{}\n{}\n", quoted(in.names[k]),
-                                quoted(in.names[k]), k % panels_per_page == 0 ? "set key top right horizontal samplen 1 opaque" : "unset key",
+                                quoted(in.names[k]), k % panels_per_page == 0 ? "set key top right horizontal samplen 1 opaque maxcols 2" : "unset key",
                                 plot);
     }
     return p.finish();
@@ -409,7 +417,7 @@ std::string rank_script(const PlotInput& in) {
             plot += fmt::format(", \\\n     'ranks.dat' index {} using 1:{} with steps lw 1.5 lc rgb '{}' title 'chain {}'", k, c + 2,
                                 chain_colour(c), c + 1);
         p.script += fmt::format("set title {}\nset xlabel 'rank / number of draws'\nset ylabel 'draws in bin'\n{}\n{}\n",
-                                quoted(in.names[k]), k % panels_per_page == 0 ? "set key top center horizontal samplen 1 opaque maxrows 2" : "unset key",
+                                quoted(in.names[k]), k % panels_per_page == 0 ? "set key top center horizontal samplen 1 opaque maxcols 3" : "unset key",
                                 plot);
     }
     return p.finish();

@@ -31,7 +31,7 @@ struct Histogram {
     std::vector<double> density;
     long dropped = 0;  // non-finite values left out
 };
-// bins = 0: the Freedman–Diaconis width 2 IQR n^(-1/3), the bin count clamped to [10, 60].
+// bins = 0: the Freedman–Diaconis width 2 IQR n^(-1/3), the bin count clamped to [20, 60].
 // A constant sample gets bins of width 1/bins around its value.
 Histogram histogram(const Eigen::Ref<const Eigen::VectorXd>& x, int bins = 0);
 
@@ -40,8 +40,12 @@ Histogram histogram(const Eigen::Ref<const Eigen::VectorXd>& x, int bins = 0);
 // chains. Under good mixing every entry is about draws_per_chain / bins.
 Eigen::MatrixXd rank_counts(const std::vector<Eigen::VectorXd>& chains, int bins);
 
+// The kernel bandwidth of one axis of a 2-D estimate: Scott's rule s n^(-1/6) with the
+// robust scale s = min(sd, IQR / 1.349), so that well-separated modes are not smeared together.
+double kde_bandwidth(const Eigen::Ref<const Eigen::VectorXd>& x);
+
 // A 2-D Gaussian kernel density estimate on a points × points grid spanning the sample
-// (plus three bandwidths each side), bandwidths by Scott's rule, sd n^(-1/6), per axis.
+// (plus three bandwidths each side), the product of two Gaussian kernels with kde_bandwidth.
 struct Grid2 {
     Eigen::VectorXd x, y;
     Eigen::MatrixXd density;  // density(i, j) at (x[i], y[j])

@@ -69,7 +69,7 @@ TEST_CASE("histogram: equal bins over the range, densities integrate to one, non
     CHECK(h.density[2] == doctest::Approx(4.0 / (10 * 3.0)));
 
     // Freedman-Diaconis on 4000 normal draws: width 2 IQR n^(-1/3) = 2 * 1.349 / 15.87 = 0.17,
-    // about 7.5 / 0.17 = 44 bins, inside the clamp [10, 60].
+    // about 7.5 / 0.17 = 44 bins, inside the clamp [20, 60].
     inference::Rng rng(5, 0);
     const Histogram fd = histogram(normals(rng, 4000));
     CHECK(fd.count.size() >= 30);
@@ -78,11 +78,12 @@ TEST_CASE("histogram: equal bins over the range, densities integrate to one, non
     for (long c : fd.count) total += c;
     CHECK(total == 4000);
 
-    // A constant sample: ten bins of width 1/10 around the value, all draws in the middle one.
+    // A constant sample: twenty bins of width 1/20 over [2, 3], all draws in one of the middle two.
     const Histogram c = histogram(Eigen::VectorXd::Constant(50, 2.5));
-    REQUIRE(c.count.size() == 10);
+    REQUIRE(c.count.size() == 20);
     CHECK(c.lo == doctest::Approx(2.0));
-    CHECK(c.count[5] == 50);
+    CHECK(c.width == doctest::Approx(0.05));
+    CHECK(c.count[9] + c.count[10] == 50);
 }
 
 TEST_CASE("rank counts: pooled ranks, ties averaged, counted per chain") {
@@ -117,9 +118,10 @@ TEST_CASE("kde2d: its mean is the data density smoothed by the kernel, and it in
     const long n = 4000;
     const Eigen::VectorXd x = normals(rng, n), y = normals(rng, n);
     const Grid2 g = kde2d(x, y, 61);
+    const double hx = kde_bandwidth(x), hy = kde_bandwidth(y);
+    // For normal data the robust scale is the sd, up to sampling error.
     const double sx = std::sqrt((x.array() - x.mean()).square().sum() / (n - 1));
-    const double sy = std::sqrt((y.array() - y.mean()).square().sum() / (n - 1));
-    const double hx = sx * std::pow(n, -1.0 / 6), hy = sy * std::pow(n, -1.0 / 6);
+    CHECK(hx == doctest::Approx(sx * std::pow(n, -1.0 / 6)).epsilon(0.05));
     int checked = 0;
     for (Eigen::Index i = 0; i < g.x.size(); i += 6)
         for (Eigen::Index j = 0; j < g.y.size(); j += 6) {
@@ -137,6 +139,21 @@ TEST_CASE("kde2d: its mean is the data density smoothed by the kernel, and it in
     CHECK(g.x[0] == doctest::Approx(x.minCoeff() - 3 * hx));
     CHECK(g.y[g.y.size() - 1] == doctest::Approx(y.maxCoeff() + 3 * hy));
     CHECK_THROWS(kde2d(x.head(1), y.head(1)));
+}
+
+TEST_CASE("the kernel bandwidth uses the interquartile range when modes are far apart") {
+    // Two equal modes at ±5, sd 0.5: the sd (about 5) is below IQR / 1.349 (about 10 / 1.349
+    // = 7.4), so it is used.
+    inference::Rng rng(6, 0);
+    Eigen::VectorXd x(2000);
+    for (int i = 0; i < 2000; ++i) x[i] = (i % 2 == 0 ? -5 : 5) + 0.5 * rng.normal();
+    const double sd = std::sqrt((x.array() - x.mean()).square().sum() / 1999);
+    CHECK(kde_bandwidth(x) == doctest::Approx(std::min(sd, 10.0 / 1.349) * std::pow(2000.0, -1.0 / 6)).epsilon(0.03));
+    // Three modes, most of the mass in the middle one: the IQR is narrow and wins.
+    for (int i = 0; i < 2000; ++i) x[i] = (i % 10 == 0 ? -6 : i % 10 == 1 ? 6 : 0) + 0.5 * rng.normal();
+    const double sd3 = std::sqrt((x.array() - x.mean()).square().sum() / 1999);
+    CHECK(kde_bandwidth(x) < 0.5 * sd3 * std::pow(2000.0, -1.0 / 6));
+    CHECK(kde_bandwidth(Eigen::VectorXd::Constant(10, 3.0)) > 0);
 }
 
 TEST_CASE("hpd levels of a standard bivariate normal are (1 - p) / 2π") {
