@@ -190,7 +190,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             plot::PlotInput pin;
             pin.title = stem(args.model);
             pin.names = r.names;
-            pin.chains = draws;
+            pin.chains = fs.draws;
             for (int k : order) {
                 pin.vb_mean.push_back(r.vb.best_fit().mean[k]);
                 pin.vb_sd.push_back(std::sqrt(r.vb.best_fit().cov(k, k)));
