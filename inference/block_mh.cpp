@@ -47,6 +47,7 @@ void BlockIndependenceMH::setup(const Density& target) {
         blocks_.push_back(std::move(block));
     }
     proposal_.setZero(d);
+    current_.reset(nb);
     ready_ = true;
 }
 
@@ -63,7 +64,7 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
     block.q.sample(rng, seg);
     const double log_q = block.q.log_density(seg);
 
-    const double current = target.block_log_density(b, state.x);
+    const double current = current_.current(target, b, {block.offset, block.size}, state.x);
     require_finite_current(current, "block independence mh");
     const double proposed = proposal_log_density(target.block_log_density(b, proposal_));
     // Fig. 6: MH for block j with invariant p(θ_j | θ_-j); the conditional's normaliser cancels.
@@ -77,6 +78,7 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
         state.lp += proposed - current;
         block.cached_x = seg;
         block.cached_log_q = log_q;
+        current_.store(target, b, state.x, proposed);
     } else {
         seg = current_x;
     }

@@ -54,6 +54,7 @@ private:
     std::vector<Block> blocks_;
     bool ready_ = false;
     Eigen::VectorXd proposal_;  // x with one block replaced
+    BlockValueCache current_;   // the state's block terms, so a move evaluates only the proposal
     KernelStats stats_;
 };
 

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include <memory>
+#include <vector>
 
 namespace vbn::inference {
 
@@ -39,6 +40,55 @@ public:
         (void)b;
         return log_density(x);
     }
+
+    // True when block_log_density(b, x) depends on x only through block b (no term ties b to
+    // another block), so a kernel may keep its value while other blocks move
+    // (BlockValueCache). The default, false, is always safe.
+    virtual bool block_separable(int b) const {
+        (void)b;
+        return false;
+    }
+};
+
+// The current state's block_log_density per block, remembered between moves so that a block
+// kernel pays for the proposal's terms only: a block's value is reused while the state is
+// unchanged since it was computed, or (for a separable block) while the block itself is.
+// The values are the density's own, so reusing one changes no result.
+class BlockValueCache {
+public:
+    // Forgets everything (call when the density or its size changes).
+    void reset(int blocks) {
+        entries_.assign(static_cast<std::size_t>(blocks), Entry{});
+    }
+
+    // block_log_density(b, x), evaluated only when not known for this x.
+    double current(Density& target, int b, BlockRange r, const Eigen::VectorXd& x) {
+        Entry& e = entries_[static_cast<std::size_t>(b)];
+        if (e.valid && e.separable == target.block_separable(b) && e.at.size() == x.size() &&
+            (e.separable ? e.at.segment(r.offset, r.size) == x.segment(r.offset, r.size) : e.at == x))
+            return e.value;
+        const double v = target.block_log_density(b, x);
+        store(target, b, x, v);
+        return v;
+    }
+
+    // Records that block b's terms are `value` at x (e.g. an accepted proposal's).
+    void store(const Density& target, int b, const Eigen::VectorXd& x, double value) {
+        Entry& e = entries_[static_cast<std::size_t>(b)];
+        e.at = x;  // allocates only the first time
+        e.value = value;
+        e.separable = target.block_separable(b);
+        e.valid = true;
+    }
+
+private:
+    struct Entry {
+        Eigen::VectorXd at;
+        double value = 0;
+        bool separable = false;
+        bool valid = false;
+    };
+    std::vector<Entry> entries_;
 };
 
 // Makes independent Density objects, one per chain (so chains can run in parallel).

@@ -64,6 +64,7 @@ void RandomWalk::setup(const Density& target) {
         blocks_.push_back(std::move(block));
     }
     proposal_.resize(d);
+    current_.reset(static_cast<int>(ranges.size()));
     ready_ = true;
 }
 
@@ -91,7 +92,7 @@ double RandomWalk::move(int b, State& state, Density& target, Rng& rng) {
     seg += state.x.segment(block.offset, block.size);
 
     const bool whole = options_.mode == BlockMode::whole;
-    const double current = whole ? state.lp : target.block_log_density(b, state.x);
+    const double current = whole ? state.lp : current_.current(target, b, {block.offset, block.size}, state.x);
     require_finite_current(current, "block random walk");
     const double proposed = proposal_log_density(whole ? target.log_density(proposal_) : target.block_log_density(b, proposal_));
     const MetropolisDecision decision = metropolis(proposed - current, rng);
@@ -103,6 +104,7 @@ double RandomWalk::move(int b, State& state, Density& target, Rng& rng) {
         state.x.segment(block.offset, block.size) = seg;
         // Per block, lp moves by the block's difference (density.hpp's block contract).
         state.lp = whole ? proposed : state.lp + (proposed - current);
+        if (!whole) current_.store(target, b, state.x, proposed);
     } else {
         seg = state.x.segment(block.offset, block.size);
     }

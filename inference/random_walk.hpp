@@ -72,6 +72,7 @@ private:
     Eigen::VectorXd proposal_;  // the full proposed vector (per block: x with one block changed)
     bool adapting_ = false;
     long adapt_iterations_ = 0;
+    BlockValueCache current_;   // per block: the state's block terms, reused while valid
     KernelStats stats_;
 };
 

@@ -59,6 +59,9 @@ public:
     int block_size(int b) const { return blocks_[static_cast<std::size_t>(b)].size; }
     // A partition of the blocks into groups coupled through summed-out nodes.
     const std::vector<std::vector<int>>& coupled_groups() const { return families_.coupled_groups; }
+    // True when block b is coupled to no other block: block_log_density(b, θ) then depends
+    // on θ only through block b.
+    bool block_separable(int b) const;
     // Warnings for the caller to print (e.g. an observed node missing in every row).
     const std::vector<std::string>& notes() const { return families_.notes; }
     // The preprocessed data, for code that evaluates other functionals of it (VB, Gibbs).
@@ -123,6 +126,22 @@ private:
     double log_constant_ = 0;
     int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
     bool sum_out_ = true;
+
+    // A block's complete family as the evaluation reads it: the patterns that differ only in
+    // y merged into one row (a_t, f_t) with the counts of y = +1 and y = -1 apart. Both
+    // share |η_t| and so one exp and one log: log g(η) = min(η, 0) - log(1 + e^{-|η|}) and
+    // log g(-η) = min(-η, 0) - log(1 + e^{-|η|}). Built from families_.complete.
+    struct Merged {
+        Eigen::MatrixXd f;         // rows × block size
+        Eigen::VectorXd a;         // offsets
+        Eigen::VectorXd w_pos;     // rows with y = +1
+        Eigen::VectorXd w_neg;     // rows with y = -1
+        Eigen::VectorXd w_total;   // w_pos + w_neg
+        int rows() const { return static_cast<int>(a.size()); }
+    };
+    std::vector<Merged> merged_;
+    std::vector<char> separable_;  // per block: coupled to no other block
+    static Merged merge_signs(const CompleteFamily& cf);
 };
 
 // The target as the samplers see it: one per chain, owning its workspace. Blocks are the
@@ -140,6 +159,7 @@ public:
     int block_count() const override { return target_->blocks(); }
     inference::BlockRange block(int b) const override { return {target_->block_offset(b), target_->block_size(b)}; }
     double block_log_density(int b, const Eigen::VectorXd& x) override { return target_->block_log_density(b, x, ws_); }
+    bool block_separable(int b) const override { return target_->block_separable(b); }
 
     const Target& target() const { return *target_; }
 
