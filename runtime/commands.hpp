@@ -35,6 +35,8 @@ struct VbArgs {
     double tolerance = 1e-9;
     int max_iterations = 2000;
     std::uint64_t seed = 1;
+    std::string correction = "importance";  // or "none": the raw VB fit (runtime/vb_refine.hpp)
+    long correction_draws = 4000;
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 
