@@ -73,7 +73,7 @@ struct VbParameter {
     double mean = 0, sd = 0;
     // With the importance correction (runtime/vb_refine.hpp): mean and sd are the corrected
     // ones, these its Monte Carlo error and weighted quantiles, and vb_* the raw VB fit.
-    std::optional<double> mcse_mean, q5, q50, q95, vb_mean, vb_sd;
+    std::optional<double> mcse_mean{}, q5{}, q50{}, q95{}, vb_mean{}, vb_sd{};
 };
 struct VbFacts {
     std::string method = "vb";
