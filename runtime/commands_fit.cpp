@@ -47,6 +47,7 @@ std::string stem(const std::string& path) { return std::filesystem::path(path).s
 // The importance correction of the VB fit, or nothing when the exact target cannot be built
 // (a summed-out group too large to enumerate: the VB fit alone is then reported).
 std::optional<RefinedPosterior> correct(const Loaded& l, const VbFit& q, const RefineOptions& ro, std::ostream& err) {
+    if (l.graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
     std::optional<Target> target;
     try {
         target.emplace(l.graph, l.data);

@@ -178,6 +178,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     const auto start = std::chrono::steady_clock::now();
     check_options(options);
     const auto d = static_cast<Eigen::Index>(target.dim());
+    if (d == 0) throw Error(ErrorKind::usage, "the model has no parameters: there is no posterior to correct");
     if (fit.mean.size() != d || fit.cov.rows() != d || fit.cov.cols() != d)
         throw Error(ErrorKind::usage, "the variational fit does not have the target's dimension");
     RefinedPosterior r;

@@ -72,7 +72,7 @@ struct RefinedPosterior {
     double seconds = 0;
 };
 
-// Throws vbn::Error (usage) on bad options and (inference) when the proposal cannot be
+// Throws vbn::Error (usage) on bad options or a target without parameters, and (inference) when the proposal cannot be
 // built or every weight is zero.
 RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOptions& options = {});
 

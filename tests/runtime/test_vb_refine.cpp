@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -157,4 +158,18 @@ TEST_CASE("the importance correction rejects bad options") {
     VbFit wrong = fit;
     wrong.mean.resize(2);
     CHECK_THROWS_AS(refine(target, wrong), Error);
+
+    SUBCASE("a model without parameters has nothing to correct") {
+        const ir::Graph fixed = compile_model("node a ~ bernoulli(0.3);\nnode b ~ logistic(0.5 + 1 * a);\n", "fixed.vbn");
+        std::istringstream csv("a,b\n1,1\n-1,1\n");
+        const Dataset rows = load_csv(fixed, csv, "fixed.csv");
+        const Target t(fixed, rows);
+        const VbFit none = variational(fixed, rows).best_fit();
+        try {
+            refine(t, none);
+            FAIL("no error");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::usage);
+        }
+    }
 }
