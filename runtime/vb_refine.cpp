@@ -139,7 +139,15 @@ PosteriorMode posterior_mode(const Target& target, const Vec& start, int max_ite
             const double lp_next = target.log_density(next, ws);
             accepted = std::isfinite(lp_next) && lp_next >= lp + 1e-4 * t * decrement;
         }
-        if (!accepted) return out;  // no ascent along the Newton direction: rounding level
+        if (!accepted) {
+            // No ascent along the Newton direction. When its predicted gain is below what a
+            // double can resolve in log p, the mode is found to rounding; otherwise give up.
+            if (shift == 0 && decrement <= 256 * std::numeric_limits<double>::epsilon() * (1 + std::abs(lp))) {
+                out.cov = llt.solve(identity);
+                out.converged = out.cov.allFinite();
+            }
+            return out;
+        }
         out.mode = next;
         out.iterations = it;
         lp = target.log_density_gradient(out.mode, grad, ws);
