@@ -36,7 +36,8 @@ struct VbArgs {
     double tolerance = 1e-9;
     int max_iterations = 2000;
     std::uint64_t seed = 1;
-    int evidence_draws = 4000;  // importance draws for log p(data); 0: none
+    std::string correction = "importance";  // or "none": the raw VB fit (runtime/vb_refine.hpp)
+    long correction_draws = 4000;
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 

@@ -14,6 +14,7 @@
 #include "runtime/summary.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
+#include "runtime/vb_refine.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace vbn::commands {
 
@@ -48,6 +50,22 @@ Loaded load(const std::string& model, const std::string& csv, std::ostream& err)
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 }  // namespace
 
+// The importance correction of the VB fit, or nothing when the exact target cannot be built
+// (a summed-out group too large to enumerate: the VB fit alone is then reported).
+std::optional<RefinedPosterior> correct(const Loaded& l, const VbFit& q, const RefineOptions& ro, std::ostream& err) {
+    if (l.graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
+    std::optional<Target> target;
+    try {
+        target.emplace(l.graph, l.data);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::limit) throw;
+        err << "note: no importance correction (it needs the exact posterior): " << e.what()
+            << "\nnote: the numbers below are the raw variational fit\n";
+        return std::nullopt;
+    }
+    return refine(*target, q, ro);
+}
+
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const Loaded l = load(args.model, args.data, err);
@@ -58,19 +76,51 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         o.seed = args.seed;
         const VbResult r = variational(l.graph, l.data, o);
         const VbFit& q = r.best_fit();
+        RefineOptions ro;
+        ro.draws = args.correction_draws;
+        ro.seed = args.seed;
+        const std::optional<RefinedPosterior> c =
+            args.correction == "importance" ? correct(l, q, ro, err) : std::nullopt;
 
         std::vector<VbParameter> params;
         std::size_t width = 4;
         for (int k = 0; k < l.graph.dim; ++k) {
-            params.push_back({l.graph.theta_name(k), q.mean[k], std::sqrt(q.cov(k, k))});
+            VbParameter p;
+            p.name = l.graph.theta_name(k);
+            p.mean = q.mean[k];
+            p.sd = std::sqrt(q.cov(k, k));
+            if (c) {
+                p.vb_mean = p.mean;
+                p.vb_sd = p.sd;
+                p.mean = c->mean[k];
+                p.sd = std::sqrt(c->cov(k, k));
+                p.mcse_mean = c->mcse[k];
+                p.q5 = c->q5[k];
+                p.q50 = c->q50[k];
+                p.q95 = c->q95[k];
+            }
+            params.push_back(std::move(p));
             width = std::max(width, params.back().name.size());
         }
         const double z95 = boost::math::quantile(boost::math::normal(), 0.95);
-        out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
-        for (const auto& p : params)
-            out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd,
-                               p.mean - z95 * p.sd, p.mean, p.mean + z95 * p.sd);
-        out << fmt::format("\nvariational EM (Jaakkola-Jordan bound, mean-field q over unobserved values)\n");
+        if (c) {
+            out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd",
+                               "mcse", "5%", "50%", "95%", "vb_mean", "vb_sd");
+            for (const auto& p : params)
+                out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.2g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n",
+                                   p.name, width, p.mean, p.sd, *p.mcse_mean, *p.q5, *p.q50, *p.q95, *p.vb_mean, *p.vb_sd);
+            out << '\n' << describe(*c, ro) << '\n';
+            out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} (importance sampling); {:.3f} s\n", c->log_evidence,
+                               c->log_evidence_se, c->seconds);
+        } else {
+            out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
+            for (const auto& p : params)
+                out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd,
+                                   p.mean - z95 * p.sd, p.mean, p.mean + z95 * p.sd);
+            out << '\n';
+        }
+        out << fmt::format("variational EM (Jaakkola-Jordan bound, mean-field q over unobserved values){}\n",
+                           c ? ": vb_mean, vb_sd" : "");
         out << fmt::format("ELBO {:.6f} (a lower bound on log p(data)); {} iterations, {}; {:.3f} s\n", q.elbo, q.iterations,
                            q.converged ? "converged" : "NOT converged (iteration cap reached)", r.seconds);
         if (r.fits.size() > 1) {
@@ -79,27 +129,24 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
                 out << fmt::format(" {}{:.6f}", static_cast<int>(i) == r.best ? "*" : "", r.fits[i].elbo);
             out << "   (* used)\n";
         }
-        // The log evidence by importance sampling, and how far q can be trusted (runtime/evidence.hpp).
-        std::optional<Evidence> evidence;
-        if (args.evidence_draws > 0) {
-            EvidenceOptions eo;
-            eo.draws = args.evidence_draws;
-            eo.seed = args.seed;
-            std::string why;
-            evidence = model_evidence(l.graph, l.data, q, eo, 12, &why);
-            if (evidence) out << format_evidence(*evidence);
-            else err << "note: no log evidence estimate: " << why << '\n';
-        }
+        if (c && !(c->pareto_k < 0.7))
+            err << fmt::format("warning: importance-correction k-hat {:.2f} > 0.7: the corrected means and sds are not "
+                               "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
+                               c->pareto_k);
         if (args.summary_json) {
             VbFacts f;
             f.elbo = q.elbo;
             f.iterations = q.iterations;
             f.converged = q.converged;
             f.seconds = r.seconds;
-            if (evidence) {
-                f.log_evidence = evidence->log_evidence;
-                f.log_evidence_se = evidence->se;
-                f.pareto_k = evidence->pareto_k;
+            if (c) {
+                f.log_evidence = c->log_evidence;
+                f.log_evidence_se = c->log_evidence_se;
+                f.pareto_k = c->pareto_k;
+                f.correction = "importance";
+                f.correction_draws = c->draws;
+                f.correction_ess = c->ess;
+                f.seconds = r.seconds + c->seconds;
             }
             write_json_file(*args.summary_json, vb_summary_json(params, f));
         }

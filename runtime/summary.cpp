@@ -255,9 +255,12 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
         p["name"] = v.name;
         p["mean"] = number_or_null(v.mean);
         p["sd"] = number_or_null(v.sd);
-        p["q5"] = number_or_null(v.mean - z95 * v.sd);
-        p["q50"] = number_or_null(v.mean);
-        p["q95"] = number_or_null(v.mean + z95 * v.sd);
+        if (v.mcse_mean) p["mcse_mean"] = number_or_null(*v.mcse_mean);
+        p["q5"] = number_or_null(v.q5.value_or(v.mean - z95 * v.sd));
+        p["q50"] = number_or_null(v.q50.value_or(v.mean));
+        p["q95"] = number_or_null(v.q95.value_or(v.mean + z95 * v.sd));
+        if (v.vb_mean) p["vb_mean"] = number_or_null(*v.vb_mean);
+        if (v.vb_sd) p["vb_sd"] = number_or_null(*v.vb_sd);
         params.push_back(std::move(p));
     }
     doc["iterations"] = facts.iterations;
@@ -266,6 +269,9 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
     if (facts.log_evidence) doc["log_evidence"] = number_or_null(*facts.log_evidence);
     if (facts.log_evidence_se) doc["log_evidence_se"] = number_or_null(*facts.log_evidence_se);
     if (facts.pareto_k) doc["pareto_k"] = number_or_null(*facts.pareto_k);
+    if (facts.correction) doc["correction"] = *facts.correction;
+    if (facts.correction_draws) doc["correction_draws"] = *facts.correction_draws;
+    if (facts.correction_ess) doc["correction_ess"] = number_or_null(*facts.correction_ess);
     return doc;
 }
 

@@ -72,6 +72,9 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
 struct VbParameter {
     std::string name;
     double mean = 0, sd = 0;
+    // With the importance correction (runtime/vb_refine.hpp): mean and sd are the corrected
+    // ones, these its Monte Carlo error and weighted quantiles, and vb_* the raw VB fit.
+    std::optional<double> mcse_mean{}, q5{}, q50{}, q95{}, vb_mean{}, vb_sd{};
 };
 struct VbFacts {
     std::string method = "vb";
@@ -80,6 +83,9 @@ struct VbFacts {
     bool converged = false;
     std::optional<double> seconds;
     std::optional<double> log_evidence, log_evidence_se, pareto_k;
+    std::optional<std::string> correction;  // "importance" when the means and sds are corrected
+    std::optional<double> correction_ess;
+    std::optional<long> correction_draws;
 };
 nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts);
 

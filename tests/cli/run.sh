@@ -103,6 +103,14 @@ run "vb" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d
 if grep -q '"method"' "$tmp/vb.json" && grep -q '"name": *"w\[1\]"' "$tmp/vb.json"; then ok; else bad "vb summary json"; fi
 run "vb restarts" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --restarts 3 && expect "restarts listed" out "restarts \(ELBO\)"
 run "vb without data" 1 -- "$vbn" vb "$ex/paper/multimodal.vbn"
+run "vb corrected" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vbc.json" &&
+  expect "corrected table" out "^name +mean +sd +mcse +5% +50% +95% +vb_mean +vb_sd" && expect "k-hat reported" out "k-hat -?[0-9.]+ \(reliable"
+if grep -q '"pareto_k"' "$tmp/vbc.json" && grep -q '"vb_sd"' "$tmp/vbc.json" && grep -q '"correction": *"importance"' "$tmp/vbc.json"; then ok; else bad "vb corrected summary json"; fi
+run "vb raw fit" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction none &&
+  expect "raw table" out "^name +mean +sd +5% +50% +95%$"
+printf 'node a ~ bernoulli(0.3);\nnode b ~ logistic(0.5 + 1 * a);\n' > "$tmp/fixed.vbn"; printf 'a,b\n1,1\n-1,1\n' > "$tmp/fixed.csv"
+run "vb without parameters" 0 -- "$vbn" vb "$tmp/fixed.vbn" --data "$tmp/fixed.csv" && expect "no parameters: raw table" out "^name +mean +sd +5%"
+run "vb bad correction" 1 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction maybe
 
 # --- fit and summary ---------------------------------------------------------------------
 m=$ex/paper/unimodal_d1.vbn

@@ -39,7 +39,12 @@ int main(int argc, char** argv) {
     vb_cmd->add_option("--tolerance", vb_args.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
     vb_cmd->add_option("--max-iterations", vb_args.max_iterations, "EM iteration cap")->capture_default_str();
     vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->capture_default_str();
-    vb_cmd->add_option("--evidence-draws", vb_args.evidence_draws, "Importance draws for the log evidence (0: none)")
+    vb_cmd->add_option("--correction", vb_args.correction,
+                       "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
+        ->check(CLI::IsMember({"importance", "none"}))
+        ->capture_default_str();
+    vb_cmd->add_option("--correction-draws", vb_args.correction_draws, "Importance draws of the correction")
+        ->check(CLI::Range(100L, 100000000L))
         ->capture_default_str();
 
     FitArgs fit_args;
