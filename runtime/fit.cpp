@@ -4,10 +4,13 @@
 #include "inference/gaussian.hpp"
 #include "inference/independence_mh.hpp"
 #include "inference/kernel_combinators.hpp"
+#include "inference/mixture_mh.hpp"
 #include "inference/nuts.hpp"
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
 #include "runtime/error.hpp"
+#include "runtime/posterior_modes.hpp"
+#include "runtime/simulate.hpp"
 #include "runtime/target.hpp"
 
 #include <fmt/format.h>
@@ -71,7 +74,36 @@ GaussianProposal variational_proposal(const VbFit& q, double df, double inflatio
     return p;
 }
 
-std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o) {
+// varmix on small models: an independence proposal with one t component per mode of the
+// exact posterior, found by Newton ascent from the VB mean and from prior draws, weighted by
+// the modes' Laplace masses (each at least 10% / modes). VB is narrow and lands on one mode
+// (docs/experiments-multimodal.md); these moves reach the others and the tails in one step.
+constexpr int mode_search_max_dim = 10;
+constexpr int mode_search_prior_starts = 16;
+
+std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, const Target& target, const VbFit& q,
+                                                       const FitOptions& o) {
+    std::vector<Eigen::VectorXd> starts{q.mean};
+    inference::Rng rng(o.seed, 2);  // stream 2 of the seed: apart from the inits and chains
+    for (int k = 0; k < mode_search_prior_starts; ++k) starts.push_back(draw_prior(graph, rng));
+    const std::vector<PosteriorMode> modes = find_posterior_modes(target, starts);
+    if (modes.empty()) return nullptr;
+    std::vector<GaussianProposal> components;
+    std::vector<double> weights;
+    const double top = modes.front().log_mass;
+    double total = 0;
+    for (const PosteriorMode& m : modes) total += std::exp(m.log_mass - top);
+    for (const PosteriorMode& m : modes) {
+        GaussianProposal c(m.mode, m.cov, 4.0);
+        c.inflate(2.0);
+        components.push_back(std::move(c));
+        weights.push_back(std::max(std::exp(m.log_mass - top) / total, 0.1 / static_cast<double>(modes.size())));
+    }
+    return std::make_unique<inference::MixtureIndependenceMH>(inference::MixtureProposal(std::move(components), std::move(weights)));
+}
+
+std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
+                                                const ir::Graph& graph, const Target& target) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
@@ -84,6 +116,10 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
+        if (graph.dim <= mode_search_max_dim) {
+            if (auto jumps = mode_mixture_kernel(graph, target, q, o))
+                return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.cov, ro));
+        }
         return std::make_unique<Mixture>(
             o.mixture_nu, std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation)),
             std::make_unique<RandomWalk>(q.cov, ro));
@@ -144,7 +180,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         inits.push_back(std::move(x));
     }
 
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o);
+    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target);
     r.kernel = kernel->name();
     TargetDensityFactory factory(*target);
     inference::ChainSettings s;
