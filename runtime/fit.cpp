@@ -25,7 +25,9 @@ const std::vector<std::string>& method_names() {
     return names;
 }
 
-std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
+namespace {
+// Hidden nodes, or observed binary nodes with missing entries.
+bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
     bool unobserved = false;
     for (std::size_t e = 0; e < graph.elements.size(); ++e) {
         const ir::Element& el = graph.elements[e];
@@ -33,6 +35,12 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
         if (el.hidden) unobserved = true;
         else if (data.column_of[e] >= 0 && data.missing[static_cast<std::size_t>(data.column_of[e])] > 0) unobserved = true;
     }
+    return unobserved;
+}
+}  // namespace
+
+std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
+    const bool unobserved = has_unobserved_values(graph, data);
     // With every node observed the posterior factorises over blocks, each a Bayesian
     // logistic regression that the variational marginal fits closely: block independence
     // MH draws nearly independent samples for one block's cost per move. Hidden or missing
@@ -74,7 +82,7 @@ GaussianProposal variational_proposal(const VbFit& q, double df, double inflatio
     return p;
 }
 
-// varmix on small models: an independence proposal with one t component per mode of the
+// varmix on small models with unobserved values: an independence proposal with one t component per mode of the
 // exact posterior, found by Newton ascent from the VB mean and from prior draws, weighted by
 // the modes' Laplace masses (each at least 10% / modes). VB is narrow and lands on one mode
 // (docs/experiments-multimodal.md); these moves reach the others and the tails in one step.
@@ -103,7 +111,7 @@ std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, c
 }
 
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
-                                                const ir::Graph& graph, const Target& target) {
+                                                const ir::Graph& graph, const Target& target, bool unobserved) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
@@ -116,7 +124,9 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
-        if (graph.dim <= mode_search_max_dim) {
+        // Fully observed, the posterior is a product of logistic regressions that the
+        // variational block marginals fit closely: the original mixture is better there.
+        if (unobserved && graph.dim <= mode_search_max_dim) {
             if (auto jumps = mode_mixture_kernel(graph, target, q, o))
                 return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.cov, ro));
         }
@@ -180,7 +190,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         inits.push_back(std::move(x));
     }
 
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target);
+    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data));
     r.kernel = kernel->name();
     TargetDensityFactory factory(*target);
     inference::ChainSettings s;

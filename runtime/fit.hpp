@@ -7,7 +7,9 @@
 //   varmh     independence MH with the variational posterior as proposal (§4.1), Student-t
 //             tails and a widened covariance
 //   varblock  block MH, each block proposed from its variational marginal (§4.2, Fig. 6)
-//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7)
+//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
+//             missing values and at most 10 weights, independence moves from a t mixture at
+//             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
 //   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
 //   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
 //   auto      the default; see choose_method()
