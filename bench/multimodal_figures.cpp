@@ -76,7 +76,7 @@ void against_grid(const ir::Graph& g, const Dataset& d, const GridPosterior& gri
         auto series = [&](auto f) {
             Eigen::MatrixXd m(o.draws, o.chains);
             for (int c = 0; c < o.chains; ++c)
-                for (int i = 0; i < o.draws; ++i) m(i, c) = f(Eigen::Vector2d(r.chains[static_cast<std::size_t>(c)].draws.row(i).transpose()));
+                for (int i = 0; i < o.draws; ++i) m(i, c) = f(Eigen::Vector2d(r.chains[static_cast<std::size_t>(c)].draws.row(i).head(2).transpose()));
             return m;
         };
         std::string line = fmt::format("{:<11} {:<8}", name, method);

@@ -61,13 +61,14 @@ FitResult run(const Example& e, const std::string& method, int draws) {
 }
 
 // One scalar per draw as an iterations × chains matrix, in θ's order (the model has one
-// parameter vector, so θ order is the reported order).
+// parameter vector, so θ order is the reported order). Only the first two columns, θ, are
+// read, in case a method's draws carry more than θ after it.
 template <class F>
 Eigen::MatrixXd per_chain(const FitResult& r, F f) {
     Eigen::MatrixXd m(r.chains[0].draws.rows(), static_cast<Eigen::Index>(r.chains.size()));
     for (std::size_t c = 0; c < r.chains.size(); ++c)
         for (Eigen::Index i = 0; i < m.rows(); ++i)
-            m(i, static_cast<Eigen::Index>(c)) = f(Eigen::Vector2d(r.chains[c].draws.row(i).transpose()));
+            m(i, static_cast<Eigen::Index>(c)) = f(Eigen::Vector2d(r.chains[c].draws.row(i).head(2).transpose()));
     return m;
 }
 
