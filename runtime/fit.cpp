@@ -82,32 +82,59 @@ GaussianProposal variational_proposal(const VbFit& q, double df, double inflatio
     return p;
 }
 
-// varmix on small models with unobserved values: an independence proposal with one t component per mode of the
-// exact posterior, found by Newton ascent from the VB mean and from prior draws, weighted by
-// the modes' Laplace masses (each at least 10% / modes). VB is narrow and lands on one mode
-// (docs/experiments-multimodal.md); these moves reach the others and the tails in one step.
+// Small models with unobserved values: VB is narrow and lands on one mode
+// (docs/experiments-multimodal.md), so varmix and regen start from the modes of the exact
+// posterior, found by Newton ascent from the VB mean and from prior draws. varmix proposes
+// from a t mixture with one component per mode weighted by the modes' Laplace masses (each
+// at least 10% / modes), which reaches the other modes and the tails in one move; regen
+// starts from one t with that mixture's mean and covariance.
 constexpr int mode_search_max_dim = 10;
 constexpr int mode_search_prior_starts = 16;
+constexpr double mode_proposal_df = 4.0;         // heavy tails: the modes are often skewed
+constexpr double mode_proposal_inflation = 2.0;  // Laplace covariances understate the spread
 
-std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, const Target& target, const VbFit& q,
-                                                       const FitOptions& o) {
+std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& target, const VbFit& q, const FitOptions& o) {
     std::vector<Eigen::VectorXd> starts{q.mean};
     inference::Rng rng(o.seed, 2);  // stream 2 of the seed: apart from the inits and chains
     for (int k = 0; k < mode_search_prior_starts; ++k) starts.push_back(draw_prior(graph, rng));
-    const std::vector<PosteriorMode> modes = find_posterior_modes(target, starts);
+    return find_posterior_modes(target, starts);
+}
+
+// The modes' Laplace masses, normalised.
+std::vector<double> laplace_weights(const std::vector<PosteriorMode>& modes) {
+    std::vector<double> w;
+    double total = 0;
+    for (const PosteriorMode& m : modes) total += w.emplace_back(std::exp(m.log_mass - modes.front().log_mass));
+    for (double& v : w) v /= total;
+    return w;
+}
+
+std::unique_ptr<inference::Kernel> mode_mixture_kernel(const std::vector<PosteriorMode>& modes) {
     if (modes.empty()) return nullptr;
     std::vector<GaussianProposal> components;
-    std::vector<double> weights;
-    const double top = modes.front().log_mass;
-    double total = 0;
-    for (const PosteriorMode& m : modes) total += std::exp(m.log_mass - top);
-    for (const PosteriorMode& m : modes) {
-        GaussianProposal c(m.mode, m.cov, 4.0);
-        c.inflate(2.0);
+    std::vector<double> weights = laplace_weights(modes);
+    for (std::size_t k = 0; k < modes.size(); ++k) {
+        GaussianProposal c(modes[k].mode, modes[k].cov, mode_proposal_df);
+        c.inflate(mode_proposal_inflation);
         components.push_back(std::move(c));
-        weights.push_back(std::max(std::exp(m.log_mass - top) / total, 0.1 / static_cast<double>(modes.size())));
+        weights[k] = std::max(weights[k], 0.1 / static_cast<double>(modes.size()));
     }
     return std::make_unique<inference::MixtureIndependenceMH>(inference::MixtureProposal(std::move(components), std::move(weights)));
+}
+
+// One t₄ with the mean and covariance of the modes' Laplace mixture, covariance ×2.
+GaussianProposal moment_matched_proposal(const std::vector<PosteriorMode>& modes) {
+    const Eigen::Index d = modes.front().mode.size();
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
+    Eigen::MatrixXd second = Eigen::MatrixXd::Zero(d, d);
+    const std::vector<double> w = laplace_weights(modes);
+    for (std::size_t k = 0; k < modes.size(); ++k) {
+        mean += w[k] * modes[k].mode;
+        second += w[k] * (modes[k].cov + modes[k].mode * modes[k].mode.transpose());
+    }
+    GaussianProposal p(mean, second - mean * mean.transpose(), mode_proposal_df);
+    p.inflate(mode_proposal_inflation);
+    return p;
 }
 
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
@@ -127,7 +154,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         // Fully observed, the posterior is a product of logistic regressions that the
         // variational block marginals fit closely: the original mixture is better there.
         if (unobserved && graph.dim <= mode_search_max_dim) {
-            if (auto jumps = mode_mixture_kernel(graph, target, q, o))
+            if (auto jumps = mode_mixture_kernel(search_modes(graph, target, q, o)))
                 return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.cov, ro));
         }
         return std::make_unique<Mixture>(
@@ -136,6 +163,12 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     }
     if (method == "regen") {
         RegenerationOptions ro;
+        // The same modes' mixture, matched by one t's mean and covariance, as the starting
+        // proposal: far wider than VB, so the first tours cover every mode it found.
+        if (unobserved && graph.dim <= mode_search_max_dim) {
+            const std::vector<PosteriorMode> modes = search_modes(graph, target, q, o);
+            if (!modes.empty()) return std::make_unique<RegenerationKernel>(moment_matched_proposal(modes), ro);
+        }
         return std::make_unique<RegenerationKernel>(variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
     if (method == "nuts") return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.cov));

@@ -15,7 +15,6 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -31,9 +30,6 @@ const std::string paper_dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
 
 // The methods checked against the grid; adding one is one line.
 const std::vector<std::string> grid_methods{"varmix", "regen", "nuts"};
-// Those that do not yet find both modes of the bimodal example within 10,000 draws per chain
-// (the check below is expected to fail for them; doctest reports it if they start passing).
-const std::vector<std::string> bimodal_known_failures{"regen"};
 
 struct Example {
     ir::Graph graph;
@@ -170,20 +166,6 @@ TEST_CASE("bimodal example: the grid shows two separated modes; each method's ma
     CHECK(g.modes[1].mass > 0.1);
     CHECK(g.modes[1].pass < g.modes[1].log_density - 3);
     for (const std::string& method : grid_methods) {
-        if (std::find(bimodal_known_failures.begin(), bimodal_known_failures.end(), method) != bimodal_known_failures.end())
-            continue;
-        CAPTURE(method);
-        check_mode_masses(e, method);
-    }
-}
-
-// Adaptation through regeneration re-fits each chain's proposal to that chain's own history;
-// a chain that has seen mostly one mode proposes the other too rarely, and chains disagree
-// (R-hat 1.3-2 at 1,000 draws). Kept as an expected failure so that a fix shows up.
-TEST_CASE("bimodal example: known failure, methods that miss a mode's mass" * doctest::timeout(300) *
-          doctest::should_fail()) {
-    const Example e = load_example("bimodal");
-    for (const std::string& method : bimodal_known_failures) {
         CAPTURE(method);
         check_mode_masses(e, method);
     }

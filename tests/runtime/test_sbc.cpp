@@ -1,5 +1,5 @@
 // Simulation-based calibration, reduced for CI (the full run over every method is bench/sbc):
-// 200 replications of varmix and nuts on a small fully observed model and on the paper's
+// 200 replications of varmix, regen and nuts on a small fully observed model and on the paper's
 // multimodal model (nuts there is an expected failure, see below), and a miscalibrated fit
 // that the test must reject. Fixed seeds; about 15 s on 2 cores in Release.
 #include "runtime/model.hpp"
@@ -25,7 +25,7 @@ w ~ normal(0, 1);
 )";
 
 // The methods calibrated in CI; adding one is one line.
-const std::vector<std::string> sbc_methods{"varmix", "nuts"};
+const std::vector<std::string> sbc_methods{"varmix", "regen", "nuts"};
 // Those known to fail on the multimodal model (see the expected-failure case below).
 const std::vector<std::string> multimodal_known_failures{"nuts"};
 
@@ -84,9 +84,9 @@ TEST_CASE("sbc (reduced, CI): ranks are uniform on a small fully observed model 
 // Known failure. When the simulated w[1] is large, the posterior has a second mode at
 // w[1] < 0 (the hidden cause's sign flipped, which its prior 0.6 / 0.4 only mildly
 // penalises) and the grid puts most mass on the w[1] > 0 one; VB lands in the other and
-// chains started around VB stay there, so θ's rank is the top one far too often. varmix
-// passes since its proposal has a component at every mode it finds (docs/methods.md);
-// nuts has no move between modes. doctest reports it if this starts to pass.
+// chains started around VB stay there, so θ's rank is the top one far too often. varmix and
+// regen pass since their proposals start from every mode the mode search finds
+// (docs/methods.md); nuts has no move between modes. doctest reports it if this starts to pass.
 TEST_CASE("sbc (reduced, CI): known failure, methods that miss a mode of the multimodal model" * doctest::timeout(300) *
           doctest::should_fail()) {
     const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/examples/paper/multimodal.vbn");
