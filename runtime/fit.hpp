@@ -10,7 +10,8 @@
 //   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
 //             missing values and at most 10 weights, independence moves from a t mixture at
 //             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
-//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
+//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10); with hidden or
+//             missing values and at most 10 weights it starts from the modes, not VB
 //   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
 //   auto      the default; see choose_method()
 #pragma once
