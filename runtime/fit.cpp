@@ -4,11 +4,14 @@
 #include "inference/gaussian.hpp"
 #include "inference/independence_mh.hpp"
 #include "inference/kernel_combinators.hpp"
+#include "inference/mixture_mh.hpp"
 #include "inference/nuts.hpp"
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
 #include "runtime/error.hpp"
 #include "runtime/gibbs.hpp"
+#include "runtime/posterior_modes.hpp"
+#include "runtime/simulate.hpp"
 #include "runtime/target.hpp"
 
 #include <fmt/format.h>
@@ -23,13 +26,13 @@ const std::vector<std::string>& method_names() {
     return names;
 }
 
-// By the figures of bench/speed_table (docs/methods.md, "Choosing a method"): independence
-// proposals from the variational fit beat NUTS per second while every block is small, and
-// lose by orders of magnitude once a block is large (the importance weights of a t proposal
-// in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50); summed-out hidden values skew
-// the posterior, where NUTS mixed best on the small multimodal model and the variational
-// mixture is the cheaper choice when hidden units make the posterior multimodal anyway.
-std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
+namespace {
+// Models with unobserved values and at most this many weights get the search for the exact
+// posterior's modes (varmix and regen below; the reason `auto` picks varmix for them).
+constexpr int mode_search_max_dim = 10;
+
+// Hidden nodes, or observed binary nodes with missing entries.
+bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
     bool unobserved = false;
     for (std::size_t e = 0; e < graph.elements.size(); ++e) {
         const ir::Element& el = graph.elements[e];
@@ -37,10 +40,25 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
         if (el.hidden) unobserved = true;
         else if (data.column_of[e] >= 0 && data.missing[static_cast<std::size_t>(data.column_of[e])] > 0) unobserved = true;
     }
+    return unobserved;
+}
+}  // namespace
+
+// By the figures of bench/speed_table and the grid and SBC checks (docs/methods.md,
+// "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
+// factorises over blocks, each a Bayesian logistic regression that the variational marginal
+// fits closely, and block independence MH beats NUTS per second while blocks are small; it
+// loses by orders of magnitude once a block is large (the importance weights of a t proposal
+// in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50). Hidden or missing values in a
+// small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
+// and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
+// modes. Larger models with unobserved values: varmix's variational block moves mixed with a
+// random walk.
+std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
+    const bool unobserved = has_unobserved_values(graph, data);
     int largest_block = 0;
     for (const auto& b : graph.blocks) largest_block = std::max(largest_block, b.size);
     constexpr int max_independence_block = 20;  // varblock still ahead of nuts at 20 weights
-    constexpr int max_hidden_dim = 10;          // nuts ahead on the 2-weight multimodal model
     if (!unobserved) {
         if (largest_block <= max_independence_block) {
             if (why)
@@ -53,11 +71,11 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
             *why = fmt::format("a node has {} weights, too many for independence proposals: NUTS", largest_block);
         return "nuts";
     }
-    if (graph.dim <= max_hidden_dim) {
-        if (why) *why = "hidden or missing values skew a small posterior: NUTS";
-        return "nuts";
-    }
-    if (why) *why = "hidden or missing values couple blocks: variational block moves mixed with a random walk";
+    if (why)
+        *why = graph.dim <= mode_search_max_dim
+                   ? "hidden or missing values in a small model: varmix searches the exact posterior's modes and jumps "
+                     "between them"
+                   : "hidden or missing values couple blocks: variational block moves mixed with a random walk";
     return "varmix";
 }
 
@@ -106,7 +124,62 @@ std::unique_ptr<inference::Kernel> make_gibbs_kernel(const VbFit& q, const FitOp
     return std::make_unique<Cycle>(std::move(parts));
 }
 
-std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o) {
+// Small models with unobserved values: VB is narrow and lands on one mode
+// (docs/experiments-multimodal.md), so varmix and regen start from the modes of the exact
+// posterior, found by Newton ascent from the VB mean and from prior draws. varmix proposes
+// from a t mixture with one component per mode weighted by the modes' Laplace masses (each
+// at least 10% / modes), which reaches the other modes and the tails in one move; regen
+// starts from one t with that mixture's mean and covariance.
+constexpr int mode_search_prior_starts = 16;
+constexpr double mode_proposal_df = 4.0;         // heavy tails: the modes are often skewed
+constexpr double mode_proposal_inflation = 2.0;  // Laplace covariances understate the spread
+
+std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& target, const VbFit& q, const FitOptions& o) {
+    std::vector<Eigen::VectorXd> starts{q.mean};
+    inference::Rng rng(o.seed, 2);  // stream 2 of the seed: apart from the inits and chains
+    for (int k = 0; k < mode_search_prior_starts; ++k) starts.push_back(draw_prior(graph, rng));
+    return find_posterior_modes(target, starts);
+}
+
+// The modes' Laplace masses, normalised.
+std::vector<double> laplace_weights(const std::vector<PosteriorMode>& modes) {
+    std::vector<double> w;
+    double total = 0;
+    for (const PosteriorMode& m : modes) total += w.emplace_back(std::exp(m.log_mass - modes.front().log_mass));
+    for (double& v : w) v /= total;
+    return w;
+}
+
+std::unique_ptr<inference::Kernel> mode_mixture_kernel(const std::vector<PosteriorMode>& modes) {
+    if (modes.empty()) return nullptr;
+    std::vector<GaussianProposal> components;
+    std::vector<double> weights = laplace_weights(modes);
+    for (std::size_t k = 0; k < modes.size(); ++k) {
+        GaussianProposal c(modes[k].mode, modes[k].cov, mode_proposal_df);
+        c.inflate(mode_proposal_inflation);
+        components.push_back(std::move(c));
+        weights[k] = std::max(weights[k], 0.1 / static_cast<double>(modes.size()));
+    }
+    return std::make_unique<inference::MixtureIndependenceMH>(inference::MixtureProposal(std::move(components), std::move(weights)));
+}
+
+// One t₄ with the mean and covariance of the modes' Laplace mixture, covariance ×2.
+GaussianProposal moment_matched_proposal(const std::vector<PosteriorMode>& modes) {
+    const Eigen::Index d = modes.front().mode.size();
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
+    Eigen::MatrixXd second = Eigen::MatrixXd::Zero(d, d);
+    const std::vector<double> w = laplace_weights(modes);
+    for (std::size_t k = 0; k < modes.size(); ++k) {
+        mean += w[k] * modes[k].mode;
+        second += w[k] * (modes[k].cov + modes[k].mode * modes[k].mode.transpose());
+    }
+    GaussianProposal p(mean, second - mean * mean.transpose(), mode_proposal_df);
+    p.inflate(mode_proposal_inflation);
+    return p;
+}
+
+std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
+                                                const ir::Graph& graph, const Target& target, bool unobserved) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
@@ -119,12 +192,24 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
+        // Fully observed, the posterior is a product of logistic regressions that the
+        // variational block marginals fit closely: the original mixture is better there.
+        if (unobserved && graph.dim <= mode_search_max_dim) {
+            if (auto jumps = mode_mixture_kernel(search_modes(graph, target, q, o)))
+                return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.cov, ro));
+        }
         return std::make_unique<Mixture>(
             o.mixture_nu, std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation)),
             std::make_unique<RandomWalk>(q.cov, ro));
     }
     if (method == "regen") {
         RegenerationOptions ro;
+        // The same modes' mixture, matched by one t's mean and covariance, as the starting
+        // proposal: far wider than VB, so the first tours cover every mode it found.
+        if (unobserved && graph.dim <= mode_search_max_dim) {
+            const std::vector<PosteriorMode> modes = search_modes(graph, target, q, o);
+            if (!modes.empty()) return std::make_unique<RegenerationKernel>(moment_matched_proposal(modes), ro);
+        }
         return std::make_unique<RegenerationKernel>(variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
     if (method == "nuts") return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.cov));
@@ -194,7 +279,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         inits.push_back(std::move(x));
     }
 
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o);
+    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data));
     r.kernel = kernel->name();
     std::unique_ptr<GibbsModel> gibbs_model;
     std::unique_ptr<inference::DensityFactory> factory;

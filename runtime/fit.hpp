@@ -7,8 +7,11 @@
 //   varmh     independence MH with the variational posterior as proposal (§4.1), Student-t
 //             tails and a widened covariance
 //   varblock  block MH, each block proposed from its variational marginal (§4.2, Fig. 6)
-//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7)
-//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10)
+//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
+//             missing values and at most 10 weights, independence moves from a t mixture at
+//             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
+//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10); with hidden or
+//             missing values and at most 10 weights it starts from the modes, not VB
 //   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
 //   gibbs     the unobserved values sampled with θ (runtime/gibbs.hpp): a Gibbs sweep over
 //             them cycled with a Laplace-proposal block MH move on θ given the completed

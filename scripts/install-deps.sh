@@ -12,6 +12,7 @@ packages=(
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(graphviz)
+  packages+=(gnuplot-nox)  # bench/multimodal_figures.sh draws the paper's Fig. 14-16
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -11,3 +11,5 @@ done
 "$vbn" simulate multimodal.vbn --rows 50 --seed 52 --params multimodal.params.json --output multimodal.csv
 "$vbn" simulate multimodal.vbn --rows 50 --seed 52 --params multimodal.params.json --include-hidden --output multimodal_with_hidden.csv
 "$vbn" simulate sbn_3x8.vbn --rows 200 --seed 38 --params sbn_3x8.params.json --output sbn_3x8.csv
+# The same model on a data set whose posterior has two separated modes (seed found by a scan).
+"$vbn" simulate bimodal.vbn --rows 50 --seed 4 --params bimodal.params.json --output bimodal.csv

@@ -7,6 +7,7 @@
 #include "inference/gaussian.hpp"
 #include "inference/independence_mh.hpp"
 #include "inference/kernel_combinators.hpp"
+#include "inference/mixture_mh.hpp"
 #include "inference/random_walk.hpp"
 
 #include <doctest/doctest.h>
@@ -108,6 +109,8 @@ std::vector<NamedKernel> all_kernels(const GaussianDensity& t) {
     ks.push_back({"block independence mh", block_imh.clone()});
     ks.push_back({"mixture", std::make_unique<Mixture>(0.5, block_imh, rw_block)});
     ks.push_back({"cycle", make_cycle(block_imh, rw_whole)});
+    ks.push_back({"mixture independence mh", std::make_unique<MixtureIndependenceMH>(MixtureProposal(
+                                                 {nearby_proposal(t, 1.5, 4.0), GaussianProposal(t.mean(), 4.0 * t.covariance())}, {0.8, 0.2}))});
     return ks;
 }
 
@@ -224,6 +227,30 @@ TEST_CASE("Gaussian and t proposals sample their own moments") {
         const std::string failures = vbn::test::check_moments(draws, q.mean(), factor * q.scale_matrix());
         CHECK_MESSAGE(failures.empty(), failures);
     }
+}
+
+TEST_CASE("mixture proposal: log density is the log of the weighted sum; draws follow the weights") {
+    const GaussianDensity target = vbn::test::correlated_2d();
+    GaussianProposal a(target.mean(), target.covariance());
+    GaussianProposal b(target.mean() + Eigen::Vector2d(6, 0), 0.5 * target.covariance(), 5.0);
+    MixtureProposal m({a, b}, {3.0, 7.0});
+    CHECK(m.weight(0) == doctest::Approx(0.3));
+    const Eigen::Vector2d x(2.0, 1.0);
+    const double expected = std::log(0.3 * std::exp(a.log_density(x)) + 0.7 * std::exp(b.log_density(x)));
+    CHECK(m.log_density(x) == doctest::Approx(expected).epsilon(1e-12));
+    Rng rng(4, 1);
+    Eigen::VectorXd y(2);
+    const int n = 20000;
+    int near_b = 0;
+    for (int i = 0; i < n; ++i) {
+        m.sample(rng, y);
+        near_b += y[0] > target.mean()[0] + 3 ? 1 : 0;
+    }
+    // P(x0 > μ0 + 3) is below 0.002 under a and above 0.99 under b.
+    CHECK(std::abs(near_b / double(n) - 0.7) < 0.02);
+    CHECK_THROWS_AS(MixtureProposal({a}, {0.0}), std::invalid_argument);
+    CHECK_THROWS_AS(MixtureProposal({a, b}, {1.0}), std::invalid_argument);
+    CHECK_THROWS_AS(MixtureProposal({}, {}), std::invalid_argument);
 }
 
 TEST_CASE("chi-square draws have mean ν and variance 2ν") {

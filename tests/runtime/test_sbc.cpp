@@ -1,0 +1,112 @@
+// Simulation-based calibration, reduced for CI (the full run over every method is bench/sbc):
+// 200 replications of varmix, regen and nuts on a small fully observed model and on the paper's
+// multimodal model (nuts there is an expected failure, see below), and a miscalibrated fit
+// that the test must reject. Fixed seeds; about 15 s on 2 cores in Release.
+#include "runtime/model.hpp"
+#include "runtime/error.hpp"
+#include "runtime/sbc.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace vbn;
+
+namespace {
+
+const std::string observed_model = R"(
+node x[2] ~ bernoulli(0.5);
+node y    ~ logistic(b + w * x);
+b ~ normal(0, 1);
+w ~ normal(0, 1);
+)";
+
+// The methods calibrated in CI; adding one is one line.
+const std::vector<std::string> sbc_methods{"varmix", "regen", "nuts"};
+// Those known to fail on the multimodal model (see the expected-failure case below).
+const std::vector<std::string> multimodal_known_failures{"nuts"};
+
+// With about 12 p-values per run (models × methods × parameters) a family-wise level of 1%
+// asks each to be above 0.001.
+constexpr double min_p = 1e-3;
+
+std::string histogram_text(const SbcResult& r) {
+    std::string out;
+    for (std::size_t k = 0; k < r.names.size(); ++k) {
+        out += fmt::format("{}: chi2 {:.2f}, p {:.4g}, bins", r.names[k], r.chi_square[k], r.p_value[k]);
+        for (int n : r.histogram[k]) out += fmt::format(" {}", n);
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("chi-square upper tail matches tabulated values") {
+    CHECK(chi_square_upper_tail(16.919, 9) == doctest::Approx(0.05).epsilon(1e-3));
+    CHECK(chi_square_upper_tail(21.666, 9) == doctest::Approx(0.01).epsilon(1e-3));
+    CHECK(chi_square_upper_tail(0, 9) == 1.0);
+}
+
+SbcResult run_reduced(const ir::Graph& graph, const std::string& method) {
+    SbcOptions o;
+    o.method = method;
+    o.replications = 200;
+    o.seed = 11;
+    return run_sbc(graph, o);
+}
+
+void check_uniform(const ir::Graph& graph, const std::string& method) {
+    CAPTURE(method);
+    const SbcResult r = run_reduced(graph, method);
+    INFO(histogram_text(r));
+    CHECK(r.failed_fits == 0);
+    CHECK(r.min_p_value() > min_p);
+}
+
+bool known_failure(const std::string& method) {
+    return std::find(multimodal_known_failures.begin(), multimodal_known_failures.end(), method) != multimodal_known_failures.end();
+}
+
+TEST_CASE("sbc (reduced, CI): ranks are uniform on a small fully observed model and on the multimodal model" *
+          doctest::timeout(300)) {
+    const ir::Graph observed = compile_model(observed_model, "sbc_observed.vbn");
+    const ir::Graph multimodal = load_model(std::string(VBN_SOURCE_DIR) + "/examples/paper/multimodal.vbn");
+    for (const std::string& method : sbc_methods) {
+        check_uniform(observed, method);
+        if (!known_failure(method)) check_uniform(multimodal, method);
+    }
+}
+
+// Known failure. When the simulated w[1] is large, the posterior has a second mode at
+// w[1] < 0 (the hidden cause's sign flipped, which its prior 0.6 / 0.4 only mildly
+// penalises) and the grid puts most mass on the w[1] > 0 one; VB lands in the other and
+// chains started around VB stay there, so θ's rank is the top one far too often. varmix and
+// regen pass since their proposals start from every mode the mode search finds
+// (docs/methods.md); nuts has no move between modes. doctest reports it if this starts to pass.
+TEST_CASE("sbc (reduced, CI): known failure, methods that miss a mode of the multimodal model" * doctest::timeout(300) *
+          doctest::should_fail()) {
+    const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/examples/paper/multimodal.vbn");
+    for (const std::string& method : multimodal_known_failures) check_uniform(graph, method);
+}
+
+TEST_CASE("sbc rejects a fit whose prior is not the one the parameters were drawn from") {
+    // θ ~ N(0, 1) but fitted with N(0, 0.3²): posteriors too narrow, ranks pile up at the ends.
+    const ir::Graph truth = compile_model(observed_model, "truth.vbn");
+    std::string wrong_text = observed_model;
+    wrong_text.replace(wrong_text.find("w ~ normal(0, 1)"), 16, "w ~ normal(0, 0.3)");
+    const ir::Graph wrong = compile_model(wrong_text, "wrong.vbn");
+    SbcOptions o;
+    o.method = "varmix";
+    o.replications = 200;
+    o.seed = 11;
+    const SbcResult r = run_sbc(truth, o, &wrong);
+    INFO(histogram_text(r));
+    CHECK(r.min_p_value() < min_p);
+    SbcOptions bad = o;
+    bad.bins = 7;
+    CHECK_THROWS_AS(run_sbc(truth, bad), Error);
+}
