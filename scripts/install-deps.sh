@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build
   libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
+  clang libclang-rt-14-dev  # the libFuzzer targets in fuzz/ (scripts/fuzz.sh)
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(graphviz)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build needs (Debian 12, as root), builds vbn with -Werror and runs the
 # whole test suite; then builds it again under AddressSanitizer + UndefinedBehaviorSanitizer
-# and runs the suite once more.
+# and runs the suite once more; then fuzzes the model and CSV readers for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; fi
@@ -16,3 +16,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# Fuzzing: the libFuzzer targets alone, built with Clang + ASan + UBSan, 60 s each.
+scripts/fuzz.sh 60 build-fuzz
