@@ -273,3 +273,14 @@ TEST_CASE("a hidden parent shared by 500 children: summed out per row, finite ev
         checked_summary(r);
     }
 }
+
+// Found by fuzz_model_data: a model whose only node is hidden has no data columns, and every
+// row (its extra columns ignored) is one empty pattern; the pattern table compared empty keys
+// with memcmp on a null pointer.
+TEST_CASE("a model without data columns: every row is the one empty pattern") {
+    const ir::Graph g = compile_model("node h hidden ~ bernoulli(0.6);", "hidden_only.vbn");
+    const Dataset d = csv_data(g, "o,y\n1,1\n-1,1\n1,-1\n");
+    CHECK(d.rows == 3);
+    CHECK(d.patterns == 1);
+    CHECK(d.count == std::vector<double>{3});
+}
