@@ -31,22 +31,33 @@ struct ChainFailure : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// How messages call parameter i: the caller's name for it, else its 0-based index.
+std::string parameter_label(const ChainCallbacks& callbacks, Eigen::Index i) {
+    if (callbacks.parameter_name) return callbacks.parameter_name(static_cast<int>(i));
+    return fmt::format("{} (0-based)", i);
+}
+
 // What is wrong with a state whose log density is not finite, as precisely as we can say:
-// a non-finite coordinate, else the first coordinate where the gradient is not finite.
-std::string diagnose(const State& state, Density& density) {
+// a non-finite coordinate, else the first coordinate where the gradient is not finite, else
+// the coordinate largest in magnitude (where a density overflows first).
+std::string diagnose(const State& state, Density& density, const ChainCallbacks& callbacks) {
     for (Eigen::Index i = 0; i < state.x.size(); ++i) {
-        if (!std::isfinite(state.x[i])) return fmt::format("; parameter {} (0-based) is {}", i, state.x[i]);
+        if (!std::isfinite(state.x[i])) return fmt::format("; parameter {} is {}", parameter_label(callbacks, i), state.x[i]);
     }
     try {
         Eigen::VectorXd grad(state.x.size());
         density.log_density_gradient(state.x, grad);
         for (Eigen::Index i = 0; i < grad.size(); ++i) {
-            if (!std::isfinite(grad[i])) return fmt::format("; its gradient is {} in parameter {} (0-based)", grad[i], i);
+            if (!std::isfinite(grad[i]))
+                return fmt::format("; its gradient is {} in parameter {}", grad[i], parameter_label(callbacks, i));
         }
     } catch (const std::exception&) {
         // The gradient is only a hint here; the log density itself is what failed.
     }
-    return "";
+    if (state.x.size() == 0) return "";
+    Eigen::Index largest = 0;
+    state.x.cwiseAbs().maxCoeff(&largest);
+    return fmt::format("; the largest parameter in magnitude is {} = {}", parameter_label(callbacks, largest), state.x[largest]);
 }
 
 class Runner {
@@ -68,7 +79,7 @@ public:
                 out.lp.resize(0);
                 out.error = fmt::format(
                     "chain {}: not enough memory to keep {} draws of {} parameters (stream them instead, with keep_draws off)",
-                    job.chain, kept_total, dim);
+                    job.chain + 1, kept_total, dim);
                 return;
             }
         }
@@ -120,9 +131,9 @@ public:
         } catch (const ChainFailure& e) {
             out.error = e.what();
         } catch (const std::exception& e) {
-            out.error = fmt::format("chain {}: {}", job.chain, e.what());
+            out.error = fmt::format("chain {}: {}", job.chain + 1, e.what());
         } catch (...) {
-            out.error = fmt::format("chain {}: an unknown exception", job.chain);
+            out.error = fmt::format("chain {}: an unknown exception", job.chain + 1);
         }
 
         if (settings_.keep_draws && out.draws_done < kept_total) {
@@ -157,15 +168,15 @@ private:
         try {
             job.kernel->step(state, *job.density, rng, info);
         } catch (const std::exception& e) {
-            throw ChainFailure(fmt::format("chain {}: {} ({})", job.chain, e.what(), where.text()));
+            throw ChainFailure(fmt::format("chain {}: {} ({})", job.chain + 1, e.what(), where.text()));
         }
         check(state, *job.density, job.chain, where);
     }
 
-    static void check(const State& state, Density& density, int chain, Where where) {
+    void check(const State& state, Density& density, int chain, Where where) const {
         if (std::isfinite(state.lp) && state.x.allFinite()) return;
-        throw ChainFailure(
-            fmt::format("chain {}: the log density is {} {}{}", chain, state.lp, where.text(), diagnose(state, density)));
+        throw ChainFailure(fmt::format("chain {}: the log density is {} {}{}", chain + 1, state.lp, where.text(),
+                                       diagnose(state, density, callbacks_)));
     }
 
     void keep(ChainResult& out, const State& state, const TransitionInfo& info, int chain) {

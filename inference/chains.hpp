@@ -61,6 +61,10 @@ struct ChainCallbacks {
     // reports what it has.
     const std::atomic<bool>* stop = nullptr;
     std::function<bool()> should_stop;
+
+    // How failure messages name coordinate i of the state (e.g. "W[2,3]"); unset, they give
+    // the 0-based index. Messages number chains from 1, as users and CmdStan's chain_id do.
+    std::function<std::string(int i)> parameter_name;
 };
 
 struct ChainResult {

@@ -21,12 +21,17 @@
 
 #include <boost/math/distributions/normal.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unistd.h>
 
 namespace vbn::commands {
 
@@ -48,6 +53,63 @@ Loaded load(const std::string& model, const std::string& csv, std::ostream& err)
 }
 
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+// SIGINT during `vbn fit`: the handler only sets a lock-free flag (async-signal-safe); the
+// chains check it between iterations, finish the current one and stop. Installed only while
+// the fit runs; the previous disposition is restored after, so a second Ctrl-C once
+// sampling is over (or outside fit) behaves as usual.
+std::atomic<bool> interrupt_flag{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+extern "C" void on_interrupt(int) { interrupt_flag.store(true, std::memory_order_relaxed); }
+
+class InterruptScope {
+public:
+    InterruptScope() {
+        interrupt_flag.store(false);
+        struct sigaction sa {};
+        sa.sa_handler = on_interrupt;
+        sigemptyset(&sa.sa_mask);
+        installed_ = sigaction(SIGINT, &sa, &previous_) == 0;
+    }
+    ~InterruptScope() {
+        if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    }
+    InterruptScope(const InterruptScope&) = delete;
+    InterruptScope& operator=(const InterruptScope&) = delete;
+
+private:
+    struct sigaction previous_ {};
+    bool installed_ = false;
+};
+
+// Bytes of memory available to this process: MemAvailable from /proc/meminfo, else the
+// physical memory from sysconf; 0 when neither is known.
+double available_memory() {
+    std::ifstream in("/proc/meminfo");
+    for (std::string key; in >> key;) {
+        double kb = 0;
+        in >> kb;
+        if (key == "MemAvailable:") return kb * 1024.0;
+        in.ignore(256, '\n');
+    }
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+// The summary needs every draw of every chain in memory: chains × draws × (parameters + lp)
+// doubles plus one transition record per draw, twice over while they are reordered for the
+// summary. Refuse before any work when that exceeds what the machine has.
+void check_draw_memory(const FitArgs& a, int dim) {
+    const double per_draw = 8.0 * (2.0 * dim + 1) + static_cast<double>(sizeof(inference::TransitionInfo));
+    const double need = static_cast<double>(a.chains) * static_cast<double>(a.draws) * per_draw;
+    const double have = available_memory();
+    if (have <= 0 || need <= have) return;
+    const double fit_draws = std::floor(have / (static_cast<double>(a.chains) * per_draw));
+    throw Error(ErrorKind::limit,
+                fmt::format("keeping {} chains × {} draws of {} parameters needs about {:.1f} GB, more than the {:.1f} GB "
+                            "of memory available; ask for fewer draws (--draws {} would fit) or fewer chains",
+                            a.chains, a.draws, dim, need / 1e9, have / 1e9, static_cast<long>(fit_draws)));
+}
 }  // namespace
 
 // The importance correction of the VB fit, or nothing when the exact target cannot be built
@@ -217,17 +279,32 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             };
         }
 
-        FitResult r = vbn::fit(l.graph, l.data, o);
+        check_draw_memory(args, l.graph.dim);
+        o.callbacks.stop = &interrupt_flag;
+        o.vb.cancel = &interrupt_flag;
+        FitResult r = [&] {
+            const InterruptScope scope;
+            return vbn::fit(l.graph, l.data, o);
+        }();
+        const bool interrupted = interrupt_flag.load();
         if (progress) progress->finish();
         if (!args.quiet)
             for (const auto& n : r.notes) err << "note: " << n << '\n';
 
         for (std::size_t c = 0; c < writers.size() && c < r.chains.size(); ++c)
             writers[c]->finish(r.chains[c].warmup_seconds, r.chains[c].sampling_seconds);
+        const bool any_draws = std::any_of(r.chains.begin(), r.chains.end(),
+                                           [](const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; });
+        if (interrupted && !any_draws) throw Error(ErrorKind::cancelled, "interrupted before any draw was made");
         FitSummary fs = summarize_fit(r, args.model, args.warmup, args.draws);
         for (const auto& f : fs.failures) err << "warning: " << f << '\n';
         const auto& rows = fs.rows;
         const RunFacts& facts = fs.facts;
+        if (interrupted)
+            err << fmt::format("warning: interrupted; the summary holds only the {} draw{} per chain done before the "
+                               "interrupt{}\n",
+                               facts.draws, facts.draws == 1 ? "" : "s",
+                               args.output ? " (the CSV files hold every draw made)" : "");
         out << format_summary(rows, facts);
         if (args.summary_json) write_json_file(*args.summary_json, summary_json(rows, facts));
         if (args.output && !args.quiet)
@@ -247,6 +324,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         }
         bool failed = false;
         for (const auto& ch : r.chains) failed = failed || !ch.ok();
+        if (interrupted) return exit_status(static_cast<int>(ErrorKind::cancelled));
         return failed ? 2 : 0;
     });
 }

@@ -191,7 +191,9 @@ std::pair<int, bool> PatternTable::insert(const std::uint64_t* key) {
     while (const std::uint64_t s = slots_[i]) {
         if (static_cast<std::uint32_t>(s) == h) {
             const int p = static_cast<int>((s >> 32) - 1);
-            if (std::memcmp(this->key(p), key, words_ * sizeof(std::uint64_t)) == 0) return {p, false};
+            // No words (a model without data columns): every row is the one empty pattern, and
+            // memcmp may not be given the null pointer of an empty key table.
+            if (words_ == 0 || std::memcmp(this->key(p), key, words_ * sizeof(std::uint64_t)) == 0) return {p, false};
         }
         i = (i + 1) & mask;
     }

@@ -297,7 +297,9 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     s.threads = o.threads;
     s.keep_draws = o.keep_draws;
     const auto t1 = std::chrono::steady_clock::now();
-    r.chains = inference::run_chains(*factory, *kernel, inits, s, o.callbacks);
+    inference::ChainCallbacks callbacks = o.callbacks;
+    if (!callbacks.parameter_name) callbacks.parameter_name = [&graph](int i) { return graph.theta_name(i); };
+    r.chains = inference::run_chains(*factory, *kernel, inits, s, callbacks);
     const double wall = seconds_since(t1);
 
     // Wall time split in the proportion the chains spent in each phase.
@@ -312,7 +314,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     r.sampling_seconds = wall - r.warmup_seconds;
     if (failed == o.chains) {
         std::string msg = "every chain failed:";
-        for (const auto& c : r.chains) msg += fmt::format("\n  chain {}: {}", c.chain + 1, c.error);
+        for (const auto& c : r.chains) msg += fmt::format("\n  {}", c.error);
         throw Error(ErrorKind::inference, msg);
     }
     return r;

@@ -23,7 +23,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
     long min_draws = draws;
     for (const auto& ch : r.chains) {
         if (!ch.ok()) {
-            s.failures.push_back(fmt::format("chain {} failed and is left out: {}", ch.chain + 1, ch.error));
+            s.failures.push_back(fmt::format("a chain failed and is left out: {}", ch.error));
             continue;
         }
         min_draws = std::min<long>(min_draws, ch.draws_done);

@@ -46,7 +46,11 @@ void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen
     if (!params.is_object())
         throw Error(ErrorKind::usage, R"(parameters must be a JSON object such as {"w": [2, -1]})");
     if (theta.size() != graph.dim) theta = Eigen::VectorXd::Zero(graph.dim);
-    for (const auto& [name, value] : params.items()) {
+    for (const auto& item : params.items()) {
+        // Named copies rather than a structured binding: lambdas below use them, which
+        // Clang before 16 does not allow for bindings.
+        const std::string& name = item.key();
+        const nlohmann::json& value = item.value();
         auto it = std::find_if(graph.parameters.begin(), graph.parameters.end(),
                                [&](const ir::Parameter& p) { return p.name == name; });
         if (it == graph.parameters.end()) {

@@ -2,7 +2,8 @@
 # Installs what the build needs (Debian 12, as root), builds vbn with -Werror and runs the
 # whole test suite and checks the installed package with examples/embed; then builds it again
 # under AddressSanitizer + UndefinedBehaviorSanitizer and runs the suite once more; then runs
-# the threaded tests under ThreadSanitizer.
+# the threaded tests under ThreadSanitizer; then fuzzes the model and CSV readers for a
+# bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; fi
@@ -26,3 +27,6 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR
 cmake --build build-tsan -j"$jobs" --target test_api test_inference
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_api
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_inference -sf='*test_chains.cpp'
+
+# Fuzzing: the libFuzzer targets alone, built with Clang + ASan + UBSan, 60 s each.
+scripts/fuzz.sh 60 build-fuzz

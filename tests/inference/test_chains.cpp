@@ -9,6 +9,7 @@
 #include "inference/random_walk.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cmath>
@@ -77,7 +78,83 @@ private:
     long after_;
 };
 
+// A Gaussian whose log density overflows to +inf (or NaN) once coordinate 1 passes `edge`:
+// a kernel accepts such a state, and the runner must stop there rather than go on.
+class OverflowDensity : public GaussianDensity {
+public:
+    OverflowDensity(GaussianDensity g, double edge, double value) : GaussianDensity(std::move(g)), edge_(edge), value_(value) {}
+    double log_density(const Eigen::VectorXd& x) override {
+        return x[1] > edge_ ? value_ : GaussianDensity::log_density(x);
+    }
+    double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override {
+        const double lp = GaussianDensity::log_density_gradient(x, grad);
+        if (x[1] > edge_) grad[1] = std::numeric_limits<double>::quiet_NaN();
+        return x[1] > edge_ ? value_ : lp;
+    }
+
+private:
+    double edge_, value_;
+};
+
+class OverflowFactory : public DensityFactory {
+public:
+    OverflowFactory(GaussianDensity g, double edge, double value) : g_(std::move(g)), edge_(edge), value_(value) {}
+    std::unique_ptr<Density> make() const override { return std::make_unique<OverflowDensity>(g_, edge_, value_); }
+
+private:
+    GaussianDensity g_;
+    double edge_, value_;
+};
+
 }  // namespace
+
+TEST_CASE("a log density that overflows mid-run stops the chain, naming the parameter, iteration and chain") {
+    // Metropolis kernels reject NaN and +inf proposals, so a kernel that moves without a
+    // test (coordinate 1 up by one sd per step) is what carries the chain into the region
+    // where the density breaks down; the runner must stop there rather than go on.
+    struct Drift : Kernel {
+        double step_size = 1;
+        void step(State& state, Density& target, Rng&, TransitionInfo&) override {
+            state.x[1] += step_size;
+            state.lp = target.log_density(state.x);
+        }
+        std::unique_ptr<Kernel> clone() const override { return std::make_unique<Drift>(*this); }
+        void collect_stats(std::vector<KernelStats>& out) const override { out.push_back({"drift", 0, 0}); }
+        std::string name() const override { return "drift"; }
+    };
+    const GaussianDensity g = vbn::test::correlated_2d();
+    Drift kernel;
+    kernel.step_size = std::sqrt(g.covariance()(1, 1));
+    ChainSettings s;
+    s.seed = 5;
+    s.chains = 2;
+    s.warmup = 3;
+    s.draws = 50;
+    ChainCallbacks cb;
+    cb.parameter_name = [](int i) { return i == 0 ? std::string("b") : std::string("W[2,3]"); };
+    // Iteration k (counting warmup) sits at mean + k sd; past mean + 5.5 sd the density breaks.
+    const double edge = g.mean()[1] + 5.5 * kernel.step_size;
+    for (const double value : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+        CAPTURE(value);
+        const OverflowFactory factory(g, edge, value);
+        const auto results = run_chains(factory, kernel, {g.mean()}, s, cb);
+        for (const ChainResult& r : results) {
+            REQUIRE_FALSE(r.ok());
+            CHECK(r.error == fmt::format("chain {}: the log density is {} after sampling iteration 3; its gradient is nan "
+                                         "in parameter W[2,3]",
+                                         r.chain + 1, value));
+            // The two draws before the failure are kept, finite; nothing after it.
+            CHECK(r.draws_done == 2);
+            CHECK(r.draws.rows() == 2);
+            CHECK(r.draws.allFinite());
+            CHECK_FALSE(r.interrupted);
+        }
+    }
+    // Without names the index is given.
+    const OverflowFactory factory(g, edge, std::numeric_limits<double>::infinity());
+    const auto plain = run_chains(factory, kernel, {g.mean()}, s);
+    CHECK(plain[0].error.find("in parameter 1 (0-based)") != std::string::npos);
+}
 
 TEST_CASE("same seed gives identical chains with 1 and 2 threads; chains differ") {
     const GaussianDensity target = vbn::test::correlated_10d();
@@ -243,7 +320,8 @@ TEST_CASE("a NaN log density at the initial point is an error naming the chain a
     s.draws = 20;
     const auto results = run_chains(factory, kernel, {bad, Eigen::VectorXd(g.mean())}, s);
     CHECK_FALSE(results[0].ok());
-    CHECK(results[0].error == "chain 0: the log density is nan at the initial values (iteration 0)");
+    CHECK(results[0].error == "chain 1: the log density is nan at the initial values (iteration 0); the largest parameter in magnitude "
+                              "is 0 (0-based) = 0.3");
     CHECK(results[0].draws_done == 0);
     CHECK(results[0].draws.rows() == 0);
     CHECK(results[1].ok());
@@ -252,7 +330,7 @@ TEST_CASE("a NaN log density at the initial point is an error naming the chain a
     // A non-finite coordinate is named.
     const GaussianFactory plain(g);
     const auto named = run_chains(plain, kernel, {Eigen::Vector2d(0.0, std::numeric_limits<double>::infinity())}, s);
-    CHECK(named[0].error == "chain 0: the log density is -inf at the initial values (iteration 0); parameter 1 (0-based) is inf");
+    CHECK(named[0].error == "chain 1: the log density is -inf at the initial values (iteration 0); parameter 1 (0-based) is inf");
 }
 
 TEST_CASE("an exception from the density mid-run is reported with the iteration") {
@@ -267,7 +345,7 @@ TEST_CASE("an exception from the density mid-run is reported with the iteration"
     s.warmup = 10;
     s.draws = 20;
     const auto results = run_chains(factory, kernel, {g.mean()}, s);
-    CHECK(results[0].error == "chain 0: the density failed (after sampling iteration 5)");
+    CHECK(results[0].error == "chain 1: the density failed (after sampling iteration 5)");
     CHECK(results[0].draws_done == 4);
     CHECK(results[0].draws.rows() == 4);
     CHECK_FALSE(results[0].interrupted);

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (only them) with Clang, ASan and UBSan, and runs each for a
+# bounded time from corpora seeded by the examples and the golden error tests. Fails on any
+# crash, sanitizer report, leak, timeout or out-of-memory; the input that caused it is left
+# in BUILD/fuzz-artifacts/.
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [BUILD_DIR]      (defaults: 60, build-fuzz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+build="${2:-build-fuzz}"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+      -DVBN_BUILD_FUZZ=ON -DVBN_BUILD_TESTS=OFF -DVBN_WERROR=ON ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER}
+cmake --build "$build" -j"$jobs" --target fuzz_model fuzz_csv fuzz_model_data
+
+corpus="$build/fuzz-corpus"
+artifacts="$build/fuzz-artifacts"
+mkdir -p "$artifacts"
+fuzz/make-corpus.sh "$corpus"
+
+run() {  # run TARGET CORPUS DICT
+  echo "== $1: ${seconds}s"
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$build/fuzz/$1" "$2" -dict="$3" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/$1-" 2>&1 |
+    grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)'
+  local rc="${PIPESTATUS[0]}"  # libFuzzer's status, not grep's
+  set -e
+  return "$rc"
+}
+status=0
+run fuzz_model "$corpus/model" fuzz/vbn.dict || status=1
+run fuzz_csv "$corpus/csv" fuzz/csv.dict || status=1
+run fuzz_model_data "$corpus/model_data" fuzz/vbn.dict || status=1
+if [ "$status" != 0 ]; then
+  echo "fuzzing found a problem; inputs in $artifacts:" >&2
+  ls -l "$artifacts" >&2
+fi
+exit "$status"
