@@ -12,8 +12,53 @@
 
 #include "inference/gaussian.hpp"
 #include "inference/kernel.hpp"
+#include "inference/metropolis.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace vbn::inference {
+
+// The state an independence sampler keeps between steps: the proposal's scratch and log q of
+// the current state (valid while no other kernel has moved it).
+struct IndependenceCache {
+    Eigen::VectorXd proposal;
+    Eigen::VectorXd x;  // the state whose log q is log_q
+    double log_q = 0;
+    bool valid = false;
+    explicit IndependenceCache(int dim = 0) : proposal(Eigen::VectorXd::Zero(dim)), x(Eigen::VectorXd::Zero(dim)) {}
+};
+
+// One independence MH transition with any proposal Q offering dim(), sample(rng, out) and
+// log_density(x): propose x* ~ q, accept with min(1, w(x*) / w(x)), w = p / q (§4.1).
+template <class Q>
+void independence_step(Q& q, IndependenceCache& cache, KernelStats& stats, const char* what, State& state,
+                       Density& target, Rng& rng, TransitionInfo& info) {
+    if (state.x.size() != q.dim() || target.dim() != q.dim())
+        throw std::invalid_argument(
+            fmt::format("{}: the proposal has {} dimensions but the target has {}", what, q.dim(), target.dim()));
+    require_finite_current(state.lp, what);
+    if (!cache.valid || state.x != cache.x) {
+        cache.x = state.x;
+        cache.log_q = q.log_density(state.x);
+        cache.valid = true;
+    }
+    q.sample(rng, cache.proposal);
+    const double lp = proposal_log_density(target.log_density(cache.proposal));
+    const double log_q = q.log_density(cache.proposal);
+    const MetropolisDecision decision = metropolis((lp - log_q) - (state.lp - cache.log_q), rng);
+    ++stats.proposed;
+    if (decision.accept) {
+        ++stats.accepted;
+        state.x = cache.proposal;
+        state.lp = lp;
+        cache.x = cache.proposal;
+        cache.log_q = log_q;
+    }
+    info.accept_stat = decision.probability;
+    info.kernel = 0;
+}
 
 class IndependenceMH : public Kernel {
 public:
@@ -28,10 +73,7 @@ public:
 
 private:
     GaussianProposal q_;
-    Eigen::VectorXd proposal_;
-    Eigen::VectorXd cached_x_;  // the state whose log q is cached_log_q_
-    double cached_log_q_ = 0;
-    bool cached_ = false;
+    IndependenceCache cache_;
     KernelStats stats_;
 };
 

@@ -1,7 +1,6 @@
 #include "inference/mixture_mh.hpp"
 
 #include "inference/math.hpp"
-#include "inference/metropolis.hpp"
 
 #include <fmt/format.h>
 
@@ -40,39 +39,14 @@ void MixtureProposal::sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     components_[k].sample(rng, out);
 }
 
-MixtureIndependenceMH::MixtureIndependenceMH(MixtureProposal proposal) : q_(std::move(proposal)) {
-    proposal_.setZero(q_.dim());
-    cached_x_.setZero(q_.dim());
+MixtureIndependenceMH::MixtureIndependenceMH(MixtureProposal proposal) : q_(std::move(proposal)), cache_(q_.dim()) {
     stats_.name = name();
 }
 
 std::string MixtureIndependenceMH::name() const { return fmt::format("mixture independence mh ({} components)", q_.size()); }
 
 void MixtureIndependenceMH::step(State& state, Density& target, Rng& rng, TransitionInfo& info) {
-    if (state.x.size() != q_.dim() || target.dim() != q_.dim()) {
-        throw std::invalid_argument(fmt::format("mixture independence mh: the proposal has {} dimensions but the target has {}",
-                                                q_.dim(), target.dim()));
-    }
-    require_finite_current(state.lp, "mixture independence mh");
-    if (!cached_ || state.x != cached_x_) {
-        cached_x_ = state.x;
-        cached_log_q_ = q_.log_density(state.x);
-        cached_ = true;
-    }
-    q_.sample(rng, proposal_);
-    const double lp = proposal_log_density(target.log_density(proposal_));
-    const double log_q = q_.log_density(proposal_);
-    const MetropolisDecision decision = metropolis((lp - log_q) - (state.lp - cached_log_q_), rng);
-    ++stats_.proposed;
-    if (decision.accept) {
-        ++stats_.accepted;
-        state.x = proposal_;
-        state.lp = lp;
-        cached_x_ = proposal_;
-        cached_log_q_ = log_q;
-    }
-    info.accept_stat = decision.probability;
-    info.kernel = 0;
+    independence_step(q_, cache_, stats_, "mixture independence mh", state, target, rng, info);
 }
 
 std::unique_ptr<Kernel> MixtureIndependenceMH::clone() const { return std::make_unique<MixtureIndependenceMH>(*this); }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "inference/gaussian.hpp"
+#include "inference/independence_mh.hpp"
 #include "inference/kernel.hpp"
 
 #include <vector>
@@ -46,10 +47,7 @@ public:
 
 private:
     MixtureProposal q_;
-    Eigen::VectorXd proposal_;
-    Eigen::VectorXd cached_x_;  // the state whose log q is cached_log_q_
-    double cached_log_q_ = 0;
-    bool cached_ = false;
+    IndependenceCache cache_;
     KernelStats stats_;
 };
 
