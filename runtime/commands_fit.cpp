@@ -112,6 +112,26 @@ void check_draw_memory(const FitArgs& a, int dim) {
                             "held while sampling), or ask for fewer draws (--draws {} would fit) or fewer chains",
                             a.chains, a.draws, dim, need / 1e9, have / 1e9, static_cast<long>(fit_draws)));
 }
+
+// With --output the summary reads the files back after sampling and then holds every chain's
+// draws (chains × draws × parameters doubles) plus the parsed text of one file (all its
+// columns). Refuse with a clear message, rather than be killed for want of memory, when that
+// exceeds what the machine has; the files are complete and can be read in parts.
+void check_readback_memory(const FitResult& r, int dim, const std::string& output) {
+    double need = 0, largest = 0;
+    for (const auto& ch : r.chains) {
+        if (!ch.ok()) continue;
+        need += 8.0 * dim * ch.draws_done;
+        largest = std::max(largest, 8.0 * (dim + static_cast<double>(sampler_column_names().size())) * ch.draws_done);
+    }
+    need += 2.0 * largest;
+    const double have = available_memory();
+    if (have <= 0 || need <= have) return;
+    throw Error(ErrorKind::limit,
+                fmt::format("the draws are in {} …, but summarising them needs about {:.1f} GB, more than the {:.1f} GB of "
+                            "memory available; read fewer of them (e.g. vbn summary on some of the files)",
+                            chain_file_path(output, 1), need / 1e9, have / 1e9));
+}
 }  // namespace
 
 // The importance correction of the VB fit, or nothing when the exact target cannot be built
@@ -306,6 +326,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                                            [](const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; });
         if (interrupted && !any_draws) throw Error(ErrorKind::cancelled, "interrupted before any draw was made");
         // Streamed: the summary reads the draws back from the files, one chain at a time.
+        if (args.output) check_readback_memory(r, l.graph.dim, *args.output);
         FitSummary fs = args.output ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
                                                     [&](std::size_t c) {
                                                         return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1)).draws;
