@@ -96,9 +96,10 @@ double available_memory() {
     return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
-// The summary needs every draw of every chain in memory: chains × draws × (parameters + lp)
-// doubles plus one transition record per draw, twice over while they are reordered for the
-// summary. Refuse before any work when that exceeds what the machine has.
+// Without --output the summary needs every draw of every chain in memory: chains × draws ×
+// (parameters + lp) doubles plus one transition record per draw, twice over while they are
+// reordered for the summary. Refuse before any work when that exceeds what the machine has.
+// (With --output the draws are streamed to the files, not kept, and read back afterwards.)
 void check_draw_memory(const FitArgs& a, int dim) {
     const double per_draw = 8.0 * (2.0 * dim + 1) + static_cast<double>(sizeof(inference::TransitionInfo));
     const double need = static_cast<double>(a.chains) * static_cast<double>(a.draws) * per_draw;
@@ -107,8 +108,29 @@ void check_draw_memory(const FitArgs& a, int dim) {
     const double fit_draws = std::floor(have / (static_cast<double>(a.chains) * per_draw));
     throw Error(ErrorKind::limit,
                 fmt::format("keeping {} chains × {} draws of {} parameters needs about {:.1f} GB, more than the {:.1f} GB "
-                            "of memory available; ask for fewer draws (--draws {} would fit) or fewer chains",
+                            "of memory available; stream the draws to files with --output FILE.csv (they are then not "
+                            "held while sampling), or ask for fewer draws (--draws {} would fit) or fewer chains",
                             a.chains, a.draws, dim, need / 1e9, have / 1e9, static_cast<long>(fit_draws)));
+}
+
+// With --output the summary reads the files back after sampling and then holds every chain's
+// draws (chains × draws × parameters doubles) plus the parsed text of one file (all its
+// columns). Refuse with a clear message, rather than be killed for want of memory, when that
+// exceeds what the machine has; the files are complete and can be read in parts.
+void check_readback_memory(const FitResult& r, int dim, const std::string& output) {
+    double need = 0, largest = 0;
+    for (const auto& ch : r.chains) {
+        if (!ch.ok()) continue;
+        need += 8.0 * dim * ch.draws_done;
+        largest = std::max(largest, 8.0 * (dim + static_cast<double>(sampler_column_names().size())) * ch.draws_done);
+    }
+    need += 2.0 * largest;
+    const double have = available_memory();
+    if (have <= 0 || need <= have) return;
+    throw Error(ErrorKind::limit,
+                fmt::format("the draws are in {} …, but summarising them needs about {:.1f} GB, more than the {:.1f} GB of "
+                            "memory available; read fewer of them (e.g. vbn summary on some of the files)",
+                            chain_file_path(output, 1), need / 1e9, have / 1e9));
 }
 }  // namespace
 
@@ -242,6 +264,10 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         // CmdStan CSV, streamed: one writer per chain, each touched only by its chain's thread.
         std::vector<std::unique_ptr<CsvWriter>> writers;
         std::vector<Eigen::VectorXd> scratch;  // per chain: a draw in output order
+        // With --output the draws go only to the files (memory does not grow with --draws);
+        // what the summary needs besides them is counted here as they pass, per chain.
+        std::vector<StreamedCounts> counts(static_cast<std::size_t>(args.chains));
+        o.keep_draws = !args.output;
         const std::vector<int> order = output_order(l.graph);
         if (args.output) {
             std::vector<std::string> csv_names;
@@ -276,10 +302,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                 for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = s.x[order[j]];
                 if (draw == 0) w.adaptation_terminated(info.stepsize);
                 w.write_draw(sampler_values(s.lp, info), x);
+                StreamedCounts& n = counts[static_cast<std::size_t>(chain)];
+                n.divergent += info.divergent ? 1 : 0;
+                n.regenerated += info.regenerated ? 1 : 0;
             };
         }
 
-        check_draw_memory(args, l.graph.dim);
+        if (!args.output) check_draw_memory(args, l.graph.dim);
         o.callbacks.stop = &interrupt_flag;
         o.vb.cancel = &interrupt_flag;
         FitResult r = [&] {
@@ -296,7 +325,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         const bool any_draws = std::any_of(r.chains.begin(), r.chains.end(),
                                            [](const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; });
         if (interrupted && !any_draws) throw Error(ErrorKind::cancelled, "interrupted before any draw was made");
-        FitSummary fs = summarize_fit(r, args.model, args.warmup, args.draws);
+        // Streamed: the summary reads the draws back from the files, one chain at a time.
+        if (args.output) check_readback_memory(r, l.graph.dim, *args.output);
+        FitSummary fs = args.output ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
+                                                    [&](std::size_t c) {
+                                                        return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1)).draws;
+                                                    })
+                                    : summarize_fit(r, args.model, args.warmup, args.draws);
         for (const auto& f : fs.failures) err << "warning: " << f << '\n';
         const auto& rows = fs.rows;
         const RunFacts& facts = fs.facts;

@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,18 @@ struct FitSummary {
 // `model` names the model in the facts; `warmup` and `draws` are the options of the run.
 // Throws vbn::Error (inference) when no chain has draws to summarise.
 FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws);
+
+// A run whose draws were streamed (FitOptions::keep_draws off) rather than kept: what was
+// counted as they passed, per chain of result.chains (in that order).
+struct StreamedCounts {
+    long divergent = 0;    // divergent transitions
+    long regenerated = 0;  // regenerations
+};
+// The same summary from the streamed run: draws(c) gives chain c's draws (those made, at
+// least result.chains[c].draws_done of them, in output order), e.g. read back from its
+// CmdStan CSV file; it is called once per chain that did not fail, one chain at a time.
+FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws,
+                         const std::vector<StreamedCounts>& counts,
+                         const std::function<Eigen::MatrixXd(std::size_t c)>& draws_of);
 
 }  // namespace vbn

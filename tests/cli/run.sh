@@ -127,6 +127,15 @@ if [ "$(grep -vc '^#' "$tmp/fit_1.csv")" -eq 151 ]; then ok; else bad "CSV holds
 if grep -q '"draws": *150' "$tmp/fit.json" && grep -q '"chains": *2' "$tmp/fit.json"; then ok; else bad "fit summary json"; fi
 run "summary of our CSV" 0 -- "$vbn" summary "$tmp/fit_1.csv" "$tmp/fit_2.csv" &&
   if [ "$(grep '^w ' "$tmp/out")" = "$(grep '^w ' "$tmp/fit_table.txt")" ]; then ok; else bad "vbn summary reproduces the fit's row"; fi
+# With --output the draws are streamed to the files, not kept, and the summary is read back
+# from them: the same seed gives the same table (all but the elapsed times) as without.
+for method in varblock regen; do
+  run "fit $method kept" 0 -- "$vbn" fit "$m" --data "$d" --method $method --seed 5 --warmup 100 --draws 300 --chains 2 --quiet &&
+    grep -v '^Elapsed time' "$tmp/out" >"$tmp/kept.txt"
+  run "fit $method streamed" 0 -- "$vbn" fit "$m" --data "$d" --method $method --seed 5 --warmup 100 --draws 300 --chains 2 --quiet --output "$tmp/str.csv" &&
+    if grep -q '^w ' "$tmp/kept.txt" && diff "$tmp/kept.txt" <(grep -v '^Elapsed time' "$tmp/out") >/dev/null; then ok; else
+      bad "fit $method: the summary with --output differs from the one without"; diff "$tmp/kept.txt" "$tmp/out" | head; fi
+done
 run "same seed same draws, threads 1 vs 2" 0 -- "$vbn" fit "$m" --data "$d" --seed 9 --warmup 50 --draws 50 --threads 1 --output "$tmp/t1.csv" --quiet
 run "threads 2" 0 -- "$vbn" fit "$m" --data "$d" --seed 9 --warmup 50 --draws 50 --threads 2 --output "$tmp/t2.csv" --quiet
 for c in 1 2 3 4; do
@@ -226,7 +235,7 @@ fi
 m=$ex/paper/unimodal_d1.vbn
 d=$ex/paper/unimodal_d1.csv
 run "draws beyond memory" 1 -- "$vbn" fit "$m" --data "$d" --chains 4 --draws 2000000000 --seed 1 --quiet &&
-  expect "draws beyond memory" err "error: keeping 4 chains × 2000000000 draws .* more than the .* GB of memory available; ask for fewer draws \(--draws [0-9]+ would fit\)"
+  expect "draws beyond memory" err "error: keeping 4 chains × 2000000000 draws .* more than the .* GB of memory available; stream the draws to files with --output FILE.csv .* or ask for fewer draws \(--draws [0-9]+ would fit\)"
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \
