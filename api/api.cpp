@@ -8,14 +8,17 @@
 #include "runtime/dataset.hpp"
 #include "runtime/dataset_builder.hpp"
 #include "runtime/error.hpp"
+#include "runtime/evidence.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/fit_summary.hpp"
 #include "runtime/model.hpp"
+#include "runtime/predict.hpp"
 #include "runtime/summary.hpp"
 #include "runtime/vb.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -134,6 +137,7 @@ std::shared_ptr<const Dataset::Impl> build_columns(std::shared_ptr<const Model::
     auto d = std::make_shared<Dataset::Impl>();
     d->model = std::move(model);
     vbn::DatasetBuilder builder(d->model->graph, std::move(name));
+    builder.keep_row_patterns();  // predict() reports by row
     std::vector<std::string_view> header(names.begin(), names.end());
     vbn::LoadNotes notes;
     builder.set_header(header, 0, &notes);
@@ -188,7 +192,7 @@ Dataset Dataset::from_csv_file(const Model& model, const std::string& path) {
         auto d = std::make_shared<Dataset::Impl>();
         d->model = model.impl_;
         vbn::LoadNotes notes;
-        d->data = vbn::load_csv(model.impl().graph, path, &notes);
+        d->data = vbn::load_csv(model.impl().graph, path, &notes, true);
         d->notes = std::move(notes.notices);
         return Dataset(std::move(d));
     });
@@ -199,7 +203,7 @@ Dataset Dataset::from_csv(const Model& model, std::istream& in, std::string name
         auto d = std::make_shared<Dataset::Impl>();
         d->model = model.impl_;
         vbn::LoadNotes notes;
-        d->data = vbn::load_csv(model.impl().graph, in, name, &notes);
+        d->data = vbn::load_csv(model.impl().graph, in, name, &notes, true);
         d->notes = std::move(notes.notices);
         return Dataset(std::move(d));
     });
@@ -317,6 +321,74 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         for (const auto& w : vbn::summary_warnings(s.rows, s.facts)) log(LogLevel::warning, w, out);
         out.table = vbn::format_summary(s.rows, s.facts);
         return out;
+    });
+}
+
+// Prediction and evidence
+
+namespace {
+
+PredictResult predict_graph_order(const Model::Impl& m, const Dataset& rows, const Eigen::MatrixXd& draws,
+                                  const PredictOptions& options) {
+    vbn::PredictOptions o;
+    if (!options.target.empty()) {
+        const auto& els = m.graph.elements;
+        const auto it = std::find_if(els.begin(), els.end(), [&](const auto& el) { return el.name == options.target; });
+        if (it == els.end() || !it->binary)
+            throw UsageError(fmt::format("predict: '{}' is not a node of the model '{}'", options.target, m.name));
+        o.target = static_cast<int>(it - els.begin());
+    }
+    PredictResult out;
+    out.draws = draws.rows();
+    const std::vector<vbn::Prediction> ps = vbn::predict(m.graph, rows.impl().data, draws, o);
+    for (const auto& p : ps) out.predictions.push_back({p.row, m.graph.elements[static_cast<std::size_t>(p.element)].name, p.p, p.truth});
+    const vbn::PredictionScores sc = vbn::score_predictions(ps);
+    if (sc.scored > 0) out.scores = PredictionScores{sc.scored, sc.accuracy, sc.log_loss, sc.brier};
+    return out;
+}
+
+}  // namespace
+
+PredictResult predict(const Model& model, const Dataset& rows, const Eigen::MatrixXd& draws, const PredictOptions& options) {
+    const Model::Impl& m = model_of(model, rows);
+    if (draws.cols() != m.graph.dim)
+        throw UsageError(fmt::format("predict: the draws have {} columns, the model '{}' {} parameters", draws.cols(), m.name,
+                                     m.graph.dim));
+    // Reported order to the graph's.
+    Eigen::MatrixXd theta(draws.rows(), draws.cols());
+    for (std::size_t j = 0; j < m.order.size(); ++j) theta.col(m.order[j]) = draws.col(static_cast<Eigen::Index>(j));
+    return typed_errors([&] { return predict_graph_order(m, rows, theta, options); });
+}
+
+PredictResult predict(const Model& model, const Dataset& rows, const VariationalResult& posterior, const PredictOptions& options) {
+    const Model::Impl& m = model_of(model, rows);
+    const auto d = static_cast<Eigen::Index>(m.graph.dim);
+    if (posterior.mean.size() != d || posterior.covariance.rows() != d || posterior.covariance.cols() != d)
+        throw UsageError(fmt::format("predict: the variational posterior has {} parameters, the model '{}' {}",
+                                     posterior.mean.size(), m.name, d));
+    if (options.vb_draws < 1) throw UsageError("predict: vb_draws must be at least 1");
+    Eigen::VectorXd mean(d);
+    Eigen::MatrixXd cov(d, d);
+    for (Eigen::Index i = 0; i < d; ++i) {
+        const auto gi = m.order[static_cast<std::size_t>(i)];
+        mean[gi] = posterior.mean[i];
+        for (Eigen::Index j = 0; j < d; ++j) cov(gi, m.order[static_cast<std::size_t>(j)]) = posterior.covariance(i, j);
+    }
+    return typed_errors([&] {
+        return predict_graph_order(m, rows, vbn::gaussian_draws(mean, cov, options.vb_draws, options.seed), options);
+    });
+}
+
+EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceOptions& options) {
+    const Model::Impl& m = model_of(model, data);
+    return typed_errors([&] {
+        const vbn::VbFit q = vbn::variational(m.graph, data.impl().data, vb_options(options.variational)).best_fit();
+        vbn::EvidenceOptions eo;
+        eo.draws = options.draws;
+        eo.seed = options.seed;
+        const auto target = vbn::make_target(m.graph, data.impl().data);
+        const vbn::Evidence e = vbn::estimate_evidence(*target, q, eo);
+        return EvidenceResult{e.log_evidence, e.se, e.pareto_k, q.elbo, e.draws, e.from_mode};
     });
 }
 

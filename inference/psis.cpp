@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace vbn::inference {
 
@@ -49,23 +50,64 @@ int pareto_tail_length(int draws) {
     return static_cast<int>(std::ceil(std::min(0.2 * s, 3 * std::sqrt(s))));
 }
 
-double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios) {
-    constexpr double inf = std::numeric_limits<double>::infinity();
-    const auto s = static_cast<int>(log_ratios.size());
+namespace {
+
+// The tail PSIS fits: the indices of the largest pareto_tail_length(S) log ratios in
+// ascending order, the largest log ratio, the cutoff (the next ratio, relative to the
+// largest) and the exceedances over it. False where pareto_k is +∞.
+struct Tail {
+    std::vector<Eigen::Index> order;  // all indices, ascending by log ratio
+    std::size_t first = 0;            // where the tail starts in order
+    double top = 0;
+    double cutoff = 0;
+    std::vector<double> exceedances;
+};
+
+bool pareto_tail(const Eigen::Ref<const Eigen::VectorXd>& lw, Tail& t) {
+    const auto s = static_cast<int>(lw.size());
     const int m = pareto_tail_length(s);
-    if (m < 5 || m >= s || log_ratios.hasNaN()) return inf;
-    std::vector<double> lw(log_ratios.data(), log_ratios.data() + s);
-    const double top = *std::max_element(lw.begin(), lw.end());
-    if (!std::isfinite(top)) return inf;
-    for (double& v : lw) v -= top;
-    std::sort(lw.begin(), lw.end());
-    const auto first = static_cast<std::size_t>(s - m);
-    if (std::abs(lw.back() - lw[first]) < std::numeric_limits<double>::epsilon() / 100) return inf;
-    const double cutoff = std::exp(lw[first - 1]);
-    std::vector<double> x;
-    x.reserve(static_cast<std::size_t>(m));
-    for (std::size_t i = first; i < lw.size(); ++i) x.push_back(std::exp(lw[i]) - cutoff);
-    return gpd_fit(x).k;
+    if (m < 5 || m >= s || lw.hasNaN()) return false;
+    t.top = lw.maxCoeff();
+    if (!std::isfinite(t.top)) return false;
+    t.order.resize(static_cast<std::size_t>(s));
+    std::iota(t.order.begin(), t.order.end(), Eigen::Index{0});
+    std::sort(t.order.begin(), t.order.end(), [&](Eigen::Index a, Eigen::Index b) { return lw[a] < lw[b]; });
+    t.first = static_cast<std::size_t>(s - m);
+    auto rel = [&](std::size_t i) { return lw[t.order[i]] - t.top; };
+    if (std::abs(rel(t.order.size() - 1) - rel(t.first)) < std::numeric_limits<double>::epsilon() / 100) return false;
+    t.cutoff = std::exp(rel(t.first - 1));
+    t.exceedances.clear();
+    t.exceedances.reserve(static_cast<std::size_t>(m));
+    for (std::size_t i = t.first; i < t.order.size(); ++i) t.exceedances.push_back(std::exp(rel(i)) - t.cutoff);
+    return true;
+}
+
+// Inverse CDF of the generalized Pareto distribution with location 0.
+double gpd_quantile(double p, double k, double sigma) {
+    if (std::abs(k) < 1e-12) return -sigma * std::log1p(-p);
+    return sigma * std::expm1(-k * std::log1p(-p)) / k;
+}
+
+}  // namespace
+
+double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios) {
+    Tail t;
+    if (!pareto_tail(log_ratios, t)) return std::numeric_limits<double>::infinity();
+    return gpd_fit(t.exceedances).k;
+}
+
+double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios) {
+    Tail t;
+    if (!pareto_tail(log_ratios, t)) return std::numeric_limits<double>::infinity();
+    const GpdFit fit = gpd_fit(t.exceedances);
+    if (!std::isfinite(fit.k)) return fit.k;
+    const auto m = t.exceedances.size();
+    for (std::size_t j = 0; j < m; ++j) {
+        const double p = (static_cast<double>(j) + 0.5) / static_cast<double>(m);
+        const double smoothed = std::log(gpd_quantile(p, fit.k, fit.sigma) + t.cutoff);
+        log_ratios[t.order[t.first + j]] = std::min(smoothed, 0.0) + t.top;
+    }
+    return fit.k;
 }
 
 }  // namespace vbn::inference

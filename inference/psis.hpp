@@ -34,4 +34,10 @@ int pareto_tail_length(int draws);
 // `loo` reports in those cases); −∞ log ratios (zero weights) are allowed.
 double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios);
 
+// Pareto-smoothed importance sampling: the same k̂ as pareto_k, and, when it is finite, the
+// tail's log ratios replaced in place by the expected order statistics of the fitted
+// generalized Pareto distribution (loo's psis_smooth_tail), never above the largest raw
+// ratio. Where pareto_k is +∞ the ratios are left as they are.
+double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios);
+
 }  // namespace vbn::inference

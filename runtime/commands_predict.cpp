@@ -3,8 +3,6 @@
 #include "runtime/commands.hpp"
 #include "runtime/command_guard.hpp"
 
-#include "inference/gaussian.hpp"
-#include "inference/rng.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
 #include "runtime/evidence.hpp"
@@ -17,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <stdexcept>
 
 namespace vbn::commands {
 
@@ -44,22 +41,7 @@ Eigen::MatrixXd variational_draws(const ir::Graph& g, const PredictArgs& args, s
     vo.restarts = args.restarts;
     vo.seed = args.seed;
     const VbFit q = variational(g, train, vo).best_fit();
-    Eigen::MatrixXd draws(args.vb_draws, g.dim);
-    if (g.dim == 0) return draws;
-    inference::GaussianProposal normal = [&] {
-        try {
-            return inference::GaussianProposal(q.mean, q.cov);
-        } catch (const std::invalid_argument& e) {
-            throw Error(ErrorKind::inference, fmt::format("the variational posterior cannot be sampled: {}", e.what()));
-        }
-    }();
-    inference::Rng rng(args.seed, 0);
-    Eigen::VectorXd theta(g.dim);
-    for (int s = 0; s < args.vb_draws; ++s) {
-        normal.sample(rng, theta);
-        draws.row(s) = theta.transpose();
-    }
-    return draws;
+    return gaussian_draws(q.mean, q.cov, args.vb_draws, args.seed);
 }
 
 void write_predictions(const ir::Graph& g, const std::vector<Prediction>& ps, std::ostream& f) {

@@ -55,9 +55,10 @@ std::string read_stream(std::istream& in, const std::string& name) {
     return text;
 }
 
-Dataset load_text(const ir::Graph& graph, std::string& text, const std::string& name, LoadNotes* notes) {
+Dataset load_text(const ir::Graph& graph, std::string& text, const std::string& name, LoadNotes* notes, bool keep_rows) {
     CsvReader reader(text, name);
     DatasetBuilder builder(graph, name);
+    if (keep_rows) builder.keep_row_patterns();
     if (!reader.next())
         throw Error(ErrorKind::data,
                     fmt::format("{}: the file is empty; expected a header row naming the columns, then one row per "
@@ -76,9 +77,9 @@ Dataset load_text(const ir::Graph& graph, std::string& text, const std::string& 
     return builder.finish();
 }
 
-Dataset load_guarded(const ir::Graph& graph, std::string& text, const std::string& name, LoadNotes* notes) {
+Dataset load_guarded(const ir::Graph& graph, std::string& text, const std::string& name, LoadNotes* notes, bool keep_rows) {
     try {
-        return load_text(graph, text, name, notes);
+        return load_text(graph, text, name, notes, keep_rows);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::limit, fmt::format("{}: not enough memory to load the data", name));
     }
@@ -86,24 +87,25 @@ Dataset load_guarded(const ir::Graph& graph, std::string& text, const std::strin
 
 }  // namespace
 
-Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes) {
+Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes, bool keep_row_patterns) {
     std::string text;
     try {
         text = read_file(path);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::limit, fmt::format("{}: the file is too large to read into memory", path));
     }
-    return load_guarded(graph, text, path, notes);
+    return load_guarded(graph, text, path, notes, keep_row_patterns);
 }
 
-Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes) {
+Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes,
+                 bool keep_row_patterns) {
     std::string text;
     try {
         text = read_stream(in, name);
     } catch (const std::bad_alloc&) {
         throw Error(ErrorKind::limit, fmt::format("{}: the data is too large to read into memory", name));
     }
-    return load_guarded(graph, text, name, notes);
+    return load_guarded(graph, text, name, notes, keep_row_patterns);
 }
 
 }  // namespace vbn

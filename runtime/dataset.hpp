@@ -52,7 +52,9 @@ struct LoadNotes {
 
 // Reads a CSV file (RFC 4180) against a model (DESIGN.md §2, "Data"). Throws vbn::Error
 // of kind data (naming file, line and column) or io.
-Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes = nullptr);
-Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes = nullptr);
+// keep_row_patterns: record each row's pattern (Dataset::row_pattern), as predictions need.
+Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes = nullptr, bool keep_row_patterns = false);
+Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes = nullptr,
+                 bool keep_row_patterns = false);
 
 }  // namespace vbn

@@ -1,22 +1,21 @@
-// The model evidence log p(x_v) by importance sampling, with the variational posterior as
-// proposal, and the Pareto-k̂ diagnostic of PSIS (inference/psis.hpp) that says whether the
-// estimate — and the variational fit behind it — can be trusted.
+// The model evidence log p(x_v) and the Pareto-k̂ that says whether it can be trusted: a
+// thin layer over the importance correction of the variational fit (runtime/vb_refine.hpp),
+// so that `vbn compare`, the embedding API and `vbn vb` report the same numbers for the
+// same model, data, draws and seed.
 //
 // The ELBO of variational EM (runtime/vb.hpp) is a lower bound on log p(x_v) (Variational
-// MCMC, eq. 4); how far below it lies is unknown. Here
-//     p(x_v) = E_r[ p(x_v, θ) / r(θ) ],   θ ~ r = t_ν(μ_q, c Σ_q),
-// where q(θ) = N(μ_q, Σ_q) is the variational posterior, widened by c and given Student-t
-// tails so that the ratios stay bounded where q is too narrow (variational-mcmc.txt §4.1,
-// Corollary 1). p(x_v, θ) is the exact joint with hidden and missing values summed out
-// (runtime/target.hpp). The estimate is log of the mean ratio; its standard error is the
-// delta-method sd(ratios) / (√S · mean ratio); k̂ is fitted to the largest ratios.
+// MCMC, eq. 4); how far below it lies is unknown. The correction samples a Student-t
+// proposal centred on the exact posterior mode with the Laplace covariance (on the VB fit
+// where Newton finds no mode), adapts it over a few rounds, and Pareto-smooths the weights
+// (inference/psis.hpp); log p(x_v) is the log of the mean weight, with its delta-method
+// standard error, and k̂ is fitted to the largest weights.
 #pragma once
 
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/vb.hpp"
+#include "runtime/vb_refine.hpp"
 
-#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,23 +23,19 @@ namespace vbn {
 
 class Target;
 
-struct EvidenceOptions {
-    int draws = 4000;          // importance draws S
-    double df = 10;            // Student-t degrees of freedom of the proposal
-    double inflation = 1.5;    // factor on the variational covariance
-    std::uint64_t seed = 1;    // the draws come from Rng(seed, stream)
-    std::uint64_t stream = 7;
-};
+// The importance sampler's settings: the same as `vbn vb`'s correction.
+using EvidenceOptions = RefineOptions;
 
 struct Evidence {
     double log_evidence = 0;  // log p(x_v), estimated
     double se = 0;            // its Monte Carlo standard error (delta method)
-    double pareto_k = 0;      // PSIS k̂ of the importance ratios
-    int draws = 0;            // 0 when the model has no parameters: then the value is exact, k̂ NaN
+    double pareto_k = 0;      // PSIS k̂ of the importance weights
+    long draws = 0;           // 0 when the model has no parameters: then the value is exact, k̂ NaN
+    bool from_mode = false;   // the proposal sat at the exact posterior mode (else at the VB fit)
 };
 
 // Estimates log p(x_v) for the target's data. Throws vbn::Error (usage for bad options,
-// inference when the proposal cannot be formed or every ratio is zero).
+// inference when the proposal cannot be formed or every weight is zero).
 Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceOptions& options = {});
 
 // The same for a model and its data, building the exact target (hidden and missing values
@@ -49,9 +44,6 @@ Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceO
 std::optional<Evidence> model_evidence(const ir::Graph& graph, const Dataset& data, const VbFit& q,
                                        const EvidenceOptions& options, int max_enumerated = 12,
                                        std::string* why_not = nullptr);
-
-// Two report lines: "log evidence X ± se (…)" and "Pareto k̂ K: reading".
-std::string format_evidence(const Evidence& e);
 
 // k̂ in plain words: "good" (≤ 0.5), "ok" (≤ 0.7) or "unreliable", with what it means.
 std::string pareto_k_reading(double k);

@@ -1,6 +1,8 @@
 #include "runtime/predict.hpp"
 
+#include "inference/gaussian.hpp"
 #include "inference/math.hpp"
+#include "inference/rng.hpp"
 #include "runtime/csv.hpp"
 #include "runtime/dataset_builder.hpp"
 #include "runtime/error.hpp"
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <string_view>
 
 namespace vbn {
@@ -350,6 +353,25 @@ Dataset load_prediction_csv(const ir::Graph& g, const std::string& path, std::ve
         builder.errors().add_placed(e.line(), e.column(), e.what());
     }
     return builder.finish();
+}
+
+Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov, long n, std::uint64_t seed) {
+    Eigen::MatrixXd draws(n, mean.size());
+    if (mean.size() == 0) return draws;
+    inference::GaussianProposal normal = [&] {
+        try {
+            return inference::GaussianProposal(mean, cov);
+        } catch (const std::invalid_argument& e) {
+            throw Error(ErrorKind::inference, fmt::format("the variational posterior cannot be sampled: {}", e.what()));
+        }
+    }();
+    inference::Rng rng(seed, 0);
+    Eigen::VectorXd theta(mean.size());
+    for (long s = 0; s < n; ++s) {
+        normal.sample(rng, theta);
+        draws.row(s) = theta.transpose();
+    }
+    return draws;
 }
 
 }  // namespace vbn

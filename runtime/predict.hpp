@@ -18,6 +18,7 @@
 
 #include <Eigen/Core>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ struct PredictionScores {
     double brier = 0;       // mean (p − [truth = +1])²
 };
 PredictionScores score_predictions(const std::vector<Prediction>& predictions);
+
+// n draws (rows, n × dim) from the variational posterior N(mean, cov), from Rng(seed, 0): the
+// posterior `vbn predict --vb` averages over. Throws vbn::Error (inference) when cov is not
+// positive definite.
+Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov, long n, std::uint64_t seed);
 
 // Draws from CmdStan CSV files (ours or CmdStan's), stacked, as θ in the model's layout:
 // columns are matched to parameters by name (w.1, W.2.3). Throws vbn::Error (data) naming

@@ -1,7 +1,7 @@
 #include "runtime/vb_refine.hpp"
 
 #include "inference/gaussian.hpp"
-#include "inference/math.hpp"
+#include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 
@@ -24,41 +24,6 @@ using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 
 std::size_t sz(Eigen::Index i) { return static_cast<std::size_t>(i); }
-
-// The generalised Pareto fit of Zhang & Stephens (2009) as used by PSIS: exceedances x ≥ 0
-// in ascending order; returns the shape k (with the weakly informative prior of Vehtari et
-// al. 2024, which pulls it towards 0.5 by ten pseudo-observations) and the scale σ.
-void gpd_fit(const std::vector<double>& x, double& k, double& sigma) {
-    const auto n = static_cast<double>(x.size());
-    constexpr double prior = 3;
-    const int m = 30 + static_cast<int>(std::floor(std::sqrt(n)));
-    const double xstar = x[static_cast<std::size_t>(std::floor(n / 4 + 0.5)) - 1];  // first quartile
-    std::vector<double> theta(static_cast<std::size_t>(m)), profile(static_cast<std::size_t>(m));
-    for (int j = 0; j < m; ++j) {
-        const double t = 1 / x.back() + (1 - std::sqrt(m / (j + 0.5))) / prior / xstar;
-        double mean_log = 0;
-        for (double v : x) mean_log += std::log1p(-t * v);
-        mean_log /= n;
-        const double kj = mean_log;  // the profile's shape at θ = t
-        theta[static_cast<std::size_t>(j)] = t;
-        profile[static_cast<std::size_t>(j)] = n * (std::log(-t / kj) - kj - 1);
-    }
-    const double top = inference::log_sum_exp(profile.begin(), profile.end());
-    double theta_hat = 0;
-    for (int j = 0; j < m; ++j)
-        theta_hat += theta[static_cast<std::size_t>(j)] * std::exp(profile[static_cast<std::size_t>(j)] - top);
-    double mean_log = 0;
-    for (double v : x) mean_log += std::log1p(-theta_hat * v);
-    k = mean_log / n;
-    sigma = -k / theta_hat;
-    k = (k * n + 0.5 * 10) / (n + 10);
-}
-
-// Inverse CDF of the generalised Pareto distribution with location 0.
-double gpd_quantile(double p, double k, double sigma) {
-    if (std::abs(k) < 1e-12) return -sigma * std::log1p(-p);
-    return sigma * std::expm1(-k * std::log1p(-p)) / k;
-}
 
 double weighted_quantile(const Vec& values, const Vec& weights, std::vector<Eigen::Index>& order, double p) {
     std::iota(order.begin(), order.end(), Eigen::Index{0});
@@ -156,32 +121,6 @@ PosteriorMode posterior_mode(const Target& target, const Vec& start, int max_ite
     return out;
 }
 
-double pareto_smooth(Vec& log_weights) {
-    const Eigen::Index s = log_weights.size();
-    const auto tail = static_cast<Eigen::Index>(
-        std::min(std::ceil(0.2 * static_cast<double>(s)), std::ceil(3 * std::sqrt(static_cast<double>(s)))));
-    if (tail < 5 || tail >= s) return std::numeric_limits<double>::infinity();
-    std::vector<Eigen::Index> order(sz(s));
-    std::iota(order.begin(), order.end(), Eigen::Index{0});
-    std::sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return log_weights[a] < log_weights[b]; });
-    const double top = log_weights[order.back()];
-    const double cutoff = std::exp(log_weights[order[sz(s - tail - 1)]] - top);
-    std::vector<double> x(sz(tail));
-    for (Eigen::Index j = 0; j < tail; ++j) x[sz(j)] = std::exp(log_weights[order[sz(s - tail + j)]] - top) - cutoff;
-    const double quartile = x[static_cast<std::size_t>(std::floor(static_cast<double>(tail) / 4 + 0.5)) - 1];
-    // A tail of (nearly) equal weights: the proposal matches the target there, nothing to fit.
-    if (!(quartile > 0) || !(x.back() > 0)) return -std::numeric_limits<double>::infinity();
-    double k = 0, sigma = 0;
-    gpd_fit(x, k, sigma);
-    if (!std::isfinite(k) || !(sigma > 0)) return std::numeric_limits<double>::infinity();
-    for (Eigen::Index j = 0; j < tail; ++j) {
-        const double p = (static_cast<double>(j) + 0.5) / static_cast<double>(tail);
-        const double smoothed = std::log(gpd_quantile(p, k, sigma) + cutoff) + top;
-        log_weights[order[sz(s - tail + j)]] = std::min(smoothed, top);
-    }
-    return k;
-}
-
 RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     check_options(options);
@@ -223,7 +162,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         }
         if (!(log_w.maxCoeff() > -std::numeric_limits<double>::infinity()) || log_w.hasNaN())
             throw Error(ErrorKind::inference, "the importance correction: every draw has zero posterior density");
-        r.pareto_k = pareto_smooth(log_w);
+        r.pareto_k = inference::pareto_smooth(log_w);
         const double top = log_w.maxCoeff();
         w = (log_w.array() - top).exp();
         const double total = w.sum();

@@ -10,7 +10,7 @@
 //  2. self-normalised importance sampling of the exact posterior with a Student-t proposal
 //     centred on that mode with the Laplace covariance, widened (falling back on the VB
 //     mean and covariance when Newton does not reach a mode with a positive definite
-//     Hessian), the weights Pareto-smoothed (PSIS, Vehtari et al. 2024);
+//     Hessian), the weights Pareto-smoothed (PSIS, Vehtari et al. 2024; inference/psis.hpp);
 //  3. from the smoothed weights: the posterior mean, covariance and marginal quantiles, their
 //     Monte Carlo errors, the estimate of log p(x_v) (the mean weight) and the Pareto k̂ of
 //     the weights' tail, the estimate's own diagnostic: below 0.7 the estimates are reliable.
@@ -49,12 +49,6 @@ struct PosteriorMode {
 
 // Damped Newton with backtracking on the exact log posterior, from start.
 PosteriorMode posterior_mode(const Target& target, const Eigen::VectorXd& start, int max_iterations = 30);
-
-// PSIS: replaces the largest min(S/5, 3√S) log weights by the expected order statistics of
-// a generalised Pareto distribution fitted to them (Zhang & Stephens 2009, with the weakly
-// informative prior on its shape), never above the largest raw weight. Returns k̂, the fitted
-// shape (infinite when the tail has fewer than 5 draws). log_weights is changed in place.
-double pareto_smooth(Eigen::VectorXd& log_weights);
 
 struct RefinedPosterior {
     Eigen::VectorXd mean;        // importance-weighted E[θ | x_v]

@@ -7,6 +7,8 @@
 //   vbn::Dataset data = vbn::Dataset::from_matrix(model, values, {"x", "y"});
 //   vbn::FitResult fit = vbn::fit(model, data);          // variational fit, then MCMC
 //   for (const vbn::SummaryRow& row : fit.summary) ...    // posterior mean, sd, quantiles, R-hat
+//   vbn::PredictResult p = vbn::predict(model, new_rows, fit.chains[0].draws);  // P(node = +1) per row
+//   vbn::EvidenceResult e = vbn::evidence(model, data);  // log p(data), se, Pareto k-hat, ELBO
 //
 // Link with the CMake target vbn::vbn (find_package(vbn CONFIG REQUIRED)). Errors are
 // exceptions derived from vbn::Error (<vbn/error.hpp>). Models and datasets are immutable
@@ -231,6 +233,71 @@ VariationalResult variational(const Model& model, const Dataset& data, const Var
 // The variational fit, then MCMC. Throws UsageError (bad options), LimitError (exact
 // summation would be exponential), InferenceError (every chain failed), CancelledError.
 FitResult fit(const Model& model, const Dataset& data, const FitOptions& options = {}, const Callbacks& callbacks = {});
+
+// Posterior predictive probabilities (`vbn predict`; docs/methods.md, "Prediction").
+struct PredictOptions {
+    // The node element ("y", "v[3]") to predict in every row (its observed values are hidden
+    // from the prediction and kept for scoring); empty: every unobserved binary element of
+    // each row.
+    std::string target;
+    long vb_draws = 4000;    // with a VariationalResult: draws from it (as `--vb-draws`)
+    std::uint64_t seed = 1;  // seeds those draws (as `--seed`)
+};
+
+// One predicted value: P(node = +1 | the row's observed values, the posterior).
+struct Prediction {
+    long row = 0;      // 1-based row of the dataset, in input order
+    std::string node;  // "y", "v[3]"
+    double p = 0;
+    int truth = 0;     // the target's value in the row (+1 or -1), 0 when unknown
+};
+
+// Scores over the predictions whose truth is known (with PredictOptions::target).
+struct PredictionScores {
+    long scored = 0;      // predictions with a known truth
+    double accuracy = 0;  // share with (p > 0.5) == (truth = +1)
+    double log_loss = 0;  // mean -log P(truth)
+    double brier = 0;     // mean (p - [truth = +1])^2
+};
+
+struct PredictResult {
+    std::vector<Prediction> predictions;     // by row, then node in declaration order
+    std::optional<PredictionScores> scores;  // present when some truth is known
+    long draws = 0;                          // posterior draws averaged over
+};
+
+// Predictions for the rows of `rows` (a dataset of this model: NaN, or an empty CSV field,
+// marks what is unobserved) from posterior draws, one per matrix row, in
+// Model::parameter_names() order (a Chain's draws, or several stacked). Throws UsageError
+// (unknown target, draws of the wrong width or not finite), LimitError.
+PredictResult predict(const Model& model, const Dataset& rows, const Eigen::MatrixXd& draws, const PredictOptions& options = {});
+// The same from a variational fit (of this model, to training data): options.vb_draws
+// draws of N(mean, covariance) from seed options.seed, as `vbn predict --vb`.
+PredictResult predict(const Model& model, const Dataset& rows, const VariationalResult& posterior,
+                      const PredictOptions& options = {});
+
+// The log evidence log p(data) (`vbn compare`; docs/methods.md, "Log evidence and Pareto
+// k-hat"): the variational fit, then the importance correction `vbn vb` runs, so the same
+// options give the numbers `vbn vb` prints.
+struct EvidenceOptions {
+    long draws = 4000;       // importance draws per round (as `--correction-draws`)
+    std::uint64_t seed = 1;  // seeds the importance draws (as `--seed`)
+    VariationalOptions variational;
+};
+
+struct EvidenceResult {
+    double log_evidence = 0;  // log p(data), estimated (exact when the model has no parameters)
+    double se = 0;            // its Monte Carlo standard error
+    double pareto_k = 0;      // Pareto k-hat of the importance weights: above 0.7 the estimate
+                              // cannot be trusted; NaN when exact
+    double elbo = 0;          // the variational lower bound on log p(data)
+    long draws = 0;           // 0 when exact
+    bool from_mode = false;   // the proposal sat at the exact posterior mode (else at the fit)
+};
+
+// Throws UsageError (bad options), LimitError (exact summation would be exponential),
+// InferenceError.
+EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceOptions& options = {});
 
 }  // namespace vbn::api
 

@@ -5,8 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -407,6 +409,176 @@ TEST_CASE("api: fits in concurrent threads equal the same fits run alone") {
     }
 }
 
+namespace {
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// The columns of draws in Model::parameter_names() order, from draws of b and w.
+Eigen::MatrixXd named_draws(const vbn::Model& m, const Eigen::VectorXd& b, const Eigen::VectorXd& w) {
+    Eigen::MatrixXd d(b.size(), 2);
+    const auto& names = m.parameter_names();
+    REQUIRE(names.size() == 2);
+    for (int j = 0; j < 2; ++j) d.col(j) = names[static_cast<std::size_t>(j)] == "b" ? b : w;
+    return d;
+}
+
+// log ∫ exp(f) over [lo, hi] by the trapezoid rule on n intervals.
+template <class F>
+double log_integral(F f, double lo, double hi, int n) {
+    const double h = (hi - lo) / n;
+    double top = -1e300;
+    for (int i = 0; i <= n; ++i) top = std::max(top, f(lo + i * h));
+    double s = 0;
+    for (int i = 0; i <= n; ++i) s += (i == 0 || i == n ? 0.5 : 1.0) * std::exp(f(lo + i * h) - top);
+    return top + std::log(s * h);
+}
+
+const char* const regression_text = "node x ~ bernoulli(0.5);\nnode y ~ logistic(b + w * x);\nb ~ normal(0, 1);\nw ~ normal(0, 1);\n";
+
+}  // namespace
+
+TEST_CASE("api: predict from draws against the formula, by row and node, with scores") {
+    const vbn::Model m = vbn::Model::from_string(regression_text, "regression");
+    const double nan = std::nan("");
+    // Row 1: x = +1, y unknown; row 2: x unknown, y = +1; row 3: both known; row 4: nothing known.
+    Eigen::MatrixXd rows(4, 2);
+    rows << 1, nan, nan, 1, -1, -1, nan, nan;
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, rows, {"x", "y"});
+    Eigen::VectorXd b(3), w(3);
+    b << -0.5, 0.2, 1.0;
+    w << 1.5, -0.3, 0.7;
+    const vbn::PredictResult r = vbn::predict(m, d, named_draws(m, b, w));
+    CHECK(r.draws == 3);
+    REQUIRE(r.predictions.size() == 4);
+    CHECK_FALSE(r.scores);
+    // P(y = +1 | x = +1) = mean of σ(b + w): x's probability does not depend on θ.
+    double py = 0;
+    for (int s = 0; s < 3; ++s) py += sigmoid(b[s] + w[s]) / 3;
+    CHECK(r.predictions[0].row == 1);
+    CHECK(r.predictions[0].node == "y");
+    CHECK(r.predictions[0].p == doctest::Approx(py).epsilon(1e-12));
+    CHECK(r.predictions[0].truth == 0);
+    // P(x = +1 | y = +1) = Σ σ(b + w) / Σ (σ(b + w) + σ(b − w)): y weighs the draws.
+    double num = 0, den = 0;
+    for (int s = 0; s < 3; ++s) {
+        num += sigmoid(b[s] + w[s]);
+        den += sigmoid(b[s] + w[s]) + sigmoid(b[s] - w[s]);
+    }
+    CHECK(r.predictions[1].row == 2);
+    CHECK(r.predictions[1].node == "x");
+    CHECK(r.predictions[1].p == doctest::Approx(num / den).epsilon(1e-12));
+    // Row 4: x, then y (declaration order); P(x = +1) = 0.5, P(y = +1) = mean of the average.
+    CHECK(r.predictions[2].row == 4);
+    CHECK(r.predictions[2].node == "x");
+    CHECK(r.predictions[2].p == doctest::Approx(0.5).epsilon(1e-12));
+    double py_any = 0;
+    for (int s = 0; s < 3; ++s) py_any += 0.5 * (sigmoid(b[s] + w[s]) + sigmoid(b[s] - w[s])) / 3;
+    CHECK(r.predictions[3].node == "y");
+    CHECK(r.predictions[3].p == doctest::Approx(py_any).epsilon(1e-12));
+
+    // With a target, every row predicts it and the known values are scored.
+    vbn::PredictOptions o;
+    o.target = "y";
+    const vbn::PredictResult t = vbn::predict(m, d, named_draws(m, b, w), o);
+    REQUIRE(t.predictions.size() == 4);
+    REQUIRE(t.scores);
+    CHECK(t.scores->scored == 2);  // rows 2 (y = +1) and 3 (y = −1)
+    double py3 = 0;  // P(y = +1 | x = −1)
+    for (int s = 0; s < 3; ++s) py3 += sigmoid(b[s] - w[s]) / 3;
+    CHECK(t.predictions[1].truth == 1);
+    CHECK(t.predictions[2].truth == -1);
+    CHECK(t.predictions[2].p == doctest::Approx(py3).epsilon(1e-12));
+    const double p2 = t.predictions[1].p;
+    CHECK(p2 == doctest::Approx(py_any).epsilon(1e-12));  // row 2's x is unknown
+    CHECK(t.scores->log_loss == doctest::Approx(-(std::log(p2) + std::log(1 - py3)) / 2).epsilon(1e-12));
+    CHECK(t.scores->brier == doctest::Approx(((1 - p2) * (1 - p2) + py3 * py3) / 2).epsilon(1e-12));
+    CHECK(t.scores->accuracy == doctest::Approx(((p2 > 0.5 ? 1 : 0) + (py3 <= 0.5 ? 1 : 0)) / 2.0));
+
+    o.target = "nope";
+    CHECK_THROWS_AS(vbn::predict(m, d, named_draws(m, b, w), o), vbn::UsageError);
+    CHECK_THROWS_AS(vbn::predict(m, d, Eigen::MatrixXd::Zero(3, 1)), vbn::UsageError);
+    const vbn::Model again = vbn::Model::from_string(regression_text, "again");
+    CHECK_THROWS_AS(vbn::predict(again, d, named_draws(m, b, w)), vbn::UsageError);
+}
+
+TEST_CASE("api: predict from a variational fit against Gaussian quadrature") {
+    const vbn::Model m = vbn::Model::from_string(regression_text, "regression");
+    Eigen::MatrixXd train(30, 2);
+    for (int r = 0; r < 30; ++r) {
+        train(r, 0) = r % 2 == 0 ? 1 : -1;
+        train(r, 1) = (r % 2 == 0) == (r % 7 != 0) ? 1 : -1;  // y mostly follows x
+    }
+    const vbn::VariationalResult q = vbn::variational(m, vbn::Dataset::from_matrix(m, train, {"x", "y"}));
+    Eigen::MatrixXd rows(1, 2);
+    rows << 1, std::nan("");
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, rows, {"x", "y"});
+    const vbn::PredictResult r = vbn::predict(m, d, q);
+    CHECK(r.draws == 4000);
+    REQUIRE(r.predictions.size() == 1);
+    // b + w ~ N(μ, v) under q: E σ(b + w) and its sd by quadrature.
+    const Eigen::VectorXd a = Eigen::VectorXd::Ones(2);
+    const double mu = a.dot(q.mean), sd = std::sqrt(a.dot(q.covariance * a));
+    double e1 = 0, e2 = 0, z = 0;
+    for (int i = -4000; i <= 4000; ++i) {
+        const double t = mu + sd * i / 400.0, dens = std::exp(-0.5 * (i / 400.0) * (i / 400.0));
+        z += dens;
+        e1 += dens * sigmoid(t);
+        e2 += dens * sigmoid(t) * sigmoid(t);
+    }
+    e1 /= z;
+    e2 /= z;
+    const double mcse = std::sqrt(e2 - e1 * e1) / std::sqrt(4000.0);
+    CAPTURE(e1);
+    CHECK(std::abs(r.predictions[0].p - e1) < 4 * mcse);
+    // The same seed gives the same numbers; another seed other ones.
+    vbn::PredictOptions o;
+    CHECK(vbn::predict(m, d, q, o).predictions[0].p == r.predictions[0].p);
+    o.seed = 2;
+    CHECK(vbn::predict(m, d, q, o).predictions[0].p != r.predictions[0].p);
+    o.vb_draws = 0;
+    CHECK_THROWS_AS(vbn::predict(m, d, q, o), vbn::UsageError);
+}
+
+TEST_CASE("api: evidence against quadrature, and exact without parameters") {
+    const vbn::Model m = vbn::Model::from_string("node y ~ logistic(b);\nb ~ normal(0.5, 2);\n", "one");
+    const vbn::Dataset d = vbn::Dataset::from_columns(m, {{"y", {1, 1, 1, -1, 1, 1, -1, 1, 1, -1, 1, 1}}});  // 9 of 12
+    auto log_sigmoid = [](double x) { return -std::log1p(std::exp(-x)); };
+    const double exact = log_integral(
+        [&](double b) {
+            const double z = (b - 0.5) / 2;
+            return -0.5 * z * z - std::log(2.0) - 0.5 * std::log(2 * 3.14159265358979323846) + 9 * log_sigmoid(b) +
+                   3 * log_sigmoid(-b);
+        },
+        -20, 20, 4000);
+    // Seeds 1–5: within 4 standard errors (the tolerance of the runtime's own evidence test).
+    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+        vbn::EvidenceOptions o;
+        o.seed = seed;
+        const vbn::EvidenceResult e = vbn::evidence(m, d, o);
+        CAPTURE(seed);
+        CAPTURE(e.log_evidence);
+        CHECK(e.draws == 4000);
+        CHECK(e.from_mode);
+        CHECK(e.se > 0);
+        CHECK(std::abs(e.log_evidence - exact) < 4 * e.se);
+        CHECK(e.elbo < exact);
+        CHECK(e.elbo == vbn::variational(m, d).elbo);
+    }
+
+    const vbn::Model fixed = vbn::Model::from_string("node y ~ bernoulli(0.3);\n", "fixed");
+    const vbn::EvidenceResult e = vbn::evidence(fixed, vbn::Dataset::from_columns(fixed, {{"y", {1, -1, -1}}}));
+    CHECK(e.draws == 0);
+    CHECK(e.log_evidence == doctest::Approx(std::log(0.3) + 2 * std::log(0.7)).epsilon(1e-12));
+    CHECK(std::isnan(e.pareto_k));
+
+    vbn::EvidenceOptions bad;
+    bad.draws = 5;
+    CHECK_THROWS_AS(vbn::evidence(m, d, bad), vbn::UsageError);
+    const vbn::Model big = vbn::Model::from_string(
+        "node h[14] hidden ~ bernoulli(0.5);\nnode y ~ logistic(w * h);\nw ~ normal(0, 1);\n", "big");
+    CHECK_THROWS_AS(vbn::evidence(big, vbn::Dataset::from_columns(big, {{"y", {1, -1, 1}}})), vbn::LimitError);
+}
+
 TEST_CASE("api: the README and docs/embedding.md snippets run as written") {
     vbn::Model model = vbn::Model::from_string("node y ~ logistic(b);  b ~ normal(0, 2);", "coin");
     vbn::Dataset data = vbn::Dataset::from_columns(model, {{"y", {1, 1, -1, 1}}});
@@ -415,6 +587,14 @@ TEST_CASE("api: the README and docs/embedding.md snippets run as written") {
     CHECK(fit.summary[0].mean > 0);  // three heads in four
     CHECK(fit.chains.size() == 4);
     CHECK(fit.chains[0].draws.rows() == 1000);
+    // docs/embedding.md's predict snippet.
+    vbn::PredictOptions po;
+    po.target = "y";
+    const vbn::PredictResult pr = vbn::predict(model, data, fit.chains[0].draws, po);
+    CHECK(pr.predictions.size() == 4);
+    REQUIRE(pr.scores);
+    CHECK(pr.scores->scored == 4);
+    CHECK(pr.predictions[0].node == "y");
 
     const auto e = expect_throw<vbn::ModelError>([] { vbn::Model::from_string("node y ~ logistic(2 + 3 * q);", "m"); });
     CHECK(e.line() == 1);

@@ -186,8 +186,13 @@ run "predict bad row" 1 -- "$vbn" predict "$mm" --data "$tmp/newbad.csv" --vb --
 
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nb, w ~ normal(0, 3);\n' >"$tmp/direct.vbn"
 run "compare" 0 -- "$vbn" compare "$mm" "$tmp/direct.vbn" --data "$mmd" --evidence-draws 2000 &&
-  expect "compare table" out "^model +ELBO +log evidence +se +k-hat$" && expect "compare row" out "direct\.vbn +-[0-9.]+ +-[0-9.]+ +[0-9.]+ +[0-9.]+$" &&
+  expect "compare table" out "^model +ELBO +log evidence +se +k-hat$" && expect "compare row" out "direct\.vbn +-[0-9.]+ +-[0-9.]+ +[0-9.]+ +-?[0-9.]+$" &&
   expect "bayes factor" out "^log Bayes factor .* = -?[0-9.]+ ± [0-9.]+$" && expect "compare warns on k-hat" out "^warning: .*multimodal\.vbn: Pareto k-hat"
+# compare's log evidence is vbn vb's, for the same draws and seed
+cmp_le=$(awk '$1 ~ /direct\.vbn$/ {print $3 " " $4}' "$tmp/out")
+run "vb evidence as compare" 0 -- "$vbn" vb "$tmp/direct.vbn" --data "$mmd" --correction-draws 2000
+vb_le=$(sed -n 's/^log p(data) ~ \(-[0-9.]*\) +- \([0-9.]*\) .*/\1 \2/p' "$tmp/out")
+if [ -n "$cmp_le" ] && [ "$cmp_le" = "$vb_le" ]; then ok; else bad "compare and vb give the same log evidence ('$cmp_le' vs '$vb_le')"; fi
 run "compare data misfit" 1 -- "$vbn" compare "$mm" "$ex/paper/unimodal_d1.vbn" --data "$mmd" && expect "compare misfit" err "do not fit the model .*unimodal_d1\.vbn"
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nnode z ~ logistic(c);\nb, w, c ~ normal(0, 3);\n' >"$tmp/more.vbn"
 printf 'o,y,z\n1,1,1\n-1,1,-1\n' >"$tmp/more.csv"

@@ -1,7 +1,8 @@
-// The importance-sampled log evidence against quadrature (one and two parameters), the ELBO
-// below it, and Pareto-k̂ on a near-Gaussian posterior (low) and a bimodal one (high).
+// The importance-sampled log evidence (the importance correction of runtime/vb_refine.hpp,
+// through runtime/evidence.hpp) against quadrature (one and two parameters), the ELBO below
+// it, and Pareto-k̂ on a near-Gaussian posterior (low) and a bimodal one (high).
 //
-// Tolerances: the estimate must lie within 3 of its own standard errors of the quadrature
+// Tolerances: the estimate must lie within 4 of its own standard errors of the quadrature
 // value (checked by hand with seeds 1–5; the seed is then fixed), and the quadrature itself
 // is accurate to far below that.
 #include "runtime/evidence.hpp"
@@ -48,8 +49,16 @@ double log_integral_1d(F f, double lo, double hi, int n) {
     return top + std::log(s * h);
 }
 
-// Seeds 1–5: each estimate within 3 of its standard errors of the truth, with k̂ ≤ 0.5.
-void check_against(const Target& t, const VbFit& q, double exact) {
+// Seeds 1–5: each estimate within 4 of its standard errors of the truth (the tolerance of
+// the correction's own test: Pareto smoothing adds a bias the delta-method standard error
+// leaves out, measured at 0.8 se on the one-parameter model's first seed), and, with
+// check_k, k̂ ≤ 0.5.
+//
+// Why not k̂ ≤ 0.5 everywhere: with a Student-t proposal at the mode the ratios are bounded
+// with a smooth maximum, so they pile up below it (a generalized Pareto tail of shape −2),
+// where Zhang & Stephens' estimate is undefined (k < −1). On the 12-row one-parameter model
+// it is 4.75 on seed 1's first-round ratios, and R's loo::psis gives the same 4.7467.
+void check_against(const Target& t, const VbFit& q, double exact, bool check_k) {
     CAPTURE(exact);
     CHECK(q.elbo < exact);
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
@@ -61,8 +70,9 @@ void check_against(const Target& t, const VbFit& q, double exact) {
         CAPTURE(e.se);
         CHECK(e.se > 0);
         CHECK(e.se < 0.05);
-        CHECK(std::abs(e.log_evidence - exact) < 3 * e.se);
-        CHECK(e.pareto_k < 0.5);
+        CHECK(std::abs(e.log_evidence - exact) < 4 * e.se);
+        CHECK(e.from_mode);
+        if (check_k) CHECK(e.pareto_k < 0.5);
     }
 }
 }  // namespace
@@ -74,7 +84,7 @@ TEST_CASE("evidence: one parameter, against quadrature") {
         [](double b) { return log_normal_pdf(b, 0.5, 2) + 9 * log_inv_logit(b) + 3 * log_inv_logit(-b); }, -20, 20, 4000);
     const VbFit q = variational(g, d).best_fit();
     const auto t = make_target(g, d);
-    check_against(*t, q, exact);
+    check_against(*t, q, exact, false);
     CHECK(estimate_evidence(*t, q).draws == 4000);
 }
 
@@ -104,7 +114,7 @@ TEST_CASE("evidence: two parameters with a fixed-probability parent, against qua
     const double exact = log_px + log_integral_1d([&](double b) { return log_normal_pdf(b, 0, 1.5) + inner(b); }, -12, 12, 1200);
     const VbFit q = variational(g, d).best_fit();
     const auto t = make_target(g, d);
-    check_against(*t, q, exact);
+    check_against(*t, q, exact, false);
     // The same through model_evidence.
     const auto e = model_evidence(g, d, q, {});
     REQUIRE(e);
@@ -121,7 +131,7 @@ TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and h
         const double m = q.mean[0];
         const double exact = log_integral_1d(
             [&](double w) { return t->log_density(Eigen::VectorXd::Constant(1, w)) + t->log_constant(); }, m - 3, m + 3, 6000);
-        check_against(*t, q, exact);
+        check_against(*t, q, exact, true);
     }
     {
         // Section 5.2: w's posterior has two modes (h = ±1 explain the data equally well up to
@@ -130,8 +140,8 @@ TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and h
         const Dataset d = load_csv(g, dir + "multimodal.csv");
         const VbFit q = variational(g, d).best_fit();
         const auto t = make_target(g, d);
-        // 20000 draws: k̂ from 4000 varies too much (0.62–0.98 over seeds 1–5); with 20000
-        // it was 0.77–1.00 over seeds 1–6.
+        // 20000 draws: k̂ from 4000 varies too much (0.70–1.06 over seeds 1–6, the proposal
+        // at the exact mode); with 20000 it was 0.73–0.93 over seeds 1–6.
         EvidenceOptions o;
         o.draws = 20000;
         const Evidence e = estimate_evidence(*t, q, o);
@@ -164,6 +174,6 @@ TEST_CASE("evidence: pareto_k_reading and bad options") {
     o.draws = 5;
     CHECK_THROWS_AS(estimate_evidence(*t, q, o), Error);
     o.draws = 100;
-    o.inflation = 0;
+    o.widen = 0;
     CHECK_THROWS_AS(estimate_evidence(*t, q, o), Error);
 }

@@ -1,5 +1,5 @@
-// The importance correction of the variational fit (runtime/vb_refine.hpp): Pareto k̂ on
-// weights with a known tail, the corrected posterior against grid integration in 1-D and
+// The importance correction of the variational fit (runtime/vb_refine.hpp; its Pareto
+// smoothing is tested with inference/psis): the corrected posterior against grid integration in 1-D and
 // against a long NUTS run (a committed fixture) on the paper's 10-parent data.
 #include "runtime/vb_refine.hpp"
 
@@ -25,37 +25,7 @@ using namespace vbn;
 
 const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
 
-// Largest-weight tail PSIS fits: min(S/5, 3√S) draws.
-double tail_size(double s) { return std::min(std::ceil(0.2 * s), std::ceil(3 * std::sqrt(s))); }
-
 }  // namespace
-
-TEST_CASE("Pareto k-hat recovers the tail of weights with a known generalised Pareto tail") {
-    const long s = 4000;
-    const double m = tail_size(static_cast<double>(s));
-    for (double k : {0.3, 0.8}) {
-        CAPTURE(k);
-        inference::Rng rng(11, static_cast<std::uint64_t>(k * 10));
-        Eigen::VectorXd lw(s);
-        // w = U^(−k) is Pareto with tail index 1/k: its exceedances are GPD with shape k.
-        for (long i = 0; i < s; ++i) lw[i] = -k * std::log(1 - rng.uniform());
-        Eigen::VectorXd smoothed = lw;
-        const double khat = pareto_smooth(smoothed);
-        // The estimator's sd is about (1 + k)/√M over M tail draws.
-        CHECK(std::abs(khat - k) < 4 * (1 + k) / std::sqrt(m));
-        // Smoothing changes only the tail and never raises the largest weight.
-        CHECK(smoothed.maxCoeff() <= lw.maxCoeff());
-        long changed = 0;
-        for (long i = 0; i < s; ++i) changed += smoothed[i] != lw[i];
-        CHECK(changed <= static_cast<long>(m));
-    }
-    SUBCASE("bounded weights have a negative shape") {
-        inference::Rng rng(12);
-        Eigen::VectorXd lw(s);
-        for (long i = 0; i < s; ++i) lw[i] = std::log(rng.uniform());  // w ~ Uniform(0, 1)
-        CHECK(pareto_smooth(lw) < 0);
-    }
-}
 
 TEST_CASE("one parameter: the corrected posterior and the log evidence against grid integration") {
     const ir::Graph g = load_model(paper + "unimodal_d1.vbn");
