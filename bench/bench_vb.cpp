@@ -233,7 +233,7 @@ void BM_VbAccuracy(benchmark::State& state) {
     const Problem p = unimodal(d, 1000, 51);
     const Target target(p.graph, p.data);
     VbFit fit;
-    PosteriorMode lap;
+    NewtonMode lap;
     Reference ref, via_vb;
     for (auto _ : state) {
         fit = variational(p.graph, p.data).best_fit();

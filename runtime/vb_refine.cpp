@@ -68,10 +68,10 @@ Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& 
     return 0.5 * (h + h.transpose());
 }
 
-PosteriorMode posterior_mode(const Target& target, const Vec& start, int max_iterations) {
+NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterations) {
     auto ws = target.make_workspace();
     const auto d = static_cast<Eigen::Index>(target.dim());
-    PosteriorMode out;
+    NewtonMode out;
     out.mode = start;
     Vec grad(d), step(d), next(d);
     double lp = target.log_density_gradient(out.mode, grad, ws);

@@ -40,15 +40,17 @@ struct RefineOptions {
 // −∇² log p(θ | x_v) at theta by central differences of the analytic gradient, symmetrised.
 Eigen::MatrixXd negative_hessian(const Target& target, const Eigen::VectorXd& theta, Target::Workspace& ws);
 
-struct PosteriorMode {
+struct NewtonMode {
     Eigen::VectorXd mode;
     Eigen::MatrixXd cov;     // the Laplace covariance (inverse negative Hessian) at the mode
     int iterations = 0;
     bool converged = false;  // a stationary point with a positive definite negative Hessian
 };
 
-// Damped Newton with backtracking on the exact log posterior, from start.
-PosteriorMode posterior_mode(const Target& target, const Eigen::VectorXd& start, int max_iterations = 30);
+// Damped Newton with backtracking on the exact log posterior, from start: the one mode the
+// correction centres its proposal on (runtime/posterior_modes.hpp searches many starts for
+// every mode, for the samplers).
+NewtonMode posterior_mode(const Target& target, const Eigen::VectorXd& start, int max_iterations = 30);
 
 struct RefinedPosterior {
     Eigen::VectorXd mean;        // importance-weighted E[θ | x_v]
@@ -62,7 +64,7 @@ struct RefinedPosterior {
     long draws = 0;              // per round; the estimates are the last round's
     int rounds = 0;              // rounds run (fewer than asked when k̂ ≥ 0.7 stops adaptation)
     bool from_mode = false;      // proposal centred on the exact mode (else on the VB fit)
-    PosteriorMode mode;          // the Newton result (mode.converged tells if it was used)
+    NewtonMode mode;          // the Newton result (mode.converged tells if it was used)
     double seconds = 0;
 };
 
