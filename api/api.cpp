@@ -257,12 +257,7 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
 
     vbn::FitOptions o;
     o.method = options.method;
-    o.chains = options.chains;
-    o.warmup = options.warmup;
-    o.draws = options.draws;
-    o.threads = options.threads;
-    o.seed = options.seed;
-    o.keep_draws = options.keep_draws;
+    inference::copy_chain_settings(options, o);
     o.vb = vb_options(options.variational);
     const std::atomic<bool>* stop = callbacks.cancel ? callbacks.cancel->flag() : nullptr;
     o.vb.cancel = stop;

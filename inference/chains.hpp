@@ -39,6 +39,20 @@ struct ChainSettings {
     int thin = 1;             // keep sampling iterations 0, thin, 2 thin, ...
 };
 
+// Copies the fields that say how long and how many chains run (warmup, draws, seed, chains,
+// threads, keep_draws) between option types that name them alike: ChainSettings, the fit
+// options of runtime/fit.hpp and those of the library API. One copy, so that a field added to
+// all of them is passed on everywhere or nowhere.
+template <class To, class From>
+void copy_chain_settings(const From& from, To& to) {
+    to.warmup = from.warmup;
+    to.draws = from.draws;
+    to.seed = from.seed;
+    to.chains = from.chains;
+    to.threads = from.threads;
+    to.keep_draws = from.keep_draws;
+}
+
 struct ChainProgress {
     int chain = 0;
     int iteration = 0;   // iterations done in this phase

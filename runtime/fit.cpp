@@ -290,12 +290,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         factory = std::make_unique<TargetDensityFactory>(*target);
     }
     inference::ChainSettings s;
-    s.warmup = o.warmup;
-    s.draws = o.draws;
-    s.seed = o.seed;
-    s.chains = o.chains;
-    s.threads = o.threads;
-    s.keep_draws = o.keep_draws;
+    inference::copy_chain_settings(o, s);
     const auto t1 = std::chrono::steady_clock::now();
     inference::ChainCallbacks callbacks = o.callbacks;
     if (!callbacks.parameter_name) callbacks.parameter_name = [&graph](int i) { return graph.theta_name(i); };
