@@ -86,63 +86,82 @@ private:
     int last_ = -1;
 };
 
-// Running mean and sum of squared deviations (Welford 1962): one pass, no cancellation.
-class WelfordVariance {
+// Running mean (Welford 1962): the update both estimators below share. add(x) returns the
+// step δ = x − (mean before x), from which each accumulates its sum of squared deviations.
+class WelfordMean {
 public:
-    explicit WelfordVariance(int dim = 0) : mean_(Eigen::VectorXd::Zero(dim)), m2_(Eigen::VectorXd::Zero(dim)), delta_(dim) {}
+    explicit WelfordMean(int dim = 0) : mean_(Eigen::VectorXd::Zero(dim)), delta_(dim) {}
 
     void restart() {
         count_ = 0;
         mean_.setZero();
-        m2_.setZero();
     }
 
-    void add(const Eigen::VectorXd& x) {
+    const Eigen::VectorXd& add(const Eigen::VectorXd& x) {
         ++count_;
         delta_ = x - mean_;
         mean_ += delta_ / static_cast<double>(count_);
-        m2_.array() += delta_.array() * (x - mean_).array();
+        return delta_;
     }
 
     long count() const { return count_; }
-
-    // Unbiased sample variance; needs count() >= 2.
-    void sample_variance(Eigen::VectorXd& out) const { out = m2_ / static_cast<double>(count_ - 1); }
+    const Eigen::VectorXd& mean() const { return mean_; }
 
 private:
     long count_ = 0;
     Eigen::VectorXd mean_;
-    Eigen::VectorXd m2_;
     Eigen::VectorXd delta_;
 };
 
-class WelfordCovariance {
+// Running mean and sum of squared deviations (Welford 1962): one pass, no cancellation.
+class WelfordVariance {
 public:
-    explicit WelfordCovariance(int dim = 0) : mean_(Eigen::VectorXd::Zero(dim)), m2_(Eigen::MatrixXd::Zero(dim, dim)), delta_(dim) {}
+    explicit WelfordVariance(int dim = 0) : mean_(dim), m2_(Eigen::VectorXd::Zero(dim)) {}
 
     void restart() {
-        count_ = 0;
-        mean_.setZero();
+        mean_.restart();
         m2_.setZero();
     }
 
     void add(const Eigen::VectorXd& x) {
-        ++count_;
-        delta_ = x - mean_;
-        mean_ += delta_ / static_cast<double>(count_);
-        // (x − mean_old)(x − mean_new)' = ((n − 1)/n) δδ': symmetric, so only the lower
-        // triangle is accumulated.
-        const double w = static_cast<double>(count_ - 1) / static_cast<double>(count_);
-        const Eigen::Index d = delta_.size();
-        for (Eigen::Index j = 0; j < d; ++j) m2_.col(j).tail(d - j) += (w * delta_(j)) * delta_.tail(d - j);
+        const Eigen::VectorXd& delta = mean_.add(x);
+        m2_.array() += delta.array() * (x - mean_.mean()).array();
     }
 
-    long count() const { return count_; }
+    long count() const { return mean_.count(); }
+
+    // Unbiased sample variance; needs count() >= 2.
+    void sample_variance(Eigen::VectorXd& out) const { out = m2_ / static_cast<double>(count() - 1); }
+
+private:
+    WelfordMean mean_;
+    Eigen::VectorXd m2_;
+};
+
+class WelfordCovariance {
+public:
+    explicit WelfordCovariance(int dim = 0) : mean_(dim), m2_(Eigen::MatrixXd::Zero(dim, dim)) {}
+
+    void restart() {
+        mean_.restart();
+        m2_.setZero();
+    }
+
+    void add(const Eigen::VectorXd& x) {
+        const Eigen::VectorXd& delta = mean_.add(x);
+        // (x − mean_old)(x − mean_new)' = ((n − 1)/n) δδ': symmetric, so only the lower
+        // triangle is accumulated.
+        const double w = static_cast<double>(count() - 1) / static_cast<double>(count());
+        const Eigen::Index d = delta.size();
+        for (Eigen::Index j = 0; j < d; ++j) m2_.col(j).tail(d - j) += (w * delta(j)) * delta.tail(d - j);
+    }
+
+    long count() const { return mean_.count(); }
 
     // Unbiased sample covariance, exactly symmetric; needs count() >= 2.
     void sample_covariance(Eigen::MatrixXd& out) const {
         const Eigen::Index d = m2_.rows();
-        const double scale = 1.0 / static_cast<double>(count_ - 1);
+        const double scale = 1.0 / static_cast<double>(count() - 1);
         for (Eigen::Index j = 0; j < d; ++j) {
             for (Eigen::Index i = j; i < d; ++i) {
                 out(i, j) = scale * m2_(i, j);
@@ -152,10 +171,8 @@ public:
     }
 
 private:
-    long count_ = 0;
-    Eigen::VectorXd mean_;
+    WelfordMean mean_;
     Eigen::MatrixXd m2_;  // lower triangle only
-    Eigen::VectorXd delta_;
 };
 
 // The whole schedule: feed it every warmup draw; at each window end it holds the new inverse
