@@ -11,6 +11,7 @@
 #include "inference/rng.hpp"
 #include "runtime/dataset_builder.hpp"
 #include "runtime/target.hpp"
+#include "tests/support/graph_builder.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -73,23 +74,7 @@ ir::Graph unimodal_graph(int d) {
     return g;
 }
 
-Dataset unimodal_data(const ir::Graph& g, int d, long rows, std::uint64_t seed) {
-    Rng rng(seed);
-    std::vector<double> w(sz(d));
-    for (auto& v : w) v = 1.0 - rng.uniform();  // Uniform(0, 1]
-    DatasetBuilder builder(g, "unimodal");
-    std::vector<std::int8_t> row(sz(d + 1));
-    for (long t = 0; t < rows; ++t) {
-        double eta = 0.5;
-        for (int k = 0; k < d; ++k) {
-            row[sz(k)] = rng.bernoulli(0.5) ? 1 : -1;
-            eta += w[sz(k)] * row[sz(k)];
-        }
-        row[sz(d)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
-        builder.add_coded_row(row, {});
-    }
-    return builder.finish();
-}
+using test::unimodal_data;
 
 // node h[3] hidden ~ bernoulli(0.5); node v[8] ~ logistic(b + W * h); b, W ~ normal(0, sqrt(10)).
 ir::Graph sbn_graph() {

@@ -24,6 +24,7 @@
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
 #include "runtime/vb_refine.hpp"
+#include "tests/support/graph_builder.hpp"
 
 #include <Eigen/Cholesky>
 #include <benchmark/benchmark.h>
@@ -54,21 +55,7 @@ Problem unimodal(int d, long rows, std::uint64_t seed) {
                                         "w ~ normal(0, 10);\n",
                                         d),
                             "unimodal.vbn");
-    Rng rng(seed);
-    std::vector<double> w(sz(d));
-    for (double& v : w) v = 1.0 - rng.uniform();  // Uniform(0, 1]
-    DatasetBuilder b(p.graph, "unimodal");
-    std::vector<std::int8_t> row(sz(d + 1));
-    for (long t = 0; t < rows; ++t) {
-        double eta = 0.5;
-        for (int k = 0; k < d; ++k) {
-            row[sz(k)] = rng.bernoulli(0.5) ? 1 : -1;
-            eta += w[sz(k)] * row[sz(k)];
-        }
-        row[sz(d)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
-        b.add_coded_row(row, {});
-    }
-    p.data = b.finish();
+    p.data = test::unimodal_data(p.graph, d, rows, seed);
     return p;
 }
 
@@ -77,22 +64,13 @@ Problem simulated(const std::string& text, const std::vector<double>& theta, lon
     Problem p;
     p.graph = compile_model(text, "model.vbn");
     const ir::Graph& g = p.graph;
+    const Eigen::Map<const Eigen::VectorXd> th(theta.data(), static_cast<Eigen::Index>(theta.size()));
     Rng rng(seed);
     DatasetBuilder b(g, "simulated");
     std::vector<double> x(g.elements.size());
     std::vector<std::int8_t> row;
     for (long t = 0; t < rows; ++t) {
-        for (int e : g.topological_order) {
-            const ir::Cpd& c = g.cpds[sz(e)];
-            double eta = c.offset;
-            for (const auto& ft : c.fixed) eta += ft.coef * x[sz(ft.element)];
-            for (std::size_t k = 0; k < c.features.size(); ++k) {
-                const auto& f = c.features[k];
-                const double v = f.element < 0 ? f.sign : f.sign * x[sz(f.element)];
-                eta += theta[sz(g.blocks[sz(c.block)].offset + static_cast<int>(k))] * v;
-            }
-            x[sz(e)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
-        }
+        for (int e : g.topological_order) x[sz(e)] = rng.bernoulli(inference::inv_logit(test::eta_of(g, e, x, th))) ? 1 : -1;
         row.clear();
         for (std::size_t e = 0; e < g.elements.size(); ++e)
             if (!g.elements[e].hidden) row.push_back(static_cast<std::int8_t>(x[e]));

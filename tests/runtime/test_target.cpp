@@ -6,6 +6,7 @@
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 #include "runtime/model.hpp"
+#include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>
 
@@ -30,126 +31,30 @@ using Vec = Eigen::VectorXd;
 
 std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
-// Builds an ir::Graph by hand, one scalar element per variable. Elements must be added
-// parents first; blocks are numbered in that order.
-struct ModelBuilder {
-    ir::Graph g;
-
-    int add(const std::string& name, bool hidden = false, bool covariate = false) {
-        const int e = static_cast<int>(g.elements.size());
-        ir::Variable v;
-        v.name = name;
-        v.kind = covariate ? ir::VariableKind::covariate : ir::VariableKind::binary;
-        v.hidden = hidden;
-        v.first_element = e;
-        g.variables.push_back(v);
-        ir::Element el;
-        el.variable = static_cast<int>(g.variables.size()) - 1;
-        el.name = name;
-        el.binary = !covariate;
-        el.hidden = hidden;
-        g.elements.push_back(el);
-        g.cpds.emplace_back();
-        if (!covariate) g.topological_order.push_back(e);
-        return e;
-    }
-    int bernoulli(const std::string& name, double p, bool hidden = false) {
-        const int e = add(name, hidden);
-        g.cpds[sz(e)].offset = inference::logit(p);
-        return e;
-    }
+// Builds an ir::Graph by hand (tests/support/graph_builder.hpp); the block of a logistic
+// node `name` is the parameter w_name.
+struct ModelBuilder : test::GraphBuilder {
     // logit P(x = +1) = offset + Σ fixed + θ' f, θ ~ N(mean, sd²) iid.
     int logistic(const std::string& name, bool hidden, double offset, std::vector<ir::FixedTerm> fixed,
                  std::vector<ir::Feature> features, double mean = 0, double sd = 2) {
-        const int n = static_cast<int>(features.size());
-        std::vector<double> cov(sz(n * n), 0.0);
-        for (int k = 0; k < n; ++k) cov[sz(k * n + k)] = sd * sd;
-        return logistic_cov(name, hidden, offset, std::move(fixed), std::move(features),
-                            std::vector<double>(sz(n), mean), cov, true);
+        const std::size_t n = features.size();
+        return logistic_cov(name, hidden, offset, std::move(fixed), std::move(features), std::vector<double>(n, mean),
+                            test::diagonal_cov(std::vector<double>(n, sd)), true);
     }
     int logistic_cov(const std::string& name, bool hidden, double offset, std::vector<ir::FixedTerm> fixed,
                      std::vector<ir::Feature> features, std::vector<double> mean, std::vector<double> cov,
                      bool diagonal) {
-        const int e = add(name, hidden);
-        ir::Cpd& c = g.cpds[sz(e)];
-        c.logistic = true;
-        c.offset = offset;
-        c.fixed = std::move(fixed);
-        c.features = std::move(features);
-        if (!c.features.empty()) {
-            ir::Block b;
-            b.element = e;
-            b.offset = g.dim;
-            b.size = static_cast<int>(c.features.size());
-            b.prior_mean = std::move(mean);
-            b.prior_cov = std::move(cov);
-            b.prior_diagonal = diagonal;
-            c.block = static_cast<int>(g.blocks.size());
-            ir::Parameter p;
-            p.name = "w_" + name;
-            p.shape = {b.size};
-            for (int k = 0; k < b.size; ++k) p.theta_index.push_back(g.dim + k);
-            g.parameters.push_back(p);
-            g.dim += b.size;
-            g.blocks.push_back(b);
-        }
-        return e;
+        const int n = static_cast<int>(features.size());
+        return logistic_block(name, hidden, offset, std::move(fixed), std::move(features), "w_" + name, {n}, std::move(mean),
+                              std::move(cov), diagonal);
     }
 };
 
-ir::Feature bias() { return {-1, 1.0}; }
-ir::Feature on(int e, double sign = 1.0) { return {e, sign}; }
+using test::bias;
+using test::on;
 
-// A row gives every element's value: ±1 or 0 (missing) for binary nodes, a real number for
-// covariates; entries of hidden nodes are ignored.
-using Row = std::vector<double>;
-
-// Fills a Dataset from rows: observed binary nodes then covariates, in element order. With
-// `compress`, identical rows become one pattern with a count, as the CSV loader does;
-// without, every row is its own pattern.
-Dataset make_dataset(const ir::Graph& g, const std::vector<Row>& rows, bool compress = true) {
-    Dataset d;
-    d.name = "test.csv";
-    d.rows = static_cast<long>(rows.size());
-    for (const auto& el : g.elements) {
-        if (!el.binary) {
-            d.column_of.push_back(static_cast<int>(d.real_names.size()));
-            d.real_names.push_back(el.name);
-        } else if (el.hidden) {
-            d.column_of.push_back(-1);
-        } else {
-            d.column_of.push_back(static_cast<int>(d.binary_names.size()));
-            d.binary_names.push_back(el.name);
-        }
-    }
-    d.missing.assign(d.binary_names.size(), 0);
-    std::map<std::pair<std::vector<std::int8_t>, std::vector<double>>, int> seen;
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        std::vector<std::int8_t> bin;
-        std::vector<double> real;
-        for (std::size_t e = 0; e < g.elements.size(); ++e) {
-            const auto& el = g.elements[e];
-            if (!el.binary)
-                real.push_back(rows[r][e]);
-            else if (!el.hidden)
-                bin.push_back(static_cast<std::int8_t>(rows[r][e]));
-        }
-        for (std::size_t c = 0; c < bin.size(); ++c)
-            if (bin[c] == 0) ++d.missing[c];
-        auto key = std::make_pair(bin, real);
-        auto it = seen.find(key);
-        if (compress && it != seen.end()) {
-            d.count[sz(it->second)] += 1;
-            continue;
-        }
-        seen[key] = d.patterns++;
-        d.binary.insert(d.binary.end(), bin.begin(), bin.end());
-        d.real.insert(d.real.end(), real.begin(), real.end());
-        d.count.push_back(1);
-        d.first_line.push_back(static_cast<long>(r) + 2);
-    }
-    return d;
-}
+using test::make_dataset;
+using test::Row;
 
 // log p(x_v, θ) by brute force: for every row separately, the full joint summed over all
 // its unobserved values (no compression, no pruning), plus the normalised Gaussian prior.
@@ -176,15 +81,7 @@ double brute_log_joint(const ir::Graph& g, const std::vector<Row>& rows, const V
             double lp = 0;
             for (int e = 0; e < n; ++e) {
                 if (!g.elements[sz(e)].binary) continue;
-                const ir::Cpd& cpd = g.cpds[sz(e)];
-                double eta = cpd.offset;
-                for (const auto& t : cpd.fixed) eta += t.coef * x[sz(t.element)];
-                for (std::size_t k = 0; k < cpd.features.size(); ++k) {
-                    const auto& f = cpd.features[k];
-                    const double fv = f.element < 0 ? f.sign : f.sign * x[sz(f.element)];
-                    eta += theta[g.blocks[sz(cpd.block)].offset + static_cast<int>(k)] * fv;
-                }
-                lp += log_inv_logit(x[sz(e)] * eta);
+                lp += log_inv_logit(x[sz(e)] * test::eta_of(g, e, x, theta));
             }
             terms.push_back(lp);
         }

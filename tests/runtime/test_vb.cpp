@@ -8,6 +8,7 @@
 #include "runtime/dataset_builder.hpp"
 #include "runtime/error.hpp"
 #include "runtime/model.hpp"
+#include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>
 
@@ -34,71 +35,22 @@ std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 // ---------------------------------------------------------------------------------------
 // Models by hand: one scalar element per variable, parents added before children.
 
-struct Model {
-    ir::Graph g;
-
-    int add(const std::string& name, bool hidden, bool covariate = false) {
-        const int e = static_cast<int>(g.elements.size());
-        ir::Variable v;
-        v.name = name;
-        v.kind = covariate ? ir::VariableKind::covariate : ir::VariableKind::binary;
-        v.hidden = hidden;
-        v.first_element = e;
-        g.variables.push_back(v);
-        ir::Element el;
-        el.variable = static_cast<int>(g.variables.size()) - 1;
-        el.name = name;
-        el.binary = !covariate;
-        el.hidden = hidden;
-        g.elements.push_back(el);
-        g.cpds.emplace_back();
-        if (!covariate) g.topological_order.push_back(e);
-        return e;
-    }
-    int covariate(const std::string& name) { return add(name, false, true); }
-    int bernoulli(const std::string& name, double p, bool hidden = false) {
-        const int e = add(name, hidden);
-        g.cpds[sz(e)].offset = inference::logit(p);
-        return e;
-    }
+struct Model : test::GraphBuilder {
     // logit P(x = +1) = offset + Σ fixed + θ' f with θ_k ~ N(mean[k], sd[k]²) independent;
-    // the block is the parameter `param`.
+    // the block is the parameter `param` (a scalar if it has one element).
     int logistic(const std::string& name, bool hidden, double offset, std::vector<ir::FixedTerm> fixed,
                  std::vector<ir::Feature> features, const std::string& param, std::vector<double> mean,
                  std::vector<double> sd) {
-        const int e = add(name, hidden);
-        ir::Cpd& c = g.cpds[sz(e)];
-        c.logistic = true;
-        c.offset = offset;
-        c.fixed = std::move(fixed);
-        c.features = std::move(features);
-        const int k = static_cast<int>(c.features.size());
-        if (k == 0) return e;
-        ir::Block b;
-        b.element = e;
-        b.offset = g.dim;
-        b.size = k;
-        b.prior_mean = std::move(mean);
-        b.prior_cov.assign(sz(k * k), 0.0);
-        for (int j = 0; j < k; ++j) b.prior_cov[sz(j * k + j)] = sd[sz(j)] * sd[sz(j)];
-        c.block = static_cast<int>(g.blocks.size());
-        ir::Parameter p;
-        p.name = param;
-        if (k > 1) p.shape = {k};
-        for (int j = 0; j < k; ++j) p.theta_index.push_back(g.dim + j);
-        g.parameters.push_back(p);
-        g.dim += k;
-        g.blocks.push_back(b);
-        return e;
+        const int k = static_cast<int>(features.size());
+        return logistic_block(name, hidden, offset, std::move(fixed), std::move(features), param,
+                              k > 1 ? std::vector<int>{k} : std::vector<int>{}, std::move(mean), test::diagonal_cov(sd));
     }
 };
 
-ir::Feature bias() { return {-1, 1.0}; }
-ir::Feature on(int e, double sign = 1.0) { return {e, sign}; }
+using test::bias;
+using test::on;
 
-// A row holds every element's value: ±1, or 0 for missing, for binary nodes (ignored for
-// hidden ones), a real number for covariates.
-using Row = std::vector<double>;
+using test::Row;
 
 Dataset make_data(const ir::Graph& g, const std::vector<Row>& rows) {
     DatasetBuilder b(g, "test.csv");
@@ -125,17 +77,7 @@ std::vector<Row> simulate(const ir::Graph& g, const Vec& theta, int rows, Rng& r
         Row x(g.elements.size(), 0.0);
         for (std::size_t e = 0; e < g.elements.size(); ++e)
             if (!g.elements[e].binary) x[e] = rng.normal();
-        for (int e : g.topological_order) {
-            const ir::Cpd& c = g.cpds[sz(e)];
-            double eta = c.offset;
-            for (const auto& ft : c.fixed) eta += ft.coef * x[sz(ft.element)];
-            for (std::size_t k = 0; k < c.features.size(); ++k) {
-                const auto& f = c.features[k];
-                eta += theta[g.blocks[sz(c.block)].offset + static_cast<int>(k)] *
-                       (f.element < 0 ? f.sign : f.sign * x[sz(f.element)]);
-            }
-            x[sz(e)] = rng.bernoulli(inv_logit(eta)) ? 1.0 : -1.0;
-        }
+        for (int e : g.topological_order) x[sz(e)] = rng.bernoulli(inv_logit(test::eta_of(g, e, x, theta))) ? 1.0 : -1.0;
         out.push_back(x);
     }
     return out;
@@ -191,17 +133,7 @@ public:
 private:
     double log_joint(const Vec& theta) const {
         double lp = 0;
-        for (int e : g_->topological_order) {
-            const ir::Cpd& cpd = g_->cpds[sz(e)];
-            double eta = cpd.offset;
-            for (const auto& ft : cpd.fixed) eta += ft.coef * x_[sz(ft.element)];
-            for (std::size_t k = 0; k < cpd.features.size(); ++k) {
-                const auto& f = cpd.features[k];
-                eta += theta[g_->blocks[sz(cpd.block)].offset + static_cast<int>(k)] *
-                       (f.element < 0 ? f.sign : f.sign * x_[sz(f.element)]);
-            }
-            lp += log_inv_logit(x_[sz(e)] * eta);
-        }
+        for (int e : g_->topological_order) lp += log_inv_logit(x_[sz(e)] * test::eta_of(*g_, e, x_, theta));
         return lp;
     }
 
@@ -567,38 +499,7 @@ TEST_CASE("restarts report their own bounds and the best is the largest") {
 namespace {
 
 // Every row its own pattern with count 1, as a loader that did not compress would give.
-Dataset make_uncompressed(const ir::Graph& g, const std::vector<Row>& rows) {
-    Dataset d;
-    d.name = "test.csv";
-    d.rows = static_cast<long>(rows.size());
-    for (const auto& el : g.elements) {
-        if (!el.binary) {
-            d.column_of.push_back(static_cast<int>(d.real_names.size()));
-            d.real_names.push_back(el.name);
-        } else if (el.hidden) {
-            d.column_of.push_back(-1);
-        } else {
-            d.column_of.push_back(static_cast<int>(d.binary_names.size()));
-            d.binary_names.push_back(el.name);
-        }
-    }
-    d.missing.assign(d.binary_names.size(), 0);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        for (std::size_t e = 0; e < g.elements.size(); ++e) {
-            const auto& el = g.elements[e];
-            if (!el.binary) {
-                d.real.push_back(rows[r][e]);
-            } else if (!el.hidden) {
-                d.binary.push_back(static_cast<std::int8_t>(rows[r][e]));
-                if (rows[r][e] == 0) ++d.missing[sz(d.column_of[e])];
-            }
-        }
-        d.count.push_back(1);
-        d.first_line.push_back(static_cast<long>(r) + 2);
-        ++d.patterns;
-    }
-    return d;
-}
+Dataset make_uncompressed(const ir::Graph& g, const std::vector<Row>& rows) { return test::make_dataset(g, rows, false); }
 
 void check_same(const VbFit& a, const VbFit& b, double tol) {
     CHECK(a.elbo == doctest::Approx(b.elbo).epsilon(tol));
