@@ -13,6 +13,7 @@
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
+#include "tests/support/quadrature.hpp"
 
 #include <doctest/doctest.h>
 
@@ -32,22 +33,8 @@ Dataset data_from(const ir::Graph& g, const std::string& csv) {
     return load_csv(g, in, "data.csv");
 }
 
-double log_normal_pdf(double x, double mean, double sd) {
-    const double z = (x - mean) / sd;
-    return -0.5 * z * z - std::log(sd) - 0.5 * std::log(2 * std::numbers::pi);
-}
-
-// log ∫ exp(f) over [lo, hi] by the trapezoid rule on n intervals (f smooth and negligible
-// at the ends, where the rule converges geometrically).
-template <class F>
-double log_integral_1d(F f, double lo, double hi, int n) {
-    const double h = (hi - lo) / n;
-    double top = -1e300;
-    for (int i = 0; i <= n; ++i) top = std::max(top, f(lo + i * h));
-    double s = 0;
-    for (int i = 0; i <= n; ++i) s += (i == 0 || i == n ? 0.5 : 1.0) * std::exp(f(lo + i * h) - top);
-    return top + std::log(s * h);
-}
+using test::log_integral_1d;
+using test::log_normal_pdf;
 
 // Seeds 1–5: each estimate within 4 of its standard errors of the truth (the tolerance of
 // the correction's own test: Pareto smoothing adds a bias the delta-method standard error
@@ -78,13 +65,14 @@ void check_against(const Target& t, const VbFit& q, double exact, bool check_k) 
 }  // namespace
 
 TEST_CASE("evidence: one parameter, against quadrature") {
-    const ir::Graph g = compile_model("node y ~ logistic(b);\nb ~ normal(0.5, 2);\n", "one.vbn");
-    const Dataset d = data_from(g, "y\n1\n1\n1\n-1\n1\n1\n-1\n1\n1\n-1\n1\n1\n");  // 9 of 12
-    const double exact = log_integral_1d(
-        [](double b) { return log_normal_pdf(b, 0.5, 2) + 9 * log_inv_logit(b) + 3 * log_inv_logit(-b); }, -20, 20, 4000);
+    using One = test::OneParameterEvidence;
+    const ir::Graph g = compile_model(One::model, "one.vbn");
+    std::string csv = "y\n";
+    for (double y : One::y()) csv += y > 0 ? "1\n" : "-1\n";
+    const Dataset d = data_from(g, csv);
     const VbFit q = variational(g, d).best_fit();
     const auto t = make_target(g, d);
-    check_against(*t, q, exact, false);
+    check_against(*t, q, One::exact(), false);
     CHECK(estimate_evidence(*t, q).draws == 4000);
 }
 
