@@ -86,8 +86,7 @@ void RegenerationKernel::setup(int d) {
     recent_lp_.setZero(options_.recent_states);
     recent_log_w_.setZero(options_.recent_states);
     best_x_.setZero(d);
-    proposal_.setZero(d);
-    cached_x_.setZero(d);
+    cache_ = IndependenceCache(d);
 }
 
 void RegenerationKernel::begin_warmup(int iterations) {
@@ -229,18 +228,19 @@ void RegenerationKernel::regenerate(State& state, Density& target, Rng& rng) {
     if (!std::isfinite(log_c)) return;
     for (int t = 0; t < options_.max_restart_tries; ++t) {
         ++restart_tries_;
-        candidate_.sample(rng, proposal_);
-        const double lp = proposal_log_density(target.log_density(proposal_));
-        const double log_q = candidate_.log_density(proposal_);
-        note_point(proposal_, lp);
+        Eigen::VectorXd& x = cache_.proposal;
+        candidate_.sample(rng, x);
+        const double lp = proposal_log_density(target.log_density(x));
+        const double log_q = candidate_.log_density(x);
+        note_point(x, lp);
         if (std::log(rng.uniform()) < lp - log_q - log_c) {
             q_ = candidate_;
             log_c_ = log_c;
-            state.x = proposal_;
+            state.x = x;
             state.lp = lp;
-            cached_x_ = proposal_;
-            cached_log_q_ = log_q;
-            remember(proposal_, lp);
+            cache_.x = x;
+            cache_.log_q = log_q;
+            remember(x, lp);
             ++refits_;
             return;
         }
@@ -262,47 +262,30 @@ void RegenerationKernel::step(State& state, Density& target, Rng& rng, Transitio
         ++iteration_;
         return;
     }
-    if (!cached_ || state.x != cached_x_) {
-        cached_x_ = state.x;
-        cached_log_q_ = q_.log_density(state.x);
-        cached_ = true;
-        note_point(state.x, state.lp);
-    }
+    if (refresh_log_q(q_, cache_, state)) note_point(state.x, state.lp);
     // Before the first regeneration the chain has not reached the atom, and that first stretch
     // is no tour, so c may follow the states seen (it is fixed before each proposal, which is
     // all eq. 15 needs); from the first regeneration on c changes only at regenerations, as
     // the split chain of eq. (14) requires.
     if (!regenerated_once_ && c_stale_) {
         log_c_ = choose_log_c(q_);
-        if (!std::isfinite(log_c_)) log_c_ = std::log(options_.c_factor) + state.lp - cached_log_q_;
+        if (!std::isfinite(log_c_)) log_c_ = std::log(options_.c_factor) + state.lp - cache_.log_q;
         if (!std::isfinite(log_c_)) log_c_ = 0;
         c_stale_ = false;
     }
 
-    const double log_w_current = state.lp - cached_log_q_;
-    q_.sample(rng, proposal_);
-    const double lp = proposal_log_density(target.log_density(proposal_));
-    const double log_q = q_.log_density(proposal_);
-    note_point(proposal_, lp);
-    const double log_w_proposed = lp - log_q;
     // §4.1: accept with min{1, w(θ*) / w(θ)}.
-    const MetropolisDecision decision = metropolis(log_w_proposed - log_w_current, rng);
-    ++stats_.proposed;
-    info.accept_stat = decision.probability;
-    if (decision.accept) {
-        ++stats_.accepted;
-        state.x = proposal_;
-        state.lp = lp;
-        cached_x_ = proposal_;
-        cached_log_q_ = log_q;
-        remember(proposal_, lp);
+    const IndependenceMove move = independence_move(q_, cache_, stats_, state, target, rng, info);
+    note_point(cache_.proposal, move.lp_proposed);
+    if (move.accepted) {
+        remember(state.x, state.lp);
         // eq. (15)-(17): only an accepted move can regenerate (ν has no atom at θ).
-        if (std::log(rng.uniform()) < log_regeneration_probability(log_w_current, log_w_proposed, log_c_)) {
+        if (std::log(rng.uniform()) < log_regeneration_probability(move.log_w_current, move.log_w_proposed, log_c_)) {
             info.regenerated = true;
             regenerate(state, target, rng);
         }
     }
-    if (regenerated_once_) observe(state.x, decision.accept);
+    if (regenerated_once_) observe(state.x, move.accepted);
     ++iteration_;
 }
 

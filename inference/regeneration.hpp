@@ -32,6 +32,7 @@
 #pragma once
 
 #include "inference/gaussian.hpp"
+#include "inference/independence_mh.hpp"
 #include "inference/kernel.hpp"
 
 #include <Eigen/Cholesky>
@@ -161,10 +162,7 @@ private:
     Eigen::MatrixXd cov_, lower_;
     Eigen::LLT<Eigen::MatrixXd> llt_;
 
-    Eigen::VectorXd proposal_;
-    Eigen::VectorXd cached_x_;  // the state whose log q_j is cached_log_q_
-    double cached_log_q_ = 0;
-    bool cached_ = false;
+    IndependenceCache cache_;  // log q_j of the current state, and the proposals' storage
 
     long iteration_ = 0;
     std::vector<long> times_;
