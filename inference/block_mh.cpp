@@ -93,14 +93,7 @@ void BlockIndependenceMH::step(State& state, Density& target, Rng& rng, Transiti
     }
     require_finite_current(state.lp, "block independence mh");
     proposal_ = state.x;
-    double accept_sum = 0;
-    int moves = 0;
-    for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-        if (blocks_[static_cast<std::size_t>(b)].size == 0) continue;
-        accept_sum += move(b, state, target, rng);
-        ++moves;
-    }
-    info.accept_stat = moves > 0 ? accept_sum / moves : 1.0;
+    info.accept_stat = sweep_blocks(blocks_, [&](int b) { return move(b, state, target, rng); });
     info.kernel = 0;
 }
 
@@ -109,9 +102,7 @@ std::unique_ptr<Kernel> BlockIndependenceMH::clone() const { return std::make_un
 void BlockIndependenceMH::collect_stats(std::vector<KernelStats>& out) const { out.push_back(stats_); }
 
 std::vector<double> BlockIndependenceMH::block_acceptance() const {
-    std::vector<double> rates;
-    for (const Block& b : blocks_) rates.push_back(b.proposed > 0 ? static_cast<double>(b.accepted) / static_cast<double>(b.proposed) : 0.0);
-    return rates;
+    return block_acceptance_rates(blocks_);
 }
 
 }  // namespace vbn::inference

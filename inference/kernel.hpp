@@ -45,6 +45,30 @@ struct KernelStats {
     double rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0; }
 };
 
+// One sweep of a block kernel: move(b) for every block b of non-zero size, in order, each
+// returning its min(1, ratio). The result, their mean (1 if no block moved), is the sweep's
+// TransitionInfo::accept_stat.
+template <class Blocks, class Move>
+double sweep_blocks(const Blocks& blocks, Move&& move) {
+    double accept_sum = 0;
+    int moves = 0;
+    for (int b = 0; b < static_cast<int>(blocks.size()); ++b) {
+        if (blocks[static_cast<std::size_t>(b)].size == 0) continue;
+        accept_sum += move(b);
+        ++moves;
+    }
+    return moves > 0 ? accept_sum / moves : 1.0;
+}
+
+// The acceptance rate of each block of a block kernel (blocks counting `proposed` and
+// `accepted` moves), 0 for a block not yet moved.
+template <class Blocks>
+std::vector<double> block_acceptance_rates(const Blocks& blocks) {
+    std::vector<double> rates;
+    for (const auto& b : blocks) rates.push_back(KernelStats{{}, b.proposed, b.accepted}.rate());
+    return rates;
+}
+
 class Kernel {
 public:
     virtual ~Kernel() = default;

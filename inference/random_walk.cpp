@@ -121,14 +121,7 @@ void RandomWalk::step(State& state, Density& target, Rng& rng, TransitionInfo& i
     require_finite_current(state.lp, "random walk");
     if (adapting_) ++adapt_iterations_;
     proposal_ = state.x;
-    double accept_sum = 0;
-    int moves = 0;
-    for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
-        if (blocks_[static_cast<std::size_t>(b)].size == 0) continue;
-        accept_sum += move(b, state, target, rng);
-        ++moves;
-    }
-    info.accept_stat = moves > 0 ? accept_sum / moves : 1.0;
+    info.accept_stat = sweep_blocks(blocks_, [&](int b) { return move(b, state, target, rng); });
     info.kernel = 0;
 }
 
@@ -143,9 +136,7 @@ std::vector<double> RandomWalk::scales() const {
 }
 
 std::vector<double> RandomWalk::block_acceptance() const {
-    std::vector<double> rates;
-    for (const Block& b : blocks_) rates.push_back(b.proposed > 0 ? static_cast<double>(b.accepted) / static_cast<double>(b.proposed) : 0.0);
-    return rates;
+    return block_acceptance_rates(blocks_);
 }
 
 }  // namespace vbn::inference
