@@ -8,6 +8,7 @@
 #include "runtime/error.hpp"
 #include "runtime/model.hpp"
 #include "runtime/output_csv.hpp"
+#include "runtime/simulate.hpp"
 
 #include <fmt/format.h>
 
@@ -39,24 +40,6 @@ struct LogSum {
     }
     double value() const { return max == kNegInf ? kNegInf : max + std::log(sum); }
 };
-
-// The linear predictor of element e's CPD at θ, with element values x (±1, or real for
-// covariates).
-double linear_predictor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen::VectorXd>& theta,
-                        const std::vector<double>& x) {
-    const ir::Cpd& c = g.cpds[static_cast<std::size_t>(e)];
-    double eta = c.offset;
-    for (const auto& t : c.fixed) eta += t.coef * x[static_cast<std::size_t>(t.element)];
-    if (c.block >= 0) {
-        const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
-        for (std::size_t i = 0; i < c.features.size(); ++i) {
-            const ir::Feature& f = c.features[i];
-            const double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
-            eta += theta[b.offset + static_cast<Eigen::Index>(i)] * f.sign * v;
-        }
-    }
-    return eta;
-}
 
 double log_factor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen::VectorXd>& theta, const std::vector<double>& x) {
     return inference::log_inv_logit(x[static_cast<std::size_t>(e)] * linear_predictor(g, e, theta, x));

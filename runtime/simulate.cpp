@@ -109,6 +109,22 @@ nlohmann::ordered_json theta_to_json(const ir::Graph& graph, const Eigen::Vector
     return out;
 }
 
+double linear_predictor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen::VectorXd>& theta,
+                        const std::vector<double>& x) {
+    const ir::Cpd& c = g.cpds[static_cast<std::size_t>(e)];
+    double eta = c.offset;
+    for (const auto& t : c.fixed) eta += t.coef * x[static_cast<std::size_t>(t.element)];
+    if (c.block >= 0) {
+        const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
+        for (std::size_t i = 0; i < c.features.size(); ++i) {
+            const ir::Feature& f = c.features[i];
+            const double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
+            eta += theta[b.offset + static_cast<Eigen::Index>(i)] * f.sign * v;
+        }
+    }
+    return eta;
+}
+
 void simulate_csv(const ir::Graph& graph, const Eigen::VectorXd& theta, const SimulateOptions& options,
                   inference::Rng& rng, std::ostream& out) {
     const auto n = graph.elements.size();
@@ -128,20 +144,8 @@ void simulate_csv(const ir::Graph& graph, const Eigen::VectorXd& theta, const Si
     for (long t = 0; t < options.rows; ++t) {
         for (std::size_t e = 0; e < n; ++e)
             if (!graph.elements[e].binary) x[e] = rng.normal();
-        for (int e : graph.topological_order) {
-            const ir::Cpd& cpd = graph.cpds[static_cast<std::size_t>(e)];
-            double eta = cpd.offset;
-            for (const auto& f : cpd.fixed) eta += f.coef * x[static_cast<std::size_t>(f.element)];
-            if (cpd.block >= 0) {
-                const ir::Block& b = graph.blocks[static_cast<std::size_t>(cpd.block)];
-                for (int k = 0; k < b.size; ++k) {
-                    const ir::Feature& f = cpd.features[static_cast<std::size_t>(k)];
-                    const double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
-                    eta += theta[b.offset + k] * f.sign * v;
-                }
-            }
-            x[static_cast<std::size_t>(e)] = rng.uniform() < inference::inv_logit(eta) ? 1.0 : -1.0;
-        }
+        for (int e : graph.topological_order)
+            x[static_cast<std::size_t>(e)] = rng.uniform() < inference::inv_logit(linear_predictor(graph, e, theta, x)) ? 1.0 : -1.0;
         buf.clear();
         for (std::size_t c = 0; c < columns.size(); ++c) {
             const auto e = static_cast<std::size_t>(columns[c]);

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <ostream>
+#include <string>
+#include <vector>
 
 namespace vbn {
 
@@ -25,6 +27,11 @@ void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen
 
 // θ as JSON in the same shape: {"w": [2, -1], ...}.
 nlohmann::ordered_json theta_to_json(const ir::Graph& graph, const Eigen::VectorXd& theta);
+
+// The linear predictor of element e's CPD at θ: offset + Σ fixed + θ_b' f, with element
+// values x (±1 for binary nodes, real for covariates).
+double linear_predictor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen::VectorXd>& theta,
+                        const std::vector<double>& x);
 
 struct SimulateOptions {
     long rows = 100;
