@@ -1,6 +1,7 @@
 #include "inference/adaptive_rwm.hpp"
 
 #include "inference/gaussian.hpp"
+#include "inference/metric_adaptation.hpp"
 #include "inference/metropolis.hpp"
 
 #include <fmt/format.h>
@@ -75,17 +76,7 @@ void AdaptiveRandomWalk::end_warmup() {
 }
 
 void AdaptiveRandomWalk::observe(const Eigen::VectorXd& x) {
-    ++n_;
-    if (n_ == 1) {
-        mean_ = x;
-        m2_.setZero();
-        return;
-    }
-    // Welford: M2 += (x - mean_{n-1}) (x - mean_n)'.
-    delta_ = x - mean_;
-    mean_ += delta_ / static_cast<double>(n_);
-    delta_new_ = x - mean_;
-    m2_.noalias() += delta_ * delta_new_.transpose();
+    welford_outer_add(++n_, x, mean_, m2_, delta_, delta_new_);
 }
 
 void AdaptiveRandomWalk::refactor() {

@@ -175,6 +175,23 @@ private:
     Eigen::MatrixXd m2_;  // lower triangle only
 };
 
+// Adds the n-th point x to a running mean and full sum of outer products of deviations
+// (Welford) kept in the caller's storage, as the adaptive Metropolis and regeneration kernels
+// keep theirs: n = 1 starts them at x, later points add (x − mean_{n−1})(x − mean_n)' to M2.
+// delta and delta_new are scratch of x's size.
+inline void welford_outer_add(long n, const Eigen::VectorXd& x, Eigen::VectorXd& mean, Eigen::MatrixXd& m2,
+                              Eigen::VectorXd& delta, Eigen::VectorXd& delta_new) {
+    if (n == 1) {
+        mean = x;
+        m2.setZero();
+        return;
+    }
+    delta = x - mean;
+    mean += delta / static_cast<double>(n);
+    delta_new = x - mean;
+    m2.noalias() += delta * delta_new.transpose();
+}
+
 // The whole schedule: feed it every warmup draw; at each window end it holds the new inverse
 // metric. Storage is sized once, so observing never allocates.
 class MetricAdaptation {

@@ -1,6 +1,7 @@
 #include "inference/regeneration.hpp"
 
 #include "inference/independence_mh.hpp"
+#include "inference/metric_adaptation.hpp"
 #include "inference/metropolis.hpp"
 
 #include <fmt/format.h>
@@ -150,16 +151,7 @@ void RegenerationKernel::observe(const Eigen::VectorXd& x, bool moved) {
     Moments& m = window_;
     ++m.n;
     if (moved) ++m.moves;
-    if (m.n == 1) {
-        m.mean = x;
-        m.m2.setZero();
-    } else {
-        // Welford: M2 += (x - mean_{n-1}) (x - mean_n)'.
-        delta_ = x - m.mean;
-        m.mean += delta_ / static_cast<double>(m.n);
-        delta_new_ = x - m.mean;
-        m.m2.noalias() += delta_ * delta_new_.transpose();
-    }
+    welford_outer_add(m.n, x, m.mean, m.m2, delta_, delta_new_);
     // Doubling windows: a fit sees at least the most recent half of the history, so the
     // start — where a poor proposal held the chain still for long stretches — is forgotten
     // geometrically fast instead of like 1/n.
