@@ -1,14 +1,21 @@
 // Test targets and checks shared by the inference tests: Gaussian densities with blocks and
-// call counters, and moment checks whose tolerances come from Monte Carlo error.
+// call counters, proposals shifted off them, a warmup-then-sampling runner, and moment checks
+// whose tolerances come from Monte Carlo error.
 #pragma once
 
 #include "inference/density.hpp"
+#include "inference/gaussian.hpp"
+#include "inference/kernel.hpp"
+#include "inference/rng.hpp"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -110,6 +117,58 @@ inline GaussianDensity correlated_10d() {
     for (int i = 0; i < d; ++i)
         for (int j = 0; j < d; ++j) cov(i, j) = sd[i] * sd[j] * std::pow(0.6, std::abs(i - j));
     return GaussianDensity(mean, cov, {{0, 3}, {3, 3}, {6, 4}});
+}
+
+// A proposal off the target: mean shifted by `shift` sds (alternating signs), covariance
+// scaled by `scale`, so the MH correction has work to do.
+inline inference::GaussianProposal shifted_proposal(const GaussianDensity& t, double shift, double scale,
+                                                    double df = inference::GaussianProposal::gaussian_df) {
+    Eigen::VectorXd mean = t.mean();
+    for (int i = 0; i < t.dim(); ++i) mean[i] += (i % 2 == 0 ? shift : -shift) * std::sqrt(t.covariance()(i, i));
+    return inference::GaussianProposal(mean, scale * t.covariance(), df);
+}
+
+// What run_warmup_then_sample saw: the sampling phase's states (one row a step) and
+// transitions, and max |State::lp - log p(x)| / (1 + |log p(x)|) over every step.
+struct KernelRun {
+    Eigen::MatrixXd draws;
+    std::vector<inference::TransitionInfo> info;
+    double max_lp_error = 0;
+};
+
+// Warmup then sampling with one kernel from `init` (stream 7 of `seed`), checking State::lp
+// against log_p(x) after every step; at_end_of_warmup (if set) runs between the phases.
+template <class LogP>
+KernelRun run_warmup_then_sample(inference::Kernel& kernel, inference::Density& target, LogP log_p,
+                                 const Eigen::VectorXd& init, int warmup, int draws, std::uint64_t seed,
+                                 const std::function<void()>& at_end_of_warmup = {}) {
+    inference::Rng rng(seed, 7);
+    inference::State state{init, 0.0};
+    state.lp = log_p(state.x);
+    KernelRun r;
+    r.draws.resize(draws, target.dim());
+    r.info.resize(static_cast<std::size_t>(draws));
+    auto track = [&] {
+        const double exact = log_p(state.x);
+        r.max_lp_error = std::max(r.max_lp_error, std::abs(state.lp - exact) / (1 + std::abs(exact)));
+    };
+    if (warmup > 0) {
+        kernel.begin_warmup(warmup);
+        for (int i = 0; i < warmup; ++i) {
+            inference::TransitionInfo info;
+            kernel.step(state, target, rng, info);
+            track();
+        }
+    }
+    kernel.end_warmup();
+    if (at_end_of_warmup) at_end_of_warmup();
+    for (int i = 0; i < draws; ++i) {
+        inference::TransitionInfo& info = r.info[static_cast<std::size_t>(i)];
+        kernel.step(state, target, rng, info);
+        track();
+        r.draws.row(i) = state.x.transpose();
+    }
+    return r;
 }
 
 // Batch-means Monte Carlo standard error of the mean of a series (batches must be much longer

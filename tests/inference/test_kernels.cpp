@@ -51,32 +51,14 @@ struct RunResult {
 
 // Warmup then sampling with one kernel, checking State::lp against the density after every step.
 RunResult run_kernel(Kernel& kernel, GaussianDensity& target, int warmup, int draws, std::uint64_t seed) {
-    Rng rng(seed, 7);
-    State state{target.mean() + Eigen::VectorXd::Constant(target.dim(), 0.5), 0.0};
-    state.lp = target.exact(state.x);
+    const Eigen::VectorXd init = target.mean() + Eigen::VectorXd::Constant(target.dim(), 0.5);
+    vbn::test::KernelRun run = vbn::test::run_warmup_then_sample(
+        kernel, target, [&](const Eigen::VectorXd& x) { return target.exact(x); }, init, warmup, draws, seed);
     RunResult r;
-    r.draws.resize(draws, target.dim());
-    auto track = [&] {
-        const double exact = target.exact(state.x);
-        r.max_lp_error = std::max(r.max_lp_error, std::abs(state.lp - exact) / (1 + std::abs(exact)));
-    };
-    if (warmup > 0) {
-        kernel.begin_warmup(warmup);
-        for (int i = 0; i < warmup; ++i) {
-            TransitionInfo info;
-            kernel.step(state, target, rng, info);
-            track();
-        }
-    }
-    kernel.end_warmup();
+    r.draws = std::move(run.draws);
+    r.max_lp_error = run.max_lp_error;
     double accept = 0;
-    for (int i = 0; i < draws; ++i) {
-        TransitionInfo info;
-        kernel.step(state, target, rng, info);
-        track();
-        accept += info.accept_stat;
-        r.draws.row(i) = state.x.transpose();
-    }
+    for (const TransitionInfo& info : run.info) accept += info.accept_stat;
     r.accept_rate = accept / draws;
     return r;
 }
@@ -84,9 +66,7 @@ RunResult run_kernel(Kernel& kernel, GaussianDensity& target, int warmup, int dr
 // A proposal near the target but not equal to it: mean shifted by 0.2 sd (alternating signs),
 // covariance scaled by `inflation`, so the MH correction has work to do.
 GaussianProposal nearby_proposal(const GaussianDensity& t, double inflation, double df = GaussianProposal::gaussian_df) {
-    Eigen::VectorXd mean = t.mean();
-    for (int i = 0; i < t.dim(); ++i) mean[i] += (i % 2 == 0 ? 0.2 : -0.2) * std::sqrt(t.covariance()(i, i));
-    return GaussianProposal(mean, inflation * t.covariance(), df);
+    return vbn::test::shifted_proposal(t, 0.2, inflation, df);
 }
 
 struct NamedKernel {

@@ -32,9 +32,7 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 // scaled by `scale` < 1 (too narrow, as variational fits tend to be).
 GaussianProposal poor_proposal(const GaussianDensity& t, double shift, double scale,
                                double df = GaussianProposal::gaussian_df) {
-    Eigen::VectorXd mean = t.mean();
-    for (int i = 0; i < t.dim(); ++i) mean[i] += (i % 2 == 0 ? shift : -shift) * std::sqrt(t.covariance()(i, i));
-    return GaussianProposal(mean, scale * t.covariance(), df);
+    return vbn::test::shifted_proposal(t, shift, scale, df);
 }
 
 struct Run {
@@ -48,31 +46,15 @@ struct Run {
 // Warmup then sampling with one kernel, checking State::lp against the density after every step.
 Run run(RegenerationKernel& kernel, Density& target, const Eigen::VectorXd& init, int warmup, int draws,
         std::uint64_t seed) {
-    Rng rng(seed, 7);
-    State state{init, 0.0};
-    state.lp = target.log_density(state.x);
     Run r;
-    r.draws.resize(draws, target.dim());
+    vbn::test::KernelRun run = vbn::test::run_warmup_then_sample(
+        kernel, target, [&](const Eigen::VectorXd& x) { return target.log_density(x); }, init, warmup, draws, seed,
+        [&] { r.refits_at_end_of_warmup = kernel.refits(); });
+    r.draws = std::move(run.draws);
+    r.max_lp_error = run.max_lp_error;
     r.accept.resize(draws);
-    auto track = [&] {
-        const double exact = target.log_density(state.x);
-        r.max_lp_error = std::max(r.max_lp_error, std::abs(state.lp - exact) / (1 + std::abs(exact)));
-    };
-    if (warmup > 0) {
-        kernel.begin_warmup(warmup);
-        for (int i = 0; i < warmup; ++i) {
-            TransitionInfo info;
-            kernel.step(state, target, rng, info);
-            track();
-        }
-    }
-    kernel.end_warmup();
-    r.refits_at_end_of_warmup = kernel.refits();
     for (int i = 0; i < draws; ++i) {
-        TransitionInfo info;
-        kernel.step(state, target, rng, info);
-        track();
-        r.draws.row(i) = state.x.transpose();
+        const TransitionInfo& info = run.info[static_cast<std::size_t>(i)];
         r.accept[i] = info.accept_stat;
         if (info.regenerated) r.flagged.push_back(i);
     }
