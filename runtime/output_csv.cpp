@@ -402,6 +402,19 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name, ParameterRange 
                 }
             }
             have_header = true;
+            // The rows the configuration announces, so the values are held once, not in a
+            // vector that doubles as it grows (a file cut short or longer only costs a regrowth).
+            // Only a hint: a setting that is not a number is reported, if at all, where it is used.
+            const auto setting = [&](const char* key) {
+                const auto text = csv.config_value(key);
+                const auto v = text ? parse_double(*text) : std::nullopt;
+                return v && *v >= 0 && *v < 1e9 ? *v : 0.0;
+            };
+            const std::string save = csv.config_value("save_warmup").value_or("0");
+            const double rows = (setting("num_samples") + (save == "1" || save == "true" ? setting("num_warmup") : 0.0)) /
+                                    std::max(1.0, setting("thin")) + 1;
+            if (rows * static_cast<double>(kept_columns.size()) < 1e8)  // at most 800 MB reserved on a file's word
+                values.reserve(static_cast<std::size_t>(rows) * kept_columns.size());
             continue;
         }
         const auto fields = split_commas(line);
