@@ -590,6 +590,10 @@ TEST_CASE("vbn summary reads the chain files and prints the same table as the in
     std::ostringstream out, err;
     REQUIRE(summary_command(files, out, err) == 0);
     CHECK(err.str().empty());
+    // Read in groups of one column (a budget of 1 byte): the same table.
+    std::ostringstream by_column, by_column_err;
+    REQUIRE(summary_command(files, by_column, by_column_err, 1.0) == 0);
+    CHECK(by_column.str() == out.str());
     RunFacts f;
     f.model = "multimodal";
     f.method = "varblock";
