@@ -106,8 +106,9 @@ VariationalResult variational_result(const std::vector<int>& order, const vbn::V
     out.mean.resize(n);
     reorder(order, q.mean, out.mean);
     out.covariance.resize(n, n);
+    const Eigen::MatrixXd cov = q.dense_cov();
     for (Eigen::Index i = 0; i < n; ++i)
-        for (Eigen::Index j = 0; j < n; ++j) out.covariance(i, j) = q.cov(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+        for (Eigen::Index j = 0; j < n; ++j) out.covariance(i, j) = cov(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
     out.elbo = q.elbo;
     out.elbo_trace = q.elbo_trace;
     for (const auto& f : r.fits) out.restart_elbos.push_back(f.elbo);

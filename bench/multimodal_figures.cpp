@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
         {
             // The VB mean and its 2-sd ellipse.
             auto f = fmt::output_file(out + "/" + name + "_vb.dat");
-            const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(vb.cov);
+            const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(vb.dense_cov());
             for (int k = 0; k <= 100; ++k) {
                 const double a = 2 * std::numbers::pi * k / 100;
                 const Eigen::Vector2d u(std::cos(a), std::sin(a));
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
             }
         }
         const std::vector<std::pair<std::string, Eigen::MatrixXd>> runs{
-            {"rwm", random_walk_from(*target, vb.cov, Eigen::Vector2d(-6, 4))}, {"varmh", varmh}, {"varmix", one_chain(g, d, "varmix")}};
+            {"rwm", random_walk_from(*target, vb.dense_cov(), Eigen::Vector2d(-6, 4))}, {"varmh", varmh}, {"varmix", one_chain(g, d, "varmix")}};
         for (const auto& [method, x] : runs) {
             auto f = fmt::output_file(out + "/" + name + "_" + method + ".dat");
             for (Eigen::Index i = 0; i < x.rows(); ++i) f.print("{} {}\n", x(i, 0), x(i, 1));
@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
             const std::vector<double> f2 = wide.basin_fractions(x);
             row(method, mean, sd, f2.size() > 1 ? f2[1] : 0.0);
         }
-        row("vb", vb.mean, vb.cov.diagonal().cwiseSqrt(), 0.0);
+        row("vb", vb.mean, vb.variances().cwiseSqrt(), 0.0);
     }
     fmt::print("\n4 chains x 10,000 draws after 1,000 warmup, seed 7, against the grid:\n");
     for (const std::string& name : names) {

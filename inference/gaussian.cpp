@@ -9,6 +9,8 @@
 #include <numbers>
 #include <stdexcept>
 #include <utility>
+#include <vector>
+#include <algorithm>
 
 namespace vbn::inference {
 
@@ -52,6 +54,33 @@ double sample_chi_square(Rng& rng, double df) {
     return 2.0 * std::max(std::exp(log_draw), std::numeric_limits<double>::min());
 }
 
+namespace {
+
+// The lower Cholesky factor of one diagonal block of a covariance whose first coordinate is
+// `first` (for the messages), after checking the block is finite, symmetric and positive definite.
+Eigen::MatrixXd checked_factor(const Eigen::MatrixXd& covariance, Eigen::Index first) {
+    const Eigen::Index d = covariance.rows();
+    if (covariance.cols() != d) {
+        throw std::invalid_argument(fmt::format("proposal: the covariance block at {} is {}x{}, not square", first,
+                                                covariance.rows(), covariance.cols()));
+    }
+    if (!covariance.allFinite()) throw std::invalid_argument("proposal: the covariance has a non-finite entry");
+    const double tol = 1e-8 * std::max(1.0, covariance.cwiseAbs().maxCoeff());
+    for (Eigen::Index j = 0; j < d; ++j) {
+        for (Eigen::Index i = j + 1; i < d; ++i) {
+            if (std::abs(covariance(i, j) - covariance(j, i)) > tol) {
+                throw std::invalid_argument(fmt::format("proposal: the covariance is not symmetric at ({}, {}): {} vs {}",
+                                                        first + i, first + j, covariance(i, j), covariance(j, i)));
+            }
+        }
+    }
+    Eigen::LLT<Eigen::MatrixXd> llt(covariance);
+    if (llt.info() != Eigen::Success) throw std::invalid_argument("proposal: the covariance is not positive definite");
+    return llt.matrixL();
+}
+
+}  // namespace
+
 GaussianProposal::GaussianProposal(Eigen::VectorXd mean, const Eigen::MatrixXd& covariance, double df)
     : mean_(std::move(mean)), df_(df) {
     const Eigen::Index d = mean_.size();
@@ -59,19 +88,26 @@ GaussianProposal::GaussianProposal(Eigen::VectorXd mean, const Eigen::MatrixXd& 
         throw std::invalid_argument(fmt::format("proposal: the covariance is {}x{} but the mean has {} entries",
                                                 covariance.rows(), covariance.cols(), d));
     }
-    if (!covariance.allFinite()) throw std::invalid_argument("proposal: the covariance has a non-finite entry");
-    const double tol = 1e-8 * std::max(1.0, covariance.cwiseAbs().maxCoeff());
-    for (Eigen::Index j = 0; j < d; ++j) {
-        for (Eigen::Index i = j + 1; i < d; ++i) {
-            if (std::abs(covariance(i, j) - covariance(j, i)) > tol) {
-                throw std::invalid_argument(fmt::format(
-                    "proposal: the covariance is not symmetric at ({}, {}): {} vs {}", i, j, covariance(i, j), covariance(j, i)));
-            }
-        }
+    chol_.push_back(checked_factor(covariance, 0));
+    block_offset_.push_back(0);
+    finish();
+}
+
+GaussianProposal::GaussianProposal(Eigen::VectorXd mean, const std::vector<Eigen::MatrixXd>& blocks, double df)
+    : mean_(std::move(mean)), df_(df) {
+    Eigen::Index total = 0;
+    for (const Eigen::MatrixXd& b : blocks) total += b.rows();
+    if (total != mean_.size()) {
+        throw std::invalid_argument(fmt::format(
+            "proposal: the covariance blocks cover {} coordinates but the mean has {} entries", total, mean_.size()));
     }
-    Eigen::LLT<Eigen::MatrixXd> llt(covariance);
-    if (llt.info() != Eigen::Success) throw std::invalid_argument("proposal: the covariance is not positive definite");
-    chol_ = llt.matrixL();
+    Eigen::Index offset = 0;
+    for (const Eigen::MatrixXd& b : blocks) {
+        if (b.rows() == 0) continue;
+        chol_.push_back(checked_factor(b, offset));
+        block_offset_.push_back(offset);
+        offset += b.rows();
+    }
     finish();
 }
 
@@ -83,14 +119,15 @@ GaussianProposal GaussianProposal::from_cholesky(Eigen::VectorXd mean, Eigen::Ma
                                                 lower.rows(), lower.cols(), d));
     }
     q.mean_ = std::move(mean);
-    q.chol_ = std::move(lower);
-    q.chol_.triangularView<Eigen::StrictlyUpper>().setZero();
+    lower.triangularView<Eigen::StrictlyUpper>().setZero();
     q.df_ = df;
     for (Eigen::Index i = 0; i < d; ++i) {
-        if (!(q.chol_(i, i) > 0)) {
-            throw std::invalid_argument(fmt::format("proposal: Cholesky diagonal entry {} is {}, not positive", i, q.chol_(i, i)));
+        if (!(lower(i, i) > 0)) {
+            throw std::invalid_argument(fmt::format("proposal: Cholesky diagonal entry {} is {}, not positive", i, lower(i, i)));
         }
     }
+    q.chol_.push_back(std::move(lower));
+    q.block_offset_.push_back(0);
     q.finish();
     return q;
 }
@@ -98,9 +135,12 @@ GaussianProposal GaussianProposal::from_cholesky(Eigen::VectorXd mean, Eigen::Ma
 void GaussianProposal::finish() {
     check_df(df_);
     if (!mean_.allFinite()) throw std::invalid_argument("proposal: the mean has a non-finite entry");
-    if (!chol_.allFinite()) throw std::invalid_argument("proposal: the scale has a non-finite entry");
+    double log_det_half = 0;  // log |L| = ½ log |Σ|
+    for (const Eigen::MatrixXd& l : chol_) {
+        if (!l.allFinite()) throw std::invalid_argument("proposal: the scale has a non-finite entry");
+        log_det_half += l.diagonal().array().log().sum();
+    }
     const double d = static_cast<double>(dim());
-    const double log_det_half = chol_.diagonal().array().log().sum();  // log |L| = ½ log |Σ|
     if (is_student_t()) {
         // Multivariate t: Γ((ν+d)/2) / (Γ(ν/2) (νπ)^(d/2) |Σ|^(1/2)).
         log_norm_ = log_gamma(0.5 * (df_ + d)) - log_gamma(0.5 * df_) - 0.5 * d * std::log(df_ * std::numbers::pi) -
@@ -111,13 +151,33 @@ void GaussianProposal::finish() {
     scratch_.resize(mean_.size());
 }
 
-Eigen::MatrixXd GaussianProposal::scale_matrix() const { return chol_ * chol_.transpose(); }
+Eigen::MatrixXd GaussianProposal::cholesky() const {
+    if (chol_.size() == 1) return chol_.front();
+    Eigen::MatrixXd l = Eigen::MatrixXd::Zero(dim(), dim());
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        l.block(o, o, n, n) = chol_[b];
+    }
+    return l;
+}
+
+Eigen::MatrixXd GaussianProposal::scale_matrix() const {
+    const Eigen::MatrixXd l = cholesky();
+    return l * l.transpose();
+}
+
+Eigen::VectorXd GaussianProposal::scale_diagonal() const {
+    Eigen::VectorXd v(dim());
+    for (std::size_t b = 0; b < chol_.size(); ++b)
+        v.segment(block_offset_[b], chol_[b].rows()) = chol_[b].rowwise().squaredNorm();
+    return v;
+}
 
 void GaussianProposal::inflate(double factor) {
     if (!(factor > 0) || !std::isfinite(factor)) {
         throw std::invalid_argument(fmt::format("proposal: inflation factor must be positive and finite, got {}", factor));
     }
-    chol_ *= std::sqrt(factor);
+    for (Eigen::MatrixXd& l : chol_) l *= std::sqrt(factor);
     finish();
 }
 
@@ -138,8 +198,12 @@ void GaussianProposal::assign(const Eigen::Ref<const Eigen::VectorXd>& mean, con
         }
     }
     mean_ = mean;
-    chol_.triangularView<Eigen::Lower>() = lower;
-    chol_.triangularView<Eigen::StrictlyUpper>().setZero();
+    if (chol_.size() != 1) {
+        chol_.assign(1, Eigen::MatrixXd(d, d));
+        block_offset_.assign(1, 0);
+    }
+    chol_.front().triangularView<Eigen::Lower>() = lower;
+    chol_.front().triangularView<Eigen::StrictlyUpper>().setZero();
     finish();
 }
 
@@ -148,22 +212,38 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
         throw std::invalid_argument(
             fmt::format("proposal: marginal of coordinates {}..{} outside 0..{}", offset, offset + size - 1, dim() - 1));
     }
-    // Σ_bb = L_b· L_b·' over the rows of the block: recompute its factor rather than slicing
-    // L, whose diagonal block is the factor only for the leading block.
-    const Eigen::MatrixXd rows = chol_.middleRows(offset, size);
-    return GaussianProposal(mean_.segment(offset, size), rows * rows.transpose(), df_);
+    // The blocks the range overlaps; the marginal of each is taken over its part of the range
+    // and the parts stay independent. Σ_rr = L_r· L_r·' over the rows r of a block: recompute
+    // its factor rather than slicing L, whose diagonal block is the factor only for the leading rows.
+    std::vector<Eigen::MatrixXd> parts;
+    const Eigen::Index lo = offset, hi = offset + size;
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        const Eigen::Index from = std::max(lo, o), to = std::min(hi, o + n);
+        if (from >= to) continue;
+        const Eigen::MatrixXd rows = chol_[b].middleRows(from - o, to - from);
+        parts.push_back(rows * rows.transpose());
+    }
+    if (parts.size() == 1) return GaussianProposal(mean_.segment(offset, size), parts.front(), df_);
+    return GaussianProposal(mean_.segment(offset, size), parts, df_);
 }
 
 void GaussianProposal::sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
-    out.noalias() = chol_.triangularView<Eigen::Lower>() * scratch_;
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * scratch_.segment(o, n);
+    }
     if (is_student_t()) out /= std::sqrt(sample_chi_square(rng, df_) / df_);
     out += mean_;
 }
 
 double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) {
     scratch_ = x - mean_;
-    chol_.triangularView<Eigen::Lower>().solveInPlace(scratch_);
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        chol_[b].triangularView<Eigen::Lower>().solveInPlace(scratch_.segment(o, n));
+    }
     const double m = scratch_.squaredNorm();  // Mahalanobis distance (x-μ)' Σ⁻¹ (x-μ)
     if (is_student_t()) return log_norm_ - 0.5 * (df_ + static_cast<double>(dim())) * std::log1p(m / df_);
     return log_norm_ - 0.5 * m;

@@ -5,7 +5,9 @@
 // with the same location and scale.
 //
 // The scale is held as its lower Cholesky factor L (L L' = Σ), so sampling is μ + L z and the
-// density needs one triangular solve: no inverse is ever formed. A t with ν degrees of freedom
+// density needs one triangular solve: no inverse is ever formed. Σ may be block diagonal (the
+// variational posterior factorises over the model's blocks); L is then stored block by block,
+// so memory and time are O(Σ block²), not O(dim²). A t with ν degrees of freedom
 // is μ + L z / sqrt(g / ν) with g ~ χ²_ν; Σ is then its scale matrix (covariance ν/(ν-2) Σ).
 //
 // Sampling and evaluation use scratch space owned by the object and allocate nothing, so one
@@ -17,6 +19,7 @@
 #include <Eigen/Core>
 
 #include <limits>
+#include <vector>
 
 namespace vbn::inference {
 
@@ -31,6 +34,10 @@ public:
     // the matrix is not symmetric positive definite, or df is not positive.
     GaussianProposal(Eigen::VectorXd mean, const Eigen::MatrixXd& covariance, double df = gaussian_df);
 
+    // Block diagonal: Σ = diag(blocks[0], blocks[1], ...), consecutive along the mean (the
+    // block sizes must add up to its length), each symmetric positive definite. Throws as above.
+    GaussianProposal(Eigen::VectorXd mean, const std::vector<Eigen::MatrixXd>& blocks, double df = gaussian_df);
+
     // The same from a lower Cholesky factor (its strictly upper part is ignored).
     static GaussianProposal from_cholesky(Eigen::VectorXd mean, Eigen::MatrixXd lower, double df = gaussian_df);
 
@@ -38,8 +45,10 @@ public:
     double df() const { return df_; }
     bool is_student_t() const { return df_ != gaussian_df; }
     const Eigen::VectorXd& mean() const { return mean_; }
-    const Eigen::MatrixXd& cholesky() const { return chol_; }
-    Eigen::MatrixXd scale_matrix() const;  // L L'
+    Eigen::MatrixXd cholesky() const;      // L as one dim × dim matrix (zero between blocks)
+    Eigen::MatrixXd scale_matrix() const;  // L L' as one dim × dim matrix
+    int block_count() const { return static_cast<int>(chol_.size()); }  // 1 unless block diagonal
+    Eigen::VectorXd scale_diagonal() const;  // diag(L L'), without forming L L'
 
     // Multiplies the scale matrix by factor > 0 (a wider proposal keeps the importance weights
     // p/q bounded where the variational fit is too narrow: Corollary 1, eq. 12).
@@ -47,11 +56,12 @@ public:
 
     // Replaces the location and the scale's lower Cholesky factor (its strictly upper part is
     // ignored), keeping the family and df and reusing the storage, so an adaptive kernel can
-    // re-fit its proposal without allocating. Throws std::invalid_argument, leaving the
+    // re-fit its proposal without allocating (a block-diagonal proposal becomes a dense one). Throws std::invalid_argument, leaving the
     // proposal unchanged, on a size mismatch, a non-finite entry or a diagonal entry <= 0.
     void assign(const Eigen::Ref<const Eigen::VectorXd>& mean, const Eigen::Ref<const Eigen::MatrixXd>& lower);
 
-    // The marginal of coordinates offset .. offset+size-1 (same family and df).
+    // The marginal of coordinates offset .. offset+size-1 (same family and df); block diagonal
+    // when the range covers several blocks.
     GaussianProposal marginal(int offset, int size) const;
 
     // One draw into out (size dim()).
@@ -64,7 +74,8 @@ private:
     void finish();  // checks, log normaliser, scratch
 
     Eigen::VectorXd mean_;
-    Eigen::MatrixXd chol_;
+    std::vector<Eigen::MatrixXd> chol_;       // lower Cholesky factor of each diagonal block
+    std::vector<Eigen::Index> block_offset_;  // where each block starts in the mean
     double df_ = gaussian_df;
     double log_norm_ = 0;
     Eigen::VectorXd scratch_;

@@ -17,12 +17,20 @@ constexpr double max_abs_log_scale = 30.0;
 
 }  // namespace
 
-RandomWalk::RandomWalk(const Eigen::MatrixXd& covariance, RandomWalkOptions options)
-    : covariance_(covariance), options_(options) {
-    if (covariance_.size() > 0) {
-        // Validates symmetry and positive definiteness now, where the caller can see it.
-        (void)GaussianProposal(Eigen::VectorXd::Zero(covariance_.rows()), covariance_);
-    }
+RandomWalk::RandomWalk(const Eigen::MatrixXd& covariance, RandomWalkOptions options) : options_(options) {
+    // Validates symmetry and positive definiteness now, where the caller can see it.
+    if (covariance.size() > 0) shape_ = GaussianProposal(Eigen::VectorXd::Zero(covariance.rows()), covariance);
+    check_options();
+}
+
+RandomWalk::RandomWalk(const std::vector<Eigen::MatrixXd>& block_covariances, RandomWalkOptions options) : options_(options) {
+    Eigen::Index d = 0;
+    for (const Eigen::MatrixXd& b : block_covariances) d += b.rows();
+    if (d > 0) shape_ = GaussianProposal(Eigen::VectorXd::Zero(d), block_covariances);
+    check_options();
+}
+
+void RandomWalk::check_options() {
     if (options_.initial_scale < 0 || !std::isfinite(options_.initial_scale)) {
         throw std::invalid_argument(fmt::format("random walk: initial scale must be positive, got {}", options_.initial_scale));
     }
@@ -37,13 +45,16 @@ std::string RandomWalk::name() const { return options_.mode == BlockMode::whole 
 
 void RandomWalk::setup(const Density& target) {
     const int d = target.dim();
-    if (covariance_.size() > 0 && covariance_.rows() != d) {
-        throw std::invalid_argument(
-            fmt::format("random walk: the step covariance is {}x{} but the target has {} parameters", covariance_.rows(),
-                        covariance_.cols(), d));
+    if (shape_.dim() > 0 && shape_.dim() != d) {
+        throw std::invalid_argument(fmt::format("random walk: the step covariance is {}x{} but the target has {} parameters",
+                                                shape_.dim(), shape_.dim(), d));
     }
-    const Eigen::MatrixXd shape = covariance_.size() > 0 ? covariance_ : Eigen::MatrixXd::Identity(d, d);
-    const GaussianProposal whole(Eigen::VectorXd::Zero(d), shape);
+    // Without a covariance, the identity as d independent coordinates (no d × d matrix).
+    const GaussianProposal whole = shape_.dim() > 0
+                                       ? shape_
+                                       : GaussianProposal(Eigen::VectorXd::Zero(d),
+                                                          std::vector<Eigen::MatrixXd>(static_cast<std::size_t>(d),
+                                                                                       Eigen::MatrixXd::Identity(1, 1)));
     std::vector<BlockRange> ranges;
     if (options_.mode == BlockMode::whole) {
         ranges.push_back({0, d});

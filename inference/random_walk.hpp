@@ -36,6 +36,8 @@ public:
     // covariance: the shape of the steps (dim × dim, symmetric positive definite); empty means
     // the identity. Throws std::invalid_argument when it is not a valid covariance.
     explicit RandomWalk(const Eigen::MatrixXd& covariance = {}, RandomWalkOptions options = {});
+    // A block-diagonal covariance, its diagonal blocks consecutive along θ (memory O(Σ block²)).
+    RandomWalk(const std::vector<Eigen::MatrixXd>& block_covariances, RandomWalkOptions options);
 
     void step(State& state, Density& target, Rng& rng, TransitionInfo& info) override;
     void begin_warmup(int iterations) override;
@@ -65,7 +67,9 @@ private:
     void adapt(Block& block, double accept_prob);
     double move(int b, State& state, Density& target, Rng& rng);
 
-    Eigen::MatrixXd covariance_;  // empty: identity
+    void check_options();
+
+    GaussianProposal shape_;  // N(0, Σ); dimension 0: the identity
     RandomWalkOptions options_;
     std::vector<Block> blocks_;
     bool ready_ = false;  // blocks_ built from the density (at the first step)

@@ -138,6 +138,12 @@ void check_readback_memory(const FitResult& r, int dim, const std::string& outpu
 // (a summed-out group too large to enumerate: the VB fit alone is then reported).
 std::optional<RefinedPosterior> correct(const Loaded& l, const VbFit& q, const RefineOptions& ro, std::ostream& err) {
     if (l.graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
+    if (l.graph.dim > max_dense_dim) {
+        err << fmt::format("note: no importance correction: its Newton step needs a dense {0} x {0} Hessian, too large "
+                           "for {0} parameters (at most {1}); the numbers below are the raw variational fit\n",
+                           l.graph.dim, max_dense_dim);
+        return std::nullopt;
+    }
     std::optional<Target> target;
     try {
         target.emplace(l.graph, l.data);
@@ -172,7 +178,7 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
             VbParameter p;
             p.name = l.graph.theta_name(k);
             p.mean = q.mean[k];
-            p.sd = std::sqrt(q.cov(k, k));
+            p.sd = std::sqrt(q.variance(k));
             if (c) {
                 p.vb_mean = p.mean;
                 p.vb_sd = p.sd;
@@ -279,7 +285,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                 std::string means, sds;
                 for (int k : order) {
                     means += (means.empty() ? "" : ", ") + fmt::format("{}", q.mean[k]);
-                    sds += (sds.empty() ? "" : ", ") + fmt::format("{}", std::sqrt(q.cov(k, k)));
+                    sds += (sds.empty() ? "" : ", ") + fmt::format("{}", std::sqrt(q.variance(k)));
                 }
                 for (int c = 0; c < args.chains; ++c) {
                     CsvConfig cfg;
@@ -325,13 +331,19 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         const bool any_draws = std::any_of(r.chains.begin(), r.chains.end(),
                                            [](const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; });
         if (interrupted && !any_draws) throw Error(ErrorKind::cancelled, "interrupted before any draw was made");
-        // Streamed: the summary reads the draws back from the files, one chain at a time.
-        if (args.output) check_readback_memory(r, l.graph.dim, *args.output);
-        FitSummary fs = args.output ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
-                                                    [&](std::size_t c) {
-                                                        return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1)).draws;
-                                                    })
-                                    : summarize_fit(r, args.model, args.warmup, args.draws);
+        // Streamed: the summary reads the draws back from the files, one chain at a time. The
+        // plots need every draw at once; the summary alone reads them in groups of columns, at
+        // most readback_budget bytes of draws at a time (one pass over the files per group).
+        if (args.output && args.plots) check_readback_memory(r, l.graph.dim, *args.output);
+        const auto read_back = [&](std::size_t c, Eigen::Index first, Eigen::Index count) {
+            const ParameterRange range{static_cast<std::size_t>(first), static_cast<std::size_t>(count)};
+            return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1), range).draws;
+        };
+        constexpr double readback_budget = 64e6;
+        FitSummary fs = !args.output ? summarize_fit(r, args.model, args.warmup, args.draws)
+                        : args.plots ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
+                                                     [&](std::size_t c) { return read_back(c, 0, static_cast<Eigen::Index>(r.order.size())); })
+                                     : summarize_fit(r, args.model, args.warmup, args.draws, counts, read_back, readback_budget);
         for (const auto& f : fs.failures) err << "warning: " << f << '\n';
         const auto& rows = fs.rows;
         const RunFacts& facts = fs.facts;
@@ -352,7 +364,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             pin.chains = fs.draws;
             for (int k : order) {
                 pin.vb_mean.push_back(r.vb.best_fit().mean[k]);
-                pin.vb_sd.push_back(std::sqrt(r.vb.best_fit().cov(k, k)));
+                pin.vb_sd.push_back(std::sqrt(r.vb.best_fit().variance(k)));
             }
             const plot::PlotFiles made = plot::write_plots(pin, *args.plots);
             if (!args.quiet) err << fmt::format("wrote {} pictures to {}\n", made.images.size(), *args.plots);

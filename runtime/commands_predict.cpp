@@ -41,7 +41,7 @@ Eigen::MatrixXd variational_draws(const ir::Graph& g, const PredictArgs& args, s
     vo.restarts = args.restarts;
     vo.seed = args.seed;
     const VbFit q = variational(g, train, vo).best_fit();
-    return gaussian_draws(q.mean, q.cov, args.vb_draws, args.seed);
+    return gaussian_draws(q, args.vb_draws, args.seed);
 }
 
 void write_predictions(const ir::Graph& g, const std::vector<Prediction>& ps, std::ostream& f) {

@@ -34,20 +34,61 @@ bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 CsvReader::CsvReader(std::string& text, std::string name)
     : pos_(text.data()), end_(text.data() + text.size()), name_(std::move(name)) {
-    const std::size_t n = text.size();
-    if (n >= 2 && ((byte(text[0]) == 0xFF && byte(text[1]) == 0xFE) || (byte(text[0]) == 0xFE && byte(text[1]) == 0xFF)))
+    sniff();
+}
+
+CsvReader::CsvReader(std::istream& in, std::string name, std::size_t chunk)
+    : pos_(nullptr), end_(nullptr), in_(&in), chunk_(std::max<std::size_t>(chunk, 1)), at_end_(false),
+      name_(std::move(name)) {
+    buffer_.assign(1, '\0');
+    pos_ = end_ = buffer_.data();
+    // The checks of the first bytes look at up to 64 KiB.
+    while (!at_end_ && end_ - pos_ < 64 * 1024) refill();
+    sniff();
+}
+
+void CsvReader::sniff() {
+    const auto n = static_cast<std::size_t>(end_ - pos_);
+    const char* const t = pos_;
+    if (n >= 2 && ((byte(t[0]) == 0xFF && byte(t[1]) == 0xFE) || (byte(t[0]) == 0xFE && byte(t[1]) == 0xFF)))
         fail(1, 0, "the file is UTF-16 encoded; save it as UTF-8 (or ASCII) comma-separated text");
-    if (n >= 3 && byte(text[0]) == 0xEF && byte(text[1]) == 0xBB && byte(text[2]) == 0xBF) pos_ += 3;
+    if (n >= 3 && byte(t[0]) == 0xEF && byte(t[1]) == 0xBB && byte(t[2]) == 0xBF) pos_ += 3;
     // Binary files are refused up front, before their first "line" is taken for a header and
     // reported as unknown columns; bytes further on are caught while reading.
     char* const sniff_end = pos_ + std::min<std::size_t>(static_cast<std::size_t>(end_ - pos_), 64 * 1024);
     // Reading up to the byte reports it with its line and column.
     if (std::any_of(pos_, sniff_end, [](char c) { return is_control(byte(c)); }))
-        while (pos_ < end_) read_record();
+        while (more()) read_record();
+}
+
+void CsvReader::refill() {
+    const auto keep = static_cast<std::size_t>(end_ - pos_);
+    // A record longer than a chunk doubles what is read, so it costs O(its length) to gather.
+    const std::size_t want = std::max(chunk_, keep);
+    if (buffer_.size() < keep + want + 1) {
+        std::string grown(keep + want + 1, '\0');
+        std::memcpy(grown.data(), pos_, keep);
+        buffer_.swap(grown);
+    } else {
+        std::memmove(buffer_.data(), pos_, keep);
+    }
+    char* const base = buffer_.data();
+    in_->read(base + keep, static_cast<std::streamsize>(want));
+    const auto got = static_cast<std::size_t>(in_->gcount());
+    if (in_->bad()) throw Error(ErrorKind::io, fmt::format("cannot read data '{}'", name_));
+    at_end_ = got < want;
+    pos_ = base;
+    end_ = base + keep + got;
+    *end_ = '\0';  // stops the scanning loops like any control byte
+}
+
+bool CsvReader::more() {
+    while (pos_ == end_ && !at_end_) refill();
+    return pos_ < end_;
 }
 
 bool CsvReader::next() {
-    while (pos_ < end_) {
+    while (more()) {
         read_record();
         // A line with nothing on it is not a record with one missing value: spreadsheets and
         // editors leave blank lines behind, and a real missing value can be written "" or NA.
@@ -59,17 +100,43 @@ bool CsvReader::next() {
 }
 
 void CsvReader::read_record() {
+    while (!try_read_record()) refill();
+}
+
+namespace {
+// A quoted field's text without its quotes, with each "" made ", in place.
+std::string_view unescape(std::string_view raw) {
+    char* const start = const_cast<char*>(raw.data());  // a view into the reader's own buffer
+    char* dst = start;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        *dst++ = raw[i];
+        if (raw[i] == '"') ++i;  // the quote's twin
+    }
+    return {start, static_cast<std::size_t>(dst - start)};
+}
+}  // namespace
+
+bool CsvReader::try_read_record() {
     fields_.clear();
+    escaped_.clear();
     record_line_ = line_;
     first_quoted_ = false;
-    // The scanning loops need no bounds check: a std::string's text is followed by '\0',
-    // which stops them like any control byte, and p == end_ tells the two apart.
+    // Nothing is written until the whole record is in the buffer, so a record that crosses
+    // the buffer's end is read again from its start once the next chunk is in.
+    const auto incomplete = [this] {
+        line_ = record_line_;
+        return false;
+    };
+    // The scanning loops need no bounds check: the text is followed by '\0', which stops
+    // them like any control byte, and p == end_ tells the two apart.
     char* p = pos_;
     for (;;) {
         while (is_blank(*p)) ++p;
         if (*p == '"') {
             if (fields_.empty()) first_quoted_ = true;
-            fields_.push_back(read_quoted(p));
+            bool escaped = false;
+            if (!read_quoted(p, escaped)) return incomplete();
+            if (escaped) escaped_.push_back(fields_.size() - 1);
             while (is_blank(*p)) ++p;
             if (p < end_ && *p != ',' && *p != '\n' && *p != '\r') fail_after_quote(*p);
         } else {
@@ -79,50 +146,56 @@ void CsvReader::read_record() {
             while (last > start && is_blank(last[-1])) --last;
             fields_.emplace_back(start, static_cast<std::size_t>(last - start));
         }
-        if (p == end_) break;
+        if (p == end_) {
+            if (!at_end_) return incomplete();
+            break;
+        }
         const char c = *p++;
         if (c == ',') continue;
-        if (c == '\r' && *p == '\n') ++p;
+        if (c == '\r') {
+            if (p == end_ && !at_end_) return incomplete();  // its '\n' may follow
+            if (*p == '\n') ++p;
+        }
         if (c != '\r' && c != '\n') fail_byte(byte(c), static_cast<long>(fields_.size()));
         ++line_;
         break;
     }
     pos_ = p;
+    for (std::size_t i : escaped_) fields_[i] = unescape(fields_[i]);
+    return true;
 }
 
-std::string_view CsvReader::read_quoted(char*& p) {
+bool CsvReader::read_quoted(char*& p, bool& escaped) {
     const long open_line = line_;
     ++p;
     char* const start = p;
-    char* dst = p;  // unescaping only ever shrinks the text, so it can be written in place
     for (;;) {
-        char* const run = p;
         while (!kQuotedStop[byte(*p)]) ++p;
-        if (dst != run) std::memmove(dst, run, static_cast<std::size_t>(p - run));
-        dst += p - run;
-        if (p == end_)
+        if (p == end_) {
+            if (!at_end_) return false;
             fail(open_line, static_cast<long>(fields_.size()) + 1,
                  "unterminated quoted field: the '\"' that opens it is never closed (a quote inside a quoted "
                  "field is written twice, \"\")");
+        }
         const char c = *p;
         if (c == '"') {
             if (p[1] == '"') {
-                *dst++ = '"';
+                escaped = true;
                 p += 2;
                 continue;
             }
+            fields_.emplace_back(start, static_cast<std::size_t>(p - start));
             ++p;
-            break;
+            return true;
         }
         if (c == '\n' || c == '\r') {
-            *dst++ = *p++;
-            if (c == '\r' && *p == '\n') *dst++ = *p++;
+            ++p;
+            if (c == '\r' && *p == '\n') ++p;
             ++line_;
             continue;
         }
         fail_byte(byte(c), static_cast<long>(fields_.size()) + 1);
     }
-    return {start, static_cast<std::size_t>(dst - start)};
 }
 
 void CsvReader::fail(long line, long column, const std::string& message) const {

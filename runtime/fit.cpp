@@ -109,9 +109,7 @@ namespace {
 using inference::GaussianProposal;
 
 GaussianProposal variational_proposal(const VbFit& q, double df, double inflation) {
-    GaussianProposal p(q.mean, q.cov, df);
-    if (inflation != 1.0) p.inflate(inflation);
-    return p;
+    return q.proposal(df, inflation);
 }
 
 // gibbs: a sweep over the unobserved values, then each block of θ given them by independence
@@ -184,7 +182,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     if (method == "rwm") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::whole;
-        return std::make_unique<RandomWalk>(q.cov, ro);
+        return std::make_unique<RandomWalk>(q.covs, ro);
     }
     if (method == "varmh") return std::make_unique<IndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
     if (method == "varblock")
@@ -196,11 +194,11 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         // variational block marginals fit closely: the original mixture is better there.
         if (unobserved && graph.dim <= mode_search_max_dim) {
             if (auto jumps = mode_mixture_kernel(search_modes(graph, target, q, o)))
-                return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.cov, ro));
+                return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.covs, ro));
         }
         return std::make_unique<Mixture>(
             o.mixture_nu, std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation)),
-            std::make_unique<RandomWalk>(q.cov, ro));
+            std::make_unique<RandomWalk>(q.covs, ro));
     }
     if (method == "regen") {
         RegenerationOptions ro;
@@ -212,7 +210,10 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         }
         return std::make_unique<RegenerationKernel>(variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
-    if (method == "nuts") return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.cov));
+    if (method == "nuts") {
+        if (graph.dim > max_dense_dim) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
+        return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()));
+    }
     if (method == "gibbs") return make_gibbs_kernel(q, o);
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
 }
@@ -239,6 +240,10 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     std::string why;
     r.method = o.method == "auto" ? choose_method(graph, data, &why) : o.method;
     if (o.method == "auto") r.notes.push_back(fmt::format("method auto chose {}: {}", r.method, why));
+    if (r.method == "regen" && graph.dim > max_dense_dim)
+        throw Error(ErrorKind::limit, fmt::format("--method regen adapts dense {0} x {0} covariances, too large for {0} "
+                                                  "parameters (at most {1}); use --method varblock, varmix or nuts",
+                                                  graph.dim, max_dense_dim));
 
     std::unique_ptr<Target> target;
     if (r.method != "gibbs") {

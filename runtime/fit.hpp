@@ -38,6 +38,12 @@ class Target;
 // Names accepted by --method, in the order docs list them.
 const std::vector<std::string>& method_names();
 
+// Above this many weights nothing holds a dense dim × dim matrix (2,000² doubles are 32 MB,
+// and a NUTS leapfrog step with a dense metric costs dim²): NUTS adapts a diagonal metric
+// started from the variational variances, regen (whose adaptation needs dense covariances)
+// is refused, and `vbn vb` skips the importance correction (its Newton step forms the Hessian).
+constexpr int max_dense_dim = 2000;
+
 // The method `auto` stands for on this model (and why, in one line).
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why = nullptr);
 

@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace vbn {
 
 FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmup, int draws,
                          const std::vector<StreamedCounts>& counts,
-                         const std::function<Eigen::MatrixXd(std::size_t c)>& draws_of) {
+                         const std::function<Eigen::MatrixXd(std::size_t c, Eigen::Index first, Eigen::Index count)>& draws_of,
+                         double memory_budget) {
     FitSummary s;
     RunFacts& facts = s.facts;
     facts.model = model;
@@ -33,22 +36,48 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
         facts.divergent += counts.at(c).divergent;
         regenerations += counts.at(c).regenerated;
     }
-    for (std::size_t c = 0; c < r.chains.size(); ++c) {
-        if (!r.chains[c].ok() || min_draws <= 0) continue;
-        Eigen::MatrixXd d = draws_of(c);
-        if (d.rows() < min_draws || d.cols() != static_cast<Eigen::Index>(r.order.size()))
-            throw Error(ErrorKind::inference, fmt::format("chain {}: {} draws of {} values where {} of {} were made", c + 1,
-                                                          d.rows(), d.cols(), min_draws, r.order.size()));
-        if (d.rows() > min_draws) d.conservativeResize(min_draws, Eigen::NoChange);
-        s.draws.push_back(std::move(d));
-    }
     if (r.method == "regen" || regenerations > 0) facts.regenerations = regenerations;
-    facts.chains = static_cast<int>(s.draws.size());
+    facts.chains = min_draws > 0 ? static_cast<int>(stats.size()) : 0;
     facts.draws = min_draws;
     facts.kernels = merge_kernel_stats(stats);
-    if (s.draws.empty()) throw Error(ErrorKind::inference, "no draws to summarise");
-    s.rows = summarize(r.names, s.draws);
+    if (facts.chains == 0) throw Error(ErrorKind::inference, "no draws to summarise");
+
+    // Columns per group: as many as the budget holds for every chain, at least one.
+    const auto columns = static_cast<Eigen::Index>(r.order.size());
+    const double per_column = 8.0 * static_cast<double>(facts.chains) * static_cast<double>(min_draws);
+    const auto group = static_cast<Eigen::Index>(
+        std::clamp(std::floor(memory_budget / per_column), 1.0, static_cast<double>(std::max<Eigen::Index>(columns, 1))));
+    for (Eigen::Index first = 0; first < columns; first += group) {
+        const Eigen::Index count = std::min(group, columns - first);
+        std::vector<Eigen::MatrixXd> part;
+        for (std::size_t c = 0; c < r.chains.size(); ++c) {
+            if (!r.chains[c].ok()) continue;
+            Eigen::MatrixXd d = draws_of(c, first, count);
+            if (d.rows() < min_draws || d.cols() != count)
+                throw Error(ErrorKind::inference, fmt::format("chain {}: {} draws of {} values where {} of {} were made",
+                                                              c + 1, d.rows(), d.cols(), min_draws, count));
+            if (d.rows() > min_draws) d.conservativeResize(min_draws, Eigen::NoChange);
+            part.push_back(std::move(d));
+        }
+        const std::vector<std::string> names(r.names.begin() + first, r.names.begin() + first + count);
+        for (SummaryRow& row : summarize(names, part)) s.rows.push_back(std::move(row));
+        if (count == columns) s.draws = std::move(part);
+    }
     return s;
+}
+
+FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmup, int draws,
+                         const std::vector<StreamedCounts>& counts,
+                         const std::function<Eigen::MatrixXd(std::size_t c)>& draws_of) {
+    // One group holding every column: each chain's draws are asked for once, whole.
+    return summarize_fit(
+        r, model, warmup, draws, counts,
+        [&](std::size_t c, Eigen::Index first, Eigen::Index count) {
+            Eigen::MatrixXd d = draws_of(c);
+            if (first == 0 && count == d.cols()) return d;
+            return Eigen::MatrixXd(d.middleCols(first, std::min(count, std::max<Eigen::Index>(d.cols() - first, 0))));
+        },
+        std::numeric_limits<double>::infinity());
 }
 
 FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmup, int draws) {

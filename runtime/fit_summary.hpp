@@ -38,4 +38,14 @@ FitSummary summarize_fit(const FitResult& result, const std::string& model, int 
                          const std::vector<StreamedCounts>& counts,
                          const std::function<Eigen::MatrixXd(std::size_t c)>& draws_of);
 
+// The same in groups of columns, so that at most about `memory_budget` bytes of draws are held
+// at once: draws_of(c, first, count) gives chain c's draws of the output columns first ..
+// first+count-1. Every group of columns is one call per chain (e.g. one pass over each CSV
+// file); the summary rows are those of the whole. FitSummary::draws is filled only when every
+// column fits in one group.
+FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws,
+                         const std::vector<StreamedCounts>& counts,
+                         const std::function<Eigen::MatrixXd(std::size_t c, Eigen::Index first, Eigen::Index count)>& draws_of,
+                         double memory_budget);
+
 }  // namespace vbn

@@ -269,14 +269,18 @@ std::optional<Eigen::VectorXd> StanCsv::sampler_column(const std::string& name) 
     return Eigen::VectorXd(sampler.col(it - sampler_columns.begin()));
 }
 
-StanCsv read_stan_csv(const std::string& path) {
+StanCsv read_stan_csv(const std::string& path) { return read_stan_csv(path, ParameterRange{}); }
+
+StanCsv read_stan_csv(std::istream& in, const std::string& name) { return read_stan_csv(in, name, ParameterRange{}); }
+
+StanCsv read_stan_csv(const std::string& path, ParameterRange range) {
     std::ifstream in(path);
     if (!in) {
         const bool exists = std::filesystem::exists(path);
         throw Error(ErrorKind::io, exists ? fmt::format("cannot read '{}'", path)
                                           : fmt::format("no such file '{}'", path));
     }
-    return read_stan_csv(in, path);
+    return read_stan_csv(in, path, range);
 }
 
 namespace {
@@ -346,7 +350,7 @@ long config_long(const StanCsv& csv, const std::string& key, long fallback, cons
 
 }  // namespace
 
-StanCsv read_stan_csv(std::istream& in, const std::string& name) {
+StanCsv read_stan_csv(std::istream& in, const std::string& name, ParameterRange range) {
     StanCsv csv;
     csv.path = name;
     std::string raw;
@@ -356,6 +360,7 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name) {
     std::vector<double> values;  // all rows, row-major
     Eigen::Index rows_before_adaptation = 0;
     std::size_t ncol = 0;
+    std::vector<std::size_t> kept_columns;  // the columns whose values are kept, in order
 
     while (std::getline(in, raw)) {
         ++lineno;
@@ -386,7 +391,30 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name) {
                 csv.columns.push_back(col);
             }
             ncol = csv.columns.size();
+            std::size_t parameter = 0;
+            for (std::size_t k = 0; k < ncol; ++k) {
+                const std::string& c = csv.columns[k];
+                if (c.size() > 2 && c.compare(c.size() - 2, 2, "__") == 0) {
+                    kept_columns.push_back(k);
+                } else {
+                    if (parameter >= range.first && parameter - range.first < range.count) kept_columns.push_back(k);
+                    ++parameter;
+                }
+            }
             have_header = true;
+            // The rows the configuration announces, so the values are held once, not in a
+            // vector that doubles as it grows (a file cut short or longer only costs a regrowth).
+            // Only a hint: a setting that is not a number is reported, if at all, where it is used.
+            const auto setting = [&](const char* key) {
+                const auto text = csv.config_value(key);
+                const auto v = text ? parse_double(*text) : std::nullopt;
+                return v && *v >= 0 && *v < 1e9 ? *v : 0.0;
+            };
+            const std::string save = csv.config_value("save_warmup").value_or("0");
+            const double rows = (setting("num_samples") + (save == "1" || save == "true" ? setting("num_warmup") : 0.0)) /
+                                    std::max(1.0, setting("thin")) + 1;
+            if (rows * static_cast<double>(kept_columns.size()) < 1e8)  // at most 800 MB reserved on a file's word
+                values.reserve(static_cast<std::size_t>(rows) * kept_columns.size());
             continue;
         }
         const auto fields = split_commas(line);
@@ -394,7 +422,7 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name) {
             fail(ErrorKind::data, name, lineno,
                  fmt::format("a draw has {} values but the header has {} columns (a truncated file?)", fields.size(), ncol));
         if (!st.adaptation_seen) ++rows_before_adaptation;
-        for (std::size_t k = 0; k < ncol; ++k) {
+        for (const std::size_t k : kept_columns) {
             const auto v = parse_double(fields[k]);
             if (!v)
                 throw Error(ErrorKind::data,
@@ -408,8 +436,9 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name) {
     if (st.metric_rows_left > 0) fail(ErrorKind::data, name, lineno, "the inverse metric is cut short");
 
     using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const auto rows = static_cast<Eigen::Index>(values.size() / std::max<std::size_t>(ncol, 1));
-    const Eigen::Map<const RowMajor> all(values.data(), rows, static_cast<Eigen::Index>(ncol));
+    const std::size_t nkept = kept_columns.size();
+    const auto rows = static_cast<Eigen::Index>(values.size() / std::max<std::size_t>(nkept, 1));
+    const Eigen::Map<const RowMajor> all(values.data(), rows, static_cast<Eigen::Index>(nkept));
 
     // Saved warmup draws come before "# Adaptation terminated" (or, without that line, are
     // the first ceil(num_warmup / thin) rows).
@@ -428,11 +457,11 @@ StanCsv read_stan_csv(std::istream& in, const std::string& name) {
     const auto kept = all.bottomRows(rows - warmup);
 
     std::vector<Eigen::Index> param_idx, sampler_idx;
-    for (std::size_t k = 0; k < ncol; ++k) {
+    for (std::size_t k = 0, at = 0; k < ncol; ++k) {
         const std::string& c = csv.columns[k];
         const bool sampler = c.size() > 2 && c.compare(c.size() - 2, 2, "__") == 0;
         (sampler ? csv.sampler_columns : csv.parameter_columns).push_back(c);
-        (sampler ? sampler_idx : param_idx).push_back(static_cast<Eigen::Index>(k));
+        if (at < nkept && kept_columns[at] == k) (sampler ? sampler_idx : param_idx).push_back(static_cast<Eigen::Index>(at++));
     }
     csv.draws = kept(Eigen::all, param_idx);
     csv.sampler = kept(Eigen::all, sampler_idx);

@@ -136,4 +136,15 @@ struct StanCsv {
 StanCsv read_stan_csv(const std::string& path);
 StanCsv read_stan_csv(std::istream& in, const std::string& name);
 
+// Parameter columns first .. first+count-1 (counted among the parameter columns, from 0).
+struct ParameterRange {
+    std::size_t first = 0;
+    std::size_t count = static_cast<std::size_t>(-1);  // all from first on
+};
+// The same, keeping the values of those parameter columns only (and the sampler columns):
+// draws and warmup_draws hold just them, so a file too large to hold can be read in parts.
+// The other values are not parsed.
+StanCsv read_stan_csv(const std::string& path, ParameterRange range);
+StanCsv read_stan_csv(std::istream& in, const std::string& name, ParameterRange range);
+
 }  // namespace vbn

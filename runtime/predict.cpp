@@ -9,10 +9,12 @@
 #include "runtime/model.hpp"
 #include "runtime/output_csv.hpp"
 #include "runtime/simulate.hpp"
+#include "runtime/vb.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -338,12 +340,14 @@ Dataset load_prediction_csv(const ir::Graph& g, const std::string& path, std::ve
     return builder.finish();
 }
 
-Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov, long n, std::uint64_t seed) {
+namespace {
+Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const std::function<inference::GaussianProposal()>& make,
+                               long n, std::uint64_t seed) {
     Eigen::MatrixXd draws(n, mean.size());
     if (mean.size() == 0) return draws;
     inference::GaussianProposal normal = [&] {
         try {
-            return inference::GaussianProposal(mean, cov);
+            return make();
         } catch (const std::invalid_argument& e) {
             throw Error(ErrorKind::inference, fmt::format("the variational posterior cannot be sampled: {}", e.what()));
         }
@@ -355,6 +359,15 @@ Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixX
         draws.row(s) = theta.transpose();
     }
     return draws;
+}
+}  // namespace
+
+Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov, long n, std::uint64_t seed) {
+    return gaussian_draws(mean, [&] { return inference::GaussianProposal(mean, cov); }, n, seed);
+}
+
+Eigen::MatrixXd gaussian_draws(const VbFit& q, long n, std::uint64_t seed) {
+    return gaussian_draws(q.mean, [&] { return q.proposal(); }, n, seed);
 }
 
 }  // namespace vbn

@@ -24,6 +24,8 @@
 
 namespace vbn {
 
+struct VbFit;
+
 struct PredictOptions {
     // The element to predict in every row (observed values of it are hidden from the
     // prediction and kept for scoring), or -1: every unobserved binary element of each row.
@@ -58,6 +60,8 @@ PredictionScores score_predictions(const std::vector<Prediction>& predictions);
 // posterior `vbn predict --vb` averages over. Throws vbn::Error (inference) when cov is not
 // positive definite.
 Eigen::MatrixXd gaussian_draws(const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov, long n, std::uint64_t seed);
+// The same from a variational fit, block by block (no dim × dim matrix); the same draws.
+Eigen::MatrixXd gaussian_draws(const VbFit& q, long n, std::uint64_t seed);
 
 // Draws from CmdStan CSV files (ours or CmdStan's), stacked, as θ in the model's layout:
 // columns are matched to parameters by name (w.1, W.2.3). Throws vbn::Error (data) naming

@@ -94,11 +94,15 @@ void write_json_file(const std::string& path, const nlohmann::ordered_json& doc)
 
 // Reads CmdStan CSV files that are the chains of one run: the same parameter columns and
 // the same number of draws, at least one of each. Throws vbn::Error naming the file.
-std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files);
+// With a range, only those parameter columns' values are kept (read_stan_csv).
+std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range = {});
 
 // `vbn summary FILE_1.csv [FILE_2.csv …]`: reads CmdStan CSV files (one chain each) and
 // prints the summary of their parameter columns. Returns the exit status (0, or 1 with a
-// message on `err` for unreadable or inconsistent files).
-int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err);
+// message on `err` for unreadable or inconsistent files). Files larger than memory_budget
+// bytes in all are summarised in groups of columns holding at most about that many bytes of
+// draws (one more pass over the files per group); the table is the same.
+int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err,
+                    double memory_budget = 64e6);
 
 }  // namespace vbn

@@ -497,11 +497,11 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
 VbFit assemble(const ir::Graph& g, const State& s) {
     VbFit fit;
     fit.mean.setZero(g.dim);
-    fit.cov.setZero(g.dim, g.dim);
     for (std::size_t b = 0; b < s.blocks.size(); ++b) {
         const ir::Block& blk = g.blocks[b];
         fit.mean.segment(blk.offset, blk.size) = s.blocks[b].mu;
-        fit.cov.block(blk.offset, blk.offset, blk.size, blk.size) = s.blocks[b].sigma;
+        fit.covs.push_back(s.blocks[b].sigma);
+        fit.offsets.push_back(blk.offset);
     }
     return fit;
 }
@@ -587,6 +587,48 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
 }
 
 }  // namespace
+
+namespace {
+// The block holding θ_k (offsets ascend).
+std::size_t block_of(const VbFit& f, int k) {
+    const auto it = std::upper_bound(f.offsets.begin(), f.offsets.end(), k);
+    assert(it != f.offsets.begin());
+    return static_cast<std::size_t>(it - f.offsets.begin() - 1);
+}
+}  // namespace
+
+const Eigen::MatrixXd& VbFit::block_cov(const ir::Block& b) const {
+    const std::size_t i = block_of(*this, b.offset);
+    assert(offsets[i] == b.offset && covs[i].rows() == b.size);
+    return covs[i];
+}
+
+double VbFit::variance(int k) const {
+    const std::size_t b = block_of(*this, k);
+    const int i = k - offsets[b];
+    return covs[b](i, i);
+}
+
+Eigen::VectorXd VbFit::variances() const {
+    Eigen::VectorXd v(mean.size());
+    for (std::size_t b = 0; b < covs.size(); ++b) v.segment(offsets[b], covs[b].rows()) = covs[b].diagonal();
+    return v;
+}
+
+Mat VbFit::dense_cov() const {
+    Mat c = Mat::Zero(mean.size(), mean.size());
+    for (std::size_t b = 0; b < covs.size(); ++b) {
+        const Eigen::Index n = covs[b].rows();
+        c.block(offsets[b], offsets[b], n, n) = covs[b];
+    }
+    return c;
+}
+
+inference::GaussianProposal VbFit::proposal(double df, double inflation) const {
+    inference::GaussianProposal p(mean, covs, df);
+    if (inflation != 1.0) p.inflate(inflation);
+    return p;
+}
 
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options) {
     return fit_all(graph, families, options, std::chrono::steady_clock::now());

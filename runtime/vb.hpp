@@ -15,6 +15,7 @@
 // (the bound's curvature 2λ(ξ) exceeds the logistic's g(η)(1 − g(η)) away from η = 0).
 #pragma once
 
+#include "inference/gaussian.hpp"
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
 
@@ -39,7 +40,11 @@ struct VbOptions {
 
 struct VbFit {
     Eigen::VectorXd mean;            // E_q[θ], length Graph::dim
-    Eigen::MatrixXd cov;             // Cov_q[θ], dim × dim; zero between blocks (q factorises)
+    // Cov_q[θ] block by block: covs[b] is the covariance of Graph::blocks[b], which starts at
+    // offsets[b] in θ. q factorises over the blocks, so Cov_q is zero between them and is never
+    // stored whole (19,998² doubles would be 3.2 GB for a model with 10^4 nodes).
+    std::vector<Eigen::MatrixXd> covs;
+    std::vector<int> offsets;
     double elbo = 0;                 // the lower bound on log p(x_v) at the end
     std::vector<double> elbo_trace;  // the bound after each iteration (non-decreasing)
     int iterations = 0;
@@ -47,7 +52,14 @@ struct VbFit {
     int restart = 0;                 // which start this fit came from
 
     Eigen::VectorXd block_mean(const ir::Block& b) const { return mean.segment(b.offset, b.size); }
-    Eigen::MatrixXd block_cov(const ir::Block& b) const { return cov.block(b.offset, b.offset, b.size, b.size); }
+    const Eigen::MatrixXd& block_cov(const ir::Block& b) const;
+    double variance(int k) const;     // Var_q[θ_k]
+    Eigen::VectorXd variances() const;  // the diagonal of Cov_q[θ]
+    // Cov_q[θ] as one dim × dim matrix: only for consumers that need the joint of a small model.
+    Eigen::MatrixXd dense_cov() const;
+    // q(θ) as a proposal: N(mean, Cov_q), or a t with df degrees of freedom and that scale,
+    // scale multiplied by inflation; block diagonal, so its memory is O(Σ block²).
+    inference::GaussianProposal proposal(double df = inference::GaussianProposal::gaussian_df, double inflation = 1.0) const;
 };
 
 struct VbResult {

@@ -126,7 +126,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     check_options(options);
     const auto d = static_cast<Eigen::Index>(target.dim());
     if (d == 0) throw Error(ErrorKind::usage, "the model has no parameters: there is no posterior to correct");
-    if (fit.mean.size() != d || fit.cov.rows() != d || fit.cov.cols() != d)
+    if (fit.mean.size() != d || fit.variances().size() != d)
         throw Error(ErrorKind::usage, "the variational fit does not have the target's dimension");
     RefinedPosterior r;
     r.mode = posterior_mode(target, fit.mean, options.max_newton);
@@ -134,7 +134,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     inference::GaussianProposal q;
     try {
         q = r.from_mode ? inference::GaussianProposal(r.mode.mode, r.mode.cov, options.df)
-                        : inference::GaussianProposal(fit.mean, fit.cov, options.df);
+                        : fit.proposal(options.df);
     } catch (const std::invalid_argument& e) {
         throw Error(ErrorKind::inference, fmt::format("the importance correction has no usable proposal: {}", e.what()));
     }

@@ -241,6 +241,20 @@ m=$ex/paper/unimodal_d1.vbn
 d=$ex/paper/unimodal_d1.csv
 run "draws beyond memory" 1 -- "$vbn" fit "$m" --data "$d" --chains 4 --draws 2000000000 --seed 1 --quiet &&
   expect "draws beyond memory" err "error: keeping 4 chains × 2000000000 draws .* more than the .* GB of memory available; stream the draws to files with --output FILE.csv .* or ask for fewer draws \(--draws [0-9]+ would fit\)"
+# Beyond 2,000 parameters nothing holds a dense parameters × parameters matrix: regen is
+# refused with a suggestion, vb skips its correction with a note, nuts uses a diagonal metric.
+wide=$tmp/wide.vbn
+printf 'node a ~ bernoulli(0.5);\nnode v[1001] ~ logistic(b + w * a);\nb ~ normal(0, 1);\nw ~ normal(0, 1);\n' >"$wide"
+"$vbn" simulate "$wide" --rows 20 --seed 3 --output "$tmp/wide.csv" 2>/dev/null
+run "regen beyond dense" 1 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method regen --quiet &&
+  expect "regen beyond dense" err "error: --method regen adapts dense 2002 x 2002 covariances, too large for 2002 parameters \(at most 2000\); use --method varblock, varmix or nuts"
+run "vb beyond dense" 0 -- "$vbn" vb "$wide" --data "$tmp/wide.csv" &&
+  expect "vb beyond dense" err "note: no importance correction: its Newton step needs a dense 2002 x 2002 Hessian" &&
+  expect "vb beyond dense" out "^w\[1001\] "
+for method in varblock nuts; do
+  run "$method beyond dense" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method $method --chains 1 --warmup 20 \
+    --draws 20 --seed 1 --quiet && expect "$method beyond dense" out "^w\[1001\] "
+done
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \

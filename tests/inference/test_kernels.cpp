@@ -253,6 +253,44 @@ TEST_CASE("chi-square draws have mean ν and variance 2ν") {
     }
 }
 
+TEST_CASE("Gaussian proposal: a block-diagonal covariance stored by block is the dense one with zeros between blocks") {
+    // Blocks of 3, 1 and 2 coordinates, taken from a correlated covariance.
+    Eigen::MatrixXd full = vbn::test::correlated_10d().covariance().topLeftCorner(6, 6);
+    std::vector<Eigen::MatrixXd> blocks{full.block(0, 0, 3, 3), full.block(3, 3, 1, 1), full.block(4, 4, 2, 2)};
+    Eigen::MatrixXd dense = Eigen::MatrixXd::Zero(6, 6);
+    dense.block(0, 0, 3, 3) = blocks[0];
+    dense.block(3, 3, 1, 1) = blocks[1];
+    dense.block(4, 4, 2, 2) = blocks[2];
+    const Eigen::VectorXd mean = Eigen::VectorXd::LinSpaced(6, -1, 1);
+    for (double df : {GaussianProposal::gaussian_df, 5.0}) {
+        CAPTURE(df);
+        GaussianProposal by_block(mean, blocks, df), whole(mean, dense, df);
+        CHECK(by_block.block_count() == 3);
+        by_block.inflate(1.7);
+        whole.inflate(1.7);
+        CHECK((by_block.scale_matrix() - whole.scale_matrix()).cwiseAbs().maxCoeff() < 1e-14);
+        CHECK((by_block.scale_diagonal() - whole.scale_matrix().diagonal()).cwiseAbs().maxCoeff() < 1e-14);
+        // The same draws from the same stream, and the same density.
+        Rng a(5, 0), b(5, 0);
+        Eigen::VectorXd x(6), y(6);
+        for (int i = 0; i < 100; ++i) {
+            by_block.sample(a, x);
+            whole.sample(b, y);
+            REQUIRE((x - y).cwiseAbs().maxCoeff() < 1e-13);
+            CHECK(by_block.log_density(x) == doctest::Approx(whole.log_density(x)).epsilon(1e-13));
+        }
+        // Marginals across, inside and over whole blocks.
+        for (auto [offset, size] : std::vector<std::pair<int, int>>{{0, 6}, {1, 4}, {3, 1}, {4, 2}, {2, 3}}) {
+            GaussianProposal m = by_block.marginal(offset, size), n = whole.marginal(offset, size);
+            CHECK((m.scale_matrix() - n.scale_matrix()).cwiseAbs().maxCoeff() < 1e-13);
+            CHECK(m.log_density(x.segment(offset, size)) == doctest::Approx(n.log_density(x.segment(offset, size))).epsilon(1e-13));
+        }
+    }
+    CHECK_THROWS_AS(GaussianProposal(Eigen::VectorXd::Zero(5), blocks), std::invalid_argument);
+    blocks[2](0, 1) = blocks[2](1, 0) = 10;  // no longer positive definite
+    CHECK_THROWS_WITH_AS(GaussianProposal(mean, blocks), "proposal: the covariance is not positive definite", std::invalid_argument);
+}
+
 TEST_CASE("Gaussian proposal: marginals, inflation and invalid input") {
     const GaussianDensity target = vbn::test::correlated_10d();
     const GaussianProposal q(target.mean(), target.covariance(), 4.0);

@@ -7,6 +7,7 @@
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -450,6 +452,62 @@ TEST_CASE("load: random text never crashes; it loads consistently or fails with 
         }
     }
     CHECK(loaded > 0);  // the generator does produce valid files too
+}
+
+namespace {
+// Every record with its line, or the error's message, line and column: from memory, or from a
+// stream read `chunk` bytes at a time.
+std::string transcript(const std::string& text, std::size_t chunk) {
+    std::string out;
+    std::string copy = text;
+    std::istringstream in(text);
+    try {
+        std::unique_ptr<CsvReader> r =
+            chunk == 0 ? std::make_unique<CsvReader>(copy, "t.csv") : std::make_unique<CsvReader>(in, "t.csv", chunk);
+        while (r->next()) {
+            out += std::to_string(r->line()) + ":";
+            for (std::string_view f : r->fields()) out += "[" + std::string(f) + "]";
+            out += "\n";
+        }
+    } catch (const Error& e) {
+        out += fmt::format("error {}:{} {}\n", e.line(), e.column(), e.what());
+    }
+    return out;
+}
+}  // namespace
+
+TEST_CASE("csv: read from a stream in chunks of any size, records, lines and errors are those read from memory") {
+    // Records crossing a chunk's end everywhere: inside quotes, on "" and on a CR LF pair.
+    std::vector<std::string> texts = {
+        "a,b\n1,2\n",
+        "\xEF\xBB\xBF" "a , b\r\n\"x,\"\"y\"\"\r\nz\" , 2\r\n\r\n\"\"\r\n3,4",
+        "a\r\rb\r\n\nc",
+        "a,\"b\"\"\"\"\",c\n\"\"\"\",d\n",
+        "a,\"open\nnever closed",
+        "a,\"x\" y\n",
+        "a,b\n1,\x01\n",
+        "\xFF\xFE" "a\0b\0",
+        "h\n" + std::string(300, 'x') + "\n\"" + std::string(200, '"') + "\"\n",
+    };
+    const std::string alphabet = ",,,\"\"\r\n\n\n  1-10yNA?x\t";
+    inference::Rng rng(7);
+    for (int trial = 0; trial < 300; ++trial) {
+        std::string text;
+        const auto n = rng.below(80);
+        for (std::uint64_t i = 0; i < n; ++i)
+            text += rng.uniform() < 0.01 ? static_cast<char>(rng.below(32)) : alphabet[rng.below(alphabet.size())];
+        texts.push_back(std::move(text));
+    }
+    int mismatches = 0;
+    for (const std::string& text : texts) {
+        const std::string expected = transcript(text, 0);
+        for (std::size_t chunk : {1, 2, 3, 5, 8, 13, 64, 1 << 20}) {
+            const std::string got = transcript(text, chunk);
+            if (got != expected && ++mismatches <= 5)
+                FAIL_CHECK("chunk " << chunk << " of " << doctest::toString(text) << ":\n" << got << "vs\n" << expected);
+        }
+    }
+    CHECK(mismatches == 0);
 }
 
 TEST_CASE("load: the front end's element names are the columns v[k] and v.k") {

@@ -97,7 +97,7 @@ std::vector<SummaryRow> checked_summary(const FitResult& r) {
 void check_vb_finite(const VbResult& v) {
     const VbFit& q = v.best_fit();
     CHECK(q.mean.allFinite());
-    CHECK(q.cov.allFinite());
+    for (const Eigen::MatrixXd& c : q.covs) CHECK(c.allFinite());
     CHECK(std::isfinite(q.elbo));
 }
 

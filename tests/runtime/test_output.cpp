@@ -430,6 +430,29 @@ TEST_CASE("nan and infinities round-trip in the CmdStan spelling") {
     CHECK(r.draws(0, 2) == -std::numeric_limits<double>::infinity());
 }
 
+TEST_CASE("read_stan_csv of a range of parameter columns keeps those and the sampler columns only") {
+    std::ostringstream out;
+    CsvWriter w(out, small_config(), {"a", "b", "c", "d"});
+    w.adaptation_terminated(1);
+    for (int i = 0; i < 3; ++i) w.write_draw(SamplerValues{}, Eigen::Vector4d(i, 10 + i, 20 + i, 30 + i));
+    const std::string text = out.str();
+    std::istringstream whole_in(text);
+    const StanCsv whole = read_stan_csv(whole_in, "x.csv");
+    for (std::size_t first = 0; first <= 4; ++first) {
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{9}}) {
+            CAPTURE(first);
+            CAPTURE(count);
+            std::istringstream in(text);
+            const StanCsv part = read_stan_csv(in, "x.csv", ParameterRange{first, count});
+            const auto n = static_cast<Eigen::Index>(std::min<std::size_t>(count, 4 - first));
+            REQUIRE(part.draws.cols() == n);
+            CHECK(part.draws == whole.draws.middleCols(static_cast<Eigen::Index>(first), n));
+            CHECK(part.sampler == whole.sampler);
+            CHECK(part.parameter_columns == whole.parameter_columns);
+        }
+    }
+}
+
 TEST_CASE("the summary table has aligned columns, the run's facts and plain-words warnings (golden)") {
     const std::string expected =
         "Inference for multimodal: method varblock, 4 chains x 1000 draws after 500 warmup.\n"
@@ -567,6 +590,10 @@ TEST_CASE("vbn summary reads the chain files and prints the same table as the in
     std::ostringstream out, err;
     REQUIRE(summary_command(files, out, err) == 0);
     CHECK(err.str().empty());
+    // Read in groups of one column (a budget of 1 byte): the same table.
+    std::ostringstream by_column, by_column_err;
+    REQUIRE(summary_command(files, by_column, by_column_err, 1.0) == 0);
+    CHECK(by_column.str() == out.str());
     RunFacts f;
     f.model = "multimodal";
     f.method = "varblock";

@@ -92,5 +92,21 @@ TEST_CASE("streamed fit: no draws held, every draw seen, the same summary") {
         const FitSummary from_stream = summarize_fit(streamed, "m", s.warmup, s.draws, counts, [&](std::size_t c) { return seen[c]; });
         check_same(from_kept, from_stream);
         if (method == "regen") CHECK(*from_stream.facts.regenerations > 0);  // the count is exercised
+
+        // Read back in groups of 3 columns (a budget of 3 columns of both chains' draws):
+        // each chain is asked once per group, for that group only, and the summary is the same.
+        const double budget = 3.0 * 8.0 * 2.0 * static_cast<double>(o.draws);
+        std::vector<std::pair<Eigen::Index, Eigen::Index>> asked;
+        const FitSummary chunked = summarize_fit(
+            streamed, "m", s.warmup, s.draws, counts,
+            [&](std::size_t c, Eigen::Index first, Eigen::Index count) -> Eigen::MatrixXd {
+                if (c == 0) asked.emplace_back(first, count);
+                return seen[c].middleCols(first, count);
+            },
+            budget);
+        check_same(from_kept, chunked);
+        CHECK(chunked.draws.empty());  // never all held at once
+        const std::vector<std::pair<Eigen::Index, Eigen::Index>> groups{{0, 3}, {3, 3}, {6, 3}, {9, 1}};
+        CHECK(asked == groups);
     }
 }

@@ -287,7 +287,7 @@ void drop(std::vector<Row>& rows, int element, double fraction, Rng& rng) {
         if (rng.uniform() < fraction) r[sz(element)] = 0;
 }
 
-double sd_of(const VbFit& f, int k) { return std::sqrt(f.cov(k, k)); }
+double sd_of(const VbFit& f, int k) { return std::sqrt(f.variance(k)); }
 
 }  // namespace
 
@@ -431,7 +431,7 @@ TEST_CASE("the multimodal model of Variational MCMC Sec. 5.2: VB against the exa
     const auto& counted = likelihood.rows();
 
     // The fit is a maximum of the bound as the papers define it, evaluated independently.
-    const Eigen::Matrix2d sigma = f.cov;
+    const Eigen::Matrix2d sigma = f.dense_cov();
     const double at_fit = multimodal_profile_bound(counted, f.mean, sigma);
     CHECK(at_fit == doctest::Approx(f.elbo).epsilon(1e-7));
     for (int k = 0; k < 2; ++k)
@@ -504,7 +504,7 @@ Dataset make_uncompressed(const ir::Graph& g, const std::vector<Row>& rows) { re
 void check_same(const VbFit& a, const VbFit& b, double tol) {
     CHECK(a.elbo == doctest::Approx(b.elbo).epsilon(tol));
     CHECK((a.mean - b.mean).lpNorm<Eigen::Infinity>() <= tol * (1 + a.mean.lpNorm<Eigen::Infinity>()));
-    CHECK((a.cov - b.cov).lpNorm<Eigen::Infinity>() <= tol * (1 + a.cov.lpNorm<Eigen::Infinity>()));
+    CHECK((a.dense_cov() - b.dense_cov()).lpNorm<Eigen::Infinity>() <= tol * (1 + a.dense_cov().lpNorm<Eigen::Infinity>()));
 }
 
 }  // namespace
@@ -534,7 +534,7 @@ TEST_CASE("duplicated rows weigh twice whether counted or repeated, and row orde
     check_same(a, c, 1e-12);
     // Twice the data is not the same data: the posterior narrows.
     const VbFit once = variational(m.g, make_data(m.g, rows), opt).best_fit();
-    CHECK(a.cov.trace() < once.cov.trace());
+    CHECK(a.variances().sum() < once.variances().sum());
 
     std::vector<Row> shuffled = rows;
     for (std::size_t k = shuffled.size() - 1; k > 0; --k)
@@ -569,10 +569,10 @@ TEST_CASE("a block whose node never has an observed descendant keeps its prior")
     const VbFit f = variational(m.g, make_data(m.g, rows)).best_fit();
     CHECK(f.mean[0] == doctest::Approx(1).epsilon(1e-12));
     CHECK(f.mean[1] == doctest::Approx(-1).epsilon(1e-12));
-    CHECK(f.cov(0, 0) == doctest::Approx(4).epsilon(1e-12));
-    CHECK(f.cov(1, 1) == doctest::Approx(9).epsilon(1e-12));
-    CHECK(f.cov(0, 1) == 0);
-    CHECK(f.cov(0, 2) == 0);
+    CHECK(f.dense_cov()(0, 0) == doctest::Approx(4).epsilon(1e-12));
+    CHECK(f.dense_cov()(1, 1) == doctest::Approx(9).epsilon(1e-12));
+    CHECK(f.dense_cov()(0, 1) == 0);
+    CHECK(f.dense_cov()(0, 2) == 0);
     // Same bound as the model without h: its CPD sums to one in every row.
     Model without;
     const int x2 = without.bernoulli("x", 0.5);
@@ -589,7 +589,7 @@ TEST_CASE("no rows: q is the prior and the bound is log 1") {
     Dataset d = make_uncompressed(m.g, {});
     const VbFit f = variational(m.g, d).best_fit();
     CHECK(f.mean.norm() == 0);
-    CHECK(f.cov(0, 0) == doctest::Approx(4));
+    CHECK(f.dense_cov()(0, 0) == doctest::Approx(4));
     CHECK(f.elbo == doctest::Approx(0).scale(1));
 }
 
@@ -641,7 +641,7 @@ TEST_CASE("bad input gives a clear error, never NaN") {
             const VbResult r = variational(m.g, make_data(m.g, rows));
             const VbFit& f = r.best_fit();
             CHECK(f.mean.allFinite());
-            CHECK(f.cov.allFinite());
+            CHECK(f.dense_cov().allFinite());
             CHECK(std::isfinite(f.elbo));
             check_monotone(f);
         } catch (const Error& e) {
