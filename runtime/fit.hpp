@@ -23,6 +23,7 @@
 #include "inference/chains.hpp"
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
+#include "runtime/laplace_proposal.hpp"
 #include "runtime/vb.hpp"
 
 #include <cstdint>
@@ -55,6 +56,13 @@ struct FitOptions {
     double proposal_df = 10;
     double proposal_inflation = 1.5;
     double mixture_nu = 0.5;      // varmix: probability of the variational block kernel
+    // Where the independence kernels (varmh, varblock, varmix's block moves, regen) propose
+    // from: "laplace" builds the proposal from the exact posterior's mode and Laplace
+    // covariance, checked per block by importance draws (runtime/laplace_proposal.hpp), when
+    // every block is separable and Newton converges, else the variational fit; "vb" always
+    // the variational fit with proposal_df and proposal_inflation (the paper's VarMCMC).
+    std::string proposal = "laplace";
+    LaplaceProposalOptions laplace;
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;
