@@ -47,8 +47,9 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 
 // By the figures of bench/speed_table and the grid and SBC checks (docs/methods.md,
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
-// factorises over blocks, each a Bayesian logistic regression that the variational marginal
-// fits closely, and block independence MH beats NUTS per second while blocks are small; it
+// factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
+// Laplace covariance fits closely (runtime/laplace_proposal.hpp), and block independence MH
+// beats NUTS per second while blocks are small (2-6x at 10-20 weights); it
 // loses by orders of magnitude once a block is large (the importance weights of a t proposal
 // in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50). Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
@@ -64,7 +65,7 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
         if (largest_block <= max_independence_block) {
             if (why)
                 *why = fmt::format("every node is observed and no node has more than {} weights: block "
-                                   "independence proposals from the variational fit",
+                                   "independence proposals from the exact posterior's Laplace fit",
                                    max_independence_block);
             return "varblock";
         }

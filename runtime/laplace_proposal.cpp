@@ -94,7 +94,7 @@ std::string LaplaceProposal::describe(const LaplaceProposalOptions& o) const {
                        "with the Laplace covariance, scale x {}; pilot k-hat at most {:.2f}, importance ESS at least "
                        "{:.0f}% of the draws{}",
                        o.df, newton_iterations, o.widen, max_k(), 100 * *std::min_element(ess.begin(), ess.end()),
-                       refitted ? fmt::format(" ({} of {} blocks re-centred or re-fitted to their pilot draws)", refitted, blocks.size())
+                       refitted ? fmt::format(" ({} of {} blocks moved off the Laplace fit by their pilot draws)", refitted, blocks.size())
                                 : std::string());
 }
 
