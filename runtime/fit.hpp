@@ -4,9 +4,12 @@
 // Method presets (DESIGN.md §3), all started from points dispersed around the variational fit:
 //   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
 //             covariance, scale tuned in warmup
-//   varmh     independence MH with the variational posterior as proposal (§4.1), Student-t
-//             tails and a widened covariance
-//   varblock  block MH, each block proposed from its variational marginal (§4.2, Fig. 6)
+//   varmh     independence MH with one proposal for all of θ (§4.1)
+//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6)
+//             (the proposals of varmh, varblock, varmix's block moves and regen's start come
+//             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
+//             blocks are separable; else, or with FitOptions::proposal "vb", from the
+//             variational fit with Student-t tails and a widened covariance)
 //   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
 //             missing values and at most 10 weights, independence moves from a t mixture at
 //             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
