@@ -102,7 +102,9 @@ def main():
             estimates = {}
             for budget in BUDGETS:
                 for method in METHODS:
-                    run([args.vbn, "fit", model, "--data", data, "--method", method, "--chains", "1", "--threads", "1",
+                    # --proposal vb: the paper's VarMCMC and VarMixMCMC propose from the VB fit.
+                    run([args.vbn, "fit", model, "--data", data, "--method", method, "--proposal", "vb",
+                         "--chains", "1", "--threads", "1",
                          "--warmup", str(budget // 5), "--draws", str(budget), "--seed", str(seed), "--quiet",
                          "--summary-json", js])
                     fit = json.load(open(js))

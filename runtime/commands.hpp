@@ -54,6 +54,7 @@ struct FitArgs {
     std::optional<std::string> summary_json;
     bool quiet = false;
     std::optional<std::string> plots;  // directory for trace, density, pair and rank plots
+    std::string proposal = "laplace";  // independence kernels' proposal: laplace or vb (FitOptions::proposal)
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
 

@@ -252,6 +252,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                                           "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
         FitOptions o;
         o.method = args.method;
+        o.proposal = args.proposal;
         o.chains = args.chains;
         o.warmup = args.warmup;
         o.draws = args.draws;

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace vbn {
 
@@ -46,8 +47,9 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 
 // By the figures of bench/speed_table and the grid and SBC checks (docs/methods.md,
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
-// factorises over blocks, each a Bayesian logistic regression that the variational marginal
-// fits closely, and block independence MH beats NUTS per second while blocks are small; it
+// factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
+// Laplace covariance fits closely (runtime/laplace_proposal.hpp), and block independence MH
+// beats NUTS per second while blocks are small (2-6x at 10-20 weights); it
 // loses by orders of magnitude once a block is large (the importance weights of a t proposal
 // in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50). Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
@@ -63,7 +65,7 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
         if (largest_block <= max_independence_block) {
             if (why)
                 *why = fmt::format("every node is observed and no node has more than {} weights: block "
-                                   "independence proposals from the variational fit",
+                                   "independence proposals from the exact posterior's Laplace fit",
                                    max_independence_block);
             return "varblock";
         }
@@ -176,17 +178,43 @@ GaussianProposal moment_matched_proposal(const std::vector<PosteriorMode>& modes
     return p;
 }
 
+// The independence kernels' proposal from the exact posterior (FitOptions::proposal), with a
+// note saying which proposal they use.
+std::optional<LaplaceProposal> exact_proposal(const std::string& method, const Target& target, const VbFit& q,
+                                              const FitOptions& o, std::vector<std::string>& notes) {
+    if (o.proposal != "laplace" || (method != "varmh" && method != "varblock" && method != "varmix" && method != "regen"))
+        return std::nullopt;
+    LaplaceProposalOptions lo = o.laplace;
+    lo.seed = o.seed;
+    std::string why_not;
+    std::optional<LaplaceProposal> p = laplace_proposal(target, q, lo, &why_not);
+    notes.push_back(p ? p->describe(lo) : fmt::format("independence proposal: the variational fit ({})", why_not));
+    if (p && !(p->max_k() <= 0.7))
+        notes.push_back(fmt::format("the independence proposal fits the posterior poorly (pilot k-hat {:.2f} > 0.7): "
+                                    "expect sticky chains; --method nuts or rwm may mix better",
+                                    p->max_k()));
+    return p;
+}
+
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
-                                                const ir::Graph& graph, const Target& target, bool unobserved) {
+                                                const ir::Graph& graph, const Target& target, bool unobserved,
+                                                const LaplaceProposal* exact) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::whole;
         return std::make_unique<RandomWalk>(q.covs, ro);
     }
-    if (method == "varmh") return std::make_unique<IndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
-    if (method == "varblock")
-        return std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
+    // The block moves of varblock and varmix: from the exact posterior's proposal when there
+    // is one, else from the variational marginals.
+    auto block_moves = [&]() {
+        return exact ? std::make_unique<BlockIndependenceMH>(exact->blocks)
+                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
+    };
+    if (method == "varmh")
+        return std::make_unique<IndependenceMH>(exact ? exact->joint()
+                                                      : variational_proposal(q, o.proposal_df, o.proposal_inflation));
+    if (method == "varblock") return block_moves();
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
@@ -196,9 +224,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
             if (auto jumps = mode_mixture_kernel(search_modes(graph, target, q, o)))
                 return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.covs, ro));
         }
-        return std::make_unique<Mixture>(
-            o.mixture_nu, std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation)),
-            std::make_unique<RandomWalk>(q.covs, ro));
+        return std::make_unique<Mixture>(o.mixture_nu, block_moves(), std::make_unique<RandomWalk>(q.covs, ro));
     }
     if (method == "regen") {
         RegenerationOptions ro;
@@ -208,7 +234,8 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
             const std::vector<PosteriorMode> modes = search_modes(graph, target, q, o);
             if (!modes.empty()) return std::make_unique<RegenerationKernel>(moment_matched_proposal(modes), ro);
         }
-        return std::make_unique<RegenerationKernel>(variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
+        return std::make_unique<RegenerationKernel>(
+            exact ? exact->joint() : variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
     if (method == "nuts") {
         if (graph.dim > max_dense_dim) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
@@ -228,6 +255,8 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     if (o.warmup < 0) throw Error(ErrorKind::usage, "--warmup must not be negative");
     if (o.draws < 1) throw Error(ErrorKind::usage, "--draws must be at least 1");
     if (o.threads < 1) throw Error(ErrorKind::usage, "--threads must be at least 1");
+    if (o.proposal != "laplace" && o.proposal != "vb")
+        throw Error(ErrorKind::usage, fmt::format("unknown proposal '{}'; choose laplace or vb", o.proposal));
     const auto& names = method_names();
     if (std::find(names.begin(), names.end(), o.method) == names.end()) {
         std::string list;
@@ -284,7 +313,9 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         inits.push_back(std::move(x));
     }
 
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data));
+    const std::optional<LaplaceProposal> exact = exact_proposal(r.method, *target, q, o, r.notes);
+    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data),
+                                                                   exact ? &*exact : nullptr);
     r.kernel = kernel->name();
     std::unique_ptr<GibbsModel> gibbs_model;
     std::unique_ptr<inference::DensityFactory> factory;

@@ -4,9 +4,12 @@
 // Method presets (DESIGN.md §3), all started from points dispersed around the variational fit:
 //   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
 //             covariance, scale tuned in warmup
-//   varmh     independence MH with the variational posterior as proposal (§4.1), Student-t
-//             tails and a widened covariance
-//   varblock  block MH, each block proposed from its variational marginal (§4.2, Fig. 6)
+//   varmh     independence MH with one proposal for all of θ (§4.1)
+//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6)
+//             (the proposals of varmh, varblock, varmix's block moves and regen's start come
+//             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
+//             blocks are separable; else, or with FitOptions::proposal "vb", from the
+//             variational fit with Student-t tails and a widened covariance)
 //   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
 //             missing values and at most 10 weights, independence moves from a t mixture at
 //             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
@@ -23,6 +26,7 @@
 #include "inference/chains.hpp"
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
+#include "runtime/laplace_proposal.hpp"
 #include "runtime/vb.hpp"
 
 #include <cstdint>
@@ -61,6 +65,13 @@ struct FitOptions {
     double proposal_df = 10;
     double proposal_inflation = 1.5;
     double mixture_nu = 0.5;      // varmix: probability of the variational block kernel
+    // Where the independence kernels (varmh, varblock, varmix's block moves, regen) propose
+    // from: "laplace" builds the proposal from the exact posterior's mode and Laplace
+    // covariance, checked per block by importance draws (runtime/laplace_proposal.hpp), when
+    // every block is separable and Newton converges, else the variational fit; "vb" always
+    // the variational fit with proposal_df and proposal_inflation (the paper's VarMCMC).
+    std::string proposal = "laplace";
+    LaplaceProposalOptions laplace;
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;

@@ -143,6 +143,13 @@ for c in 1 2 3 4; do
 done
 run "unknown method" 1 -- "$vbn" fit "$m" --data "$d" --method magic && expect "unknown method" err "unknown method 'magic'"
 run "zero draws" 1 -- "$vbn" fit "$m" --data "$d" --draws 0
+# The independence kernels' proposal: the checked Laplace fit at the exact mode by default, the
+# variational fit with --proposal vb.
+run "fit laplace proposal" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --seed 3 --warmup 100 --draws 100 &&
+  expect "laplace proposal note" err "independence proposal: t\(30\) per block at the exact posterior mode" && expect "laplace row" out "^w "
+run "fit --proposal vb" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --proposal vb --seed 3 --warmup 100 --draws 100 &&
+  if grep -q "independence proposal" "$tmp/err"; then bad "--proposal vb still notes the Laplace proposal"; else ok; fi
+run "unknown proposal" 1 -- "$vbn" fit "$m" --data "$d" --proposal magic && expect "unknown proposal" err "proposal"
 
 # --- gibbs: hidden values sampled, no limit on them per row --------------------------------
 run "fit gibbs" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method gibbs --seed 3 --warmup 200 --draws 200 --quiet &&

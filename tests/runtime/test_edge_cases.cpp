@@ -162,15 +162,31 @@ TEST_CASE("weights near 1e3: data simulated at w = 1000 with a wide prior") {
     }
 }
 
-// Known failure, kept visible: here the ξ-bound's q(w) is far narrower than the posterior
-// (whose sd is about 600), and the kernels that propose only from q (independence MH, block
-// independence MH, regeneration) never reach the bulk of the posterior: their draws sit near
-// q's mean while looking converged. doctest::should_fail makes this case pass while the
-// answer is wrong and fail once it is right, so a fix is noticed.
-TEST_CASE("KNOWN FAILURE: independence kernels on a posterior much wider than q" * doctest::should_fail()) {
+// Here the ξ-bound's q(w) is far narrower than the posterior (whose sd is about 600): kernels
+// proposing from q never reach the bulk of the posterior while looking converged. The
+// Laplace fit at the exact mode (near the logistic step, far below the mean) is too narrow as
+// well, which the pilot draws of runtime/laplace_proposal.hpp detect; the re-fitted heavy-tailed
+// proposal then covers the half-normal-like posterior.
+TEST_CASE("independence kernels on a posterior much wider than q, from the checked Laplace proposal") {
+    const BigWeights b;
+    for (const double w : {1000.0, -1000.0}) {
+        CAPTURE(w);
+        const Dataset d = b.data(w);
+        check_methods_against(b.g, d, grid_moments(b.g, d, -5000, 5000, 200001), 0, {"varmh", "varblock", "regen"});
+    }
+}
+
+// The paper's proposal, the variational fit itself (--proposal vb), still fails there: kept
+// visible as an expected failure (doctest::should_fail passes while the answer is wrong).
+TEST_CASE("KNOWN FAILURE: independence kernels proposing from the variational fit on a posterior much wider than q" *
+          doctest::should_fail()) {
     const BigWeights b;
     const Dataset d = b.data(1000.0);
-    check_methods_against(b.g, d, grid_moments(b.g, d, -5000, 5000, 200001), 0, {"varmh", "varblock", "regen"});
+    const Moments ref = grid_moments(b.g, d, -5000, 5000, 200001);
+    FitOptions o = quick("varblock", 500, 2000);
+    o.proposal = "vb";
+    const auto rows = checked_summary(fit(b.g, d, o));
+    CHECK(std::abs(rows[0].mean - ref.mean) < 5 * rows[0].mcse_mean);
 }
 
 TEST_CASE("a node constant in every row: the data say nothing about b - w, whose posterior is its prior") {

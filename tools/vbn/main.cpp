@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
     fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
+    fit_cmd->add_option("--proposal", fit_args.proposal,
+                        "Independence kernels' proposal: laplace (exact posterior mode, checked) or vb (the variational fit)")
+        ->check(CLI::IsMember({"laplace", "vb"}))
+        ->capture_default_str();
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
 
     std::vector<std::string> summary_files;

@@ -1,0 +1,180 @@
+#include "runtime/laplace_proposal.hpp"
+
+#include "inference/psis.hpp"
+#include "inference/rng.hpp"
+#include "runtime/vb_refine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace vbn {
+
+namespace {
+
+using inference::GaussianProposal;
+using Vec = Eigen::VectorXd;
+using Mat = Eigen::MatrixXd;
+
+// Stream 3 of the seed: apart from the inits (1), the mode search (2) and the chains.
+constexpr std::uint64_t pilot_stream = 3;
+
+struct Pilot {
+    double k = std::numeric_limits<double>::infinity();
+    double ess = 0;  // 1 / Σ w̃² of the normalised smoothed weights, as a fraction of the draws
+    Vec mean;
+    Mat cov;
+
+    // Which of two proposals to keep: a reliable pilot (k̂ ≤ 0.7) by its ESS, which is
+    // what an independence sampler's efficiency follows; else the smaller k̂.
+    bool better_than(const Pilot& o) const {
+        const bool ok = k <= 0.7, o_ok = o.k <= 0.7;
+        if (ok != o_ok) return ok;
+        return ok ? ess > o.ess : k < o.k;
+    }
+};
+
+// Importance draws of block b from q against the block's exact conditional (the rest of x is
+// left as given: a separable block's density does not read it), the k̂ of their weights and
+// their Pareto-smoothed weighted moments.
+Pilot pilot(const Target& target, int b, GaussianProposal& q, Vec& x, long draws, inference::Rng& rng,
+            Target::Workspace& ws) {
+    const int off = target.block_offset(b), size = target.block_size(b);
+    Mat values(size, draws);
+    Vec log_w(draws);
+    for (long i = 0; i < draws; ++i) {
+        auto v = values.col(i);
+        q.sample(rng, v);
+        x.segment(off, size) = v;
+        log_w[i] = target.block_log_density(b, x, ws) - q.log_density(v);
+    }
+    Pilot p;
+    const double top = log_w.maxCoeff();
+    if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;
+    p.k = inference::pareto_smooth(log_w);
+    Vec w = (log_w.array() - log_w.maxCoeff()).exp();
+    w /= w.sum();
+    p.ess = 1 / (w.squaredNorm() * static_cast<double>(draws));
+    p.mean = values * w;
+    const Mat centred = values.colwise() - p.mean;
+    p.cov = centred * w.asDiagonal() * centred.transpose();
+    return p;
+}
+
+}  // namespace
+
+double LaplaceProposal::max_k() const {
+    double k = 0;
+    for (double v : pareto_k) k = std::max(k, v);
+    return k;
+}
+
+GaussianProposal LaplaceProposal::joint() const {
+    Eigen::Index d = 0;
+    for (const auto& q : blocks) d += q.dim();
+    Vec mean(d);
+    Mat lower = Mat::Zero(d, d);
+    Eigen::Index off = 0;
+    for (const auto& q : blocks) {
+        mean.segment(off, q.dim()) = q.mean();
+        lower.block(off, off, q.dim(), q.dim()) = q.cholesky();
+        off += q.dim();
+    }
+    return GaussianProposal::from_cholesky(std::move(mean), std::move(lower), blocks.front().df());
+}
+
+std::string LaplaceProposal::describe(const LaplaceProposalOptions& o) const {
+    int refitted = 0;
+    for (int r : refits) refitted += r > 0;  // re-fitted or re-centred
+    return fmt::format("independence proposal: t({}) per block at the exact posterior mode (Newton, {} iterations) "
+                       "with the Laplace covariance, scale x {}; pilot k-hat at most {:.2f}, importance ESS at least "
+                       "{:.0f}% of the draws{}",
+                       o.df, newton_iterations, o.widen, max_k(), 100 * *std::min_element(ess.begin(), ess.end()),
+                       refitted ? fmt::format(" ({} of {} blocks moved off the Laplace fit by their pilot draws)", refitted, blocks.size())
+                                : std::string());
+}
+
+std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFit& fit, const LaplaceProposalOptions& o,
+                                                std::string* why_not) {
+    const auto start = std::chrono::steady_clock::now();
+    auto fail = [&](std::string why) {
+        if (why_not) *why_not = std::move(why);
+        return std::optional<LaplaceProposal>{};
+    };
+    if (target.dim() == 0) return fail("the model has no parameters");
+    if (target.dim() > o.max_dim)
+        return fail(fmt::format("{} parameters, more than the {} of a dense Newton step", target.dim(), o.max_dim));
+    for (int b = 0; b < target.blocks(); ++b)
+        if (!target.block_separable(b)) return fail("summed-out values couple the blocks");
+
+    const NewtonMode mode = posterior_mode(target, fit.mean);
+    if (!mode.converged) return fail("Newton did not reach a mode with a positive definite Hessian");
+
+    LaplaceProposal out;
+    out.newton_iterations = mode.iterations;
+    auto ws = target.make_workspace();
+    inference::Rng rng(o.seed, pilot_stream);
+    Vec x = mode.mode;
+    for (int b = 0; b < target.blocks(); ++b) {
+        const int off = target.block_offset(b), size = target.block_size(b);
+        GaussianProposal q;
+        try {
+            q = GaussianProposal(mode.mode.segment(off, size), mode.cov.block(off, off, size, size), o.df);
+            if (o.widen != 1.0) q.inflate(o.widen * o.widen);
+        } catch (const std::invalid_argument& e) {
+            return fail(fmt::format("the Laplace covariance of block {} is not usable: {}", b + 1, e.what()));
+        }
+        // Round 0: the Laplace fit. Round 1, where it fits well: the same moved to the pilot's
+        // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
+        // best so far is not good: the last pilot's weighted moments with heavier tails, until
+        // two rounds in a row do not improve on the best.
+        Pilot p = pilot(target, b, q, x, o.pilot_draws, rng, ws);
+        GaussianProposal best = q;
+        Pilot best_pilot = p;
+        int best_round = 0, round = 0, stale = 0;
+        auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
+            ++round;
+            p = pilot(target, b, next, x, o.pilot_draws, rng, ws);
+            const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
+            if (better) {
+                best = std::move(next);
+                best_pilot = p;
+                best_round = round;
+            }
+            return better;
+        };
+        if (o.recentre && p.k <= o.good_k) {
+            GaussianProposal moved = q;
+            moved.assign(p.mean, q.cholesky());
+            // Kept whenever it still fits well: the centre's gain is systematic, while two
+            // pilots' ESS differ by their noise.
+            consider(std::move(moved), true);
+        }
+        while (std::isfinite(p.k) && round < o.max_rounds && !(best_pilot.k <= o.good_k && best_pilot.ess >= o.good_ess)) {
+            GaussianProposal next;
+            try {
+                next = GaussianProposal(p.mean, p.cov, o.refit_df);
+                next.inflate(o.refit_widen * o.refit_widen);
+            } catch (const std::invalid_argument&) {
+                break;  // too few distinct pilot draws for a covariance: keep the best so far
+            }
+            // A too-narrow proposal never sees the tails it misses, so one round that does not
+            // improve is not yet the end; two in a row are.
+            stale = consider(std::move(next)) ? 0 : stale + 1;
+            if (stale == 2) break;
+        }
+        x.segment(off, size) = mode.mode.segment(off, size);
+        out.blocks.push_back(std::move(best));
+        out.pareto_k.push_back(best_pilot.k);
+        out.ess.push_back(best_pilot.ess);
+        out.refits.push_back(best_round);
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out;
+}
+
+}  // namespace vbn

@@ -1,0 +1,155 @@
+// The independence kernels' proposal from the exact posterior (runtime/laplace_proposal.hpp):
+// where it is built and where it refuses, what it is made of, and that `vbn fit` uses it.
+#include "runtime/laplace_proposal.hpp"
+
+#include "runtime/dataset.hpp"
+#include "runtime/error.hpp"
+#include "runtime/fit.hpp"
+#include "runtime/fit_summary.hpp"
+#include "runtime/model.hpp"
+#include "runtime/vb_refine.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using namespace vbn;
+
+const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+
+struct Example {
+    ir::Graph g;
+    Dataset data;
+    explicit Example(const std::string& name)
+        : g(load_model(paper + name + ".vbn")), data(load_csv(g, paper + name + ".csv")) {}
+};
+
+}  // namespace
+
+TEST_CASE("the paper's 10-parent data: one t per block at the exact mode with the Laplace covariance") {
+    const Example e("unimodal_d10");
+    const Target target(e.g, e.data);
+    const VbFit q = variational(e.g, e.data).best_fit();
+    std::string why;
+    const auto p = laplace_proposal(target, q, {}, &why);
+    REQUIRE_MESSAGE(p, why);
+    REQUIRE(p->blocks.size() == static_cast<std::size_t>(target.blocks()));
+    const NewtonMode mode = posterior_mode(target, q.mean);
+    REQUIRE(mode.converged);
+    for (int b = 0; b < target.blocks(); ++b) {
+        CAPTURE(b);
+        const auto& qb = p->blocks[static_cast<std::size_t>(b)];
+        const int off = target.block_offset(b), size = target.block_size(b);
+        REQUIRE(qb.dim() == size);
+        CHECK(qb.df() == LaplaceProposalOptions{}.df);
+        // The posterior is close to Gaussian here: the pilot finds the Laplace fit good, and at
+        // most moves its centre (by a fraction of a posterior sd), keeping its scale.
+        CHECK(p->pareto_k[static_cast<std::size_t>(b)] <= 0.5);
+        CHECK(p->refits[static_cast<std::size_t>(b)] <= 1);
+        const Eigen::MatrixXd laplace = mode.cov.block(off, off, size, size);
+        CHECK((qb.scale_matrix() - laplace).norm() <= 1e-9 * laplace.norm());
+        const Eigen::VectorXd shift = qb.mean() - mode.mode.segment(off, size);
+        for (int k = 0; k < size; ++k) CHECK(std::abs(shift[k]) < 0.3 * std::sqrt(laplace(k, k)));
+    }
+    // The joint proposal: the blocks side by side, nothing between them.
+    const inference::GaussianProposal joint = p->joint();
+    REQUIRE(joint.dim() == target.dim());
+    CHECK(joint.mean().segment(0, p->blocks[0].dim()) == p->blocks[0].mean());
+    CHECK(joint.scale_matrix().block(0, 0, p->blocks[0].dim(), p->blocks[0].dim()).isApprox(p->blocks[0].scale_matrix()));
+    // The same seed gives the same proposal.
+    const auto again = laplace_proposal(target, q);
+    REQUIRE(again);
+    CHECK(again->blocks[0].mean() == p->blocks[0].mean());
+}
+
+TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past the dimension limit") {
+    // Three hidden roots, each a parent of eight observed children: summing them out couples
+    // the children's blocks.
+    const Example sbn("sbn_3x8");
+    const Target coupled(sbn.g, sbn.data);
+    const VbFit q = variational(sbn.g, sbn.data).best_fit();
+    std::string why;
+    CHECK_FALSE(laplace_proposal(coupled, q, {}, &why));
+    CHECK(why.find("couple") != std::string::npos);
+
+    const Example u("unimodal_d5");
+    const Target target(u.g, u.data);
+    LaplaceProposalOptions small;
+    small.max_dim = target.dim() - 1;
+    CHECK_FALSE(laplace_proposal(target, variational(u.g, u.data).best_fit(), small, &why));
+    CHECK(why.find("parameters") != std::string::npos);
+}
+
+TEST_CASE("vbn fit: the independence kernels say which proposal they use, and --proposal vb keeps the paper's") {
+    const Example e("unimodal_d5");
+    FitOptions o;
+    o.method = "varblock";
+    o.chains = 2;
+    o.threads = 1;
+    o.warmup = 100;
+    o.draws = 300;
+    o.seed = 4;
+    auto mentions = [](const FitResult& r, const std::string& what) {
+        for (const auto& n : r.notes)
+            if (n.find(what) != std::string::npos) return true;
+        return false;
+    };
+    const FitResult laplace = fit(e.g, e.data, o);
+    CHECK(mentions(laplace, "exact posterior mode"));
+    o.proposal = "vb";
+    const FitResult vb = fit(e.g, e.data, o);
+    CHECK_FALSE(mentions(vb, "independence proposal"));
+    // Different proposals, different chains (from the same seed and starting points).
+    CHECK(laplace.chains[0].draws != vb.chains[0].draws);
+    o.proposal = "normal";
+    CHECK_THROWS_AS(fit(e.g, e.data, o), Error);
+    // NUTS does not use it (and pays nothing for it).
+    o.proposal = "laplace";
+    o.method = "nuts";
+    CHECK_FALSE(mentions(fit(e.g, e.data, o), "independence proposal"));
+}
+
+TEST_CASE("10 parents: the independence kernels from the Laplace proposal agree with a long NUTS run, and mix "
+          "better than from the variational fit") {
+    const Example e("unimodal_d10");
+    std::ifstream in(std::string(VBN_SOURCE_DIR) + "/tests/runtime/fixtures/unimodal_d10_nuts.json");
+    REQUIRE(in);
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    REQUIRE(ref["parameters"].size() == static_cast<std::size_t>(e.g.dim));
+    auto min_ess = [](const std::vector<SummaryRow>& rows) {
+        double m = rows.front().ess_bulk;
+        for (const auto& r : rows) m = std::min(m, r.ess_bulk);
+        return m;
+    };
+    FitOptions o;  // the defaults: 4 chains of 1,000 + 1,000
+    o.seed = 3;
+    for (const std::string m : {"varblock", "varmh", "regen"}) {
+        CAPTURE(m);
+        o.method = m;
+        o.proposal = "laplace";
+        const FitResult r = fit(e.g, e.data, o);
+        const auto rows = summarize_fit(r, "unimodal_d10", o.warmup, o.draws).rows;
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+            const auto& p = ref["parameters"][k];
+            CAPTURE(rows[k].name);
+            REQUIRE(rows[k].name == p["name"].get<std::string>());
+            // The reference's own Monte Carlo error is 1/14 of this run's: ignored.
+            CHECK(std::abs(rows[k].mean - p["mean"].get<double>()) < 4 * rows[k].mcse_mean);
+            // An sd's relative standard error is about 1 / sqrt(2 ESS).
+            CHECK(std::abs(rows[k].sd / p["sd"].get<double>() - 1) < 4 / std::sqrt(2 * rows[k].ess_bulk));
+            CHECK(rows[k].rhat < 1.01);
+        }
+        if (m == "varblock") {
+            o.proposal = "vb";
+            const double vb = min_ess(summarize_fit(fit(e.g, e.data, o), "unimodal_d10", o.warmup, o.draws).rows);
+            MESSAGE("varblock min bulk-ESS: laplace ", min_ess(rows), ", vb ", vb);
+            CHECK(min_ess(rows) > 1.2 * vb);
+        }
+    }
+}
