@@ -148,14 +148,9 @@ std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& ta
 std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, const Target& target,
                                                        const std::vector<PosteriorMode>& modes, const FitOptions& o) {
     if (modes.empty()) return nullptr;
-    // The prior N(μ, Σ), block diagonal: the mixture's defensive component.
-    Eigen::VectorXd prior_mean(graph.dim);
-    Eigen::MatrixXd prior_cov = Eigen::MatrixXd::Zero(graph.dim, graph.dim);
-    for (const ir::Block& b : graph.blocks) {
-        prior_mean.segment(b.offset, b.size) = Eigen::Map<const Eigen::VectorXd>(b.prior_mean.data(), b.size);
-        prior_cov.block(b.offset, b.offset, b.size, b.size) =
-            Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(b.prior_cov.data(), b.size, b.size);
-    }
+    Eigen::VectorXd prior_mean;  // the mixture's defensive component
+    Eigen::MatrixXd prior_cov;
+    prior_gaussian(graph, prior_mean, prior_cov);
     inference::Rng rng(o.seed, 3);
     PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng);
     return std::make_unique<inference::MixtureIndependenceMH>(std::move(f.proposal));

@@ -3,6 +3,7 @@
 #include "inference/gaussian.hpp"
 #include "inference/math.hpp"
 #include "inference/psis.hpp"
+#include "lang/ir.hpp"
 #include "runtime/target.hpp"
 
 #include <Eigen/Cholesky>
@@ -207,6 +208,16 @@ void em(TMixture& m, const std::vector<Vec>& x, const std::vector<double>& w, in
 }
 
 }  // namespace
+
+void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov) {
+    mean.resize(graph.dim);
+    cov = Mat::Zero(graph.dim, graph.dim);
+    for (const ir::Block& b : graph.blocks) {
+        mean.segment(b.offset, b.size) = Eigen::Map<const Vec>(b.prior_mean.data(), b.size);
+        cov.block(b.offset, b.offset, b.size, b.size) =
+            Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(b.prior_cov.data(), b.size, b.size);
+    }
+}
 
 std::vector<double> laplace_weights(const std::vector<PosteriorMode>& modes) {
     std::vector<double> w;

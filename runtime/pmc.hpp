@@ -19,11 +19,19 @@
 #include "inference/rng.hpp"
 #include "runtime/posterior_modes.hpp"
 
+#include <Eigen/Core>
+
 #include <vector>
 
 namespace vbn {
 
 class Target;
+namespace ir {
+struct Graph;
+}
+
+// The prior of θ, N(mean, cov) with cov block diagonal (each block's prior is a Gaussian).
+void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov);
 
 struct PmcOptions {
     int components_per_mode = 4;   // each mode's share of components (a ridge needs several)
