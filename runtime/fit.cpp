@@ -152,7 +152,9 @@ std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, c
     Eigen::MatrixXd prior_cov;
     prior_gaussian(graph, prior_mean, prior_cov);
     inference::Rng rng(o.seed, 3);
-    PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng);
+    PmcOptions po;
+    po.threads = o.threads;
+    PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng, po);
     return std::make_unique<inference::MixtureIndependenceMH>(std::move(f.proposal));
 }
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <numbers>
 #include <stdexcept>
+#include <thread>
 
 namespace vbn {
 
@@ -46,8 +47,8 @@ struct TComponent {
 struct TMixture {
     std::vector<TComponent> parts;
 
-    // log Σ_k π_k t_k(x); terms receives log π_k t_k(x), mahalanobis δ_k(x).
-    double log_density(const Vec& x, std::vector<double>& terms, std::vector<double>& delta, Vec& scratch) const {
+    // terms[k] = log π_k t_k(x), delta[k] = the Mahalanobis distance² of x under component k.
+    void component_terms(const Vec& x, std::vector<double>& terms, std::vector<double>& delta, Vec& scratch) const {
         const double d = static_cast<double>(x.size());
         for (std::size_t k = 0; k < parts.size(); ++k) {
             const TComponent& c = parts[k];
@@ -56,6 +57,11 @@ struct TMixture {
             delta[k] = scratch.squaredNorm();
             terms[k] = c.log_weight + c.log_norm + c.log_kernel(delta[k], d);
         }
+    }
+
+    // log Σ_k π_k t_k(x).
+    double log_density(const Vec& x, std::vector<double>& terms, std::vector<double>& delta, Vec& scratch) const {
+        component_terms(x, terms, delta, scratch);
         return inference::log_sum_exp(terms.begin(), terms.end());
     }
 
@@ -113,12 +119,11 @@ double normalise(const std::vector<double>& log_w, std::vector<double>& w) {
     return sum * sum / (static_cast<double>(log_w.size()) * sum2);
 }
 
-void weighted_moments(const std::vector<Vec>& x, const std::vector<double>& w, Vec& mean, Mat& cov) {
-    const Eigen::Index d = x.front().size();
-    mean = Vec::Zero(d);
-    cov = Mat::Zero(d, d);
-    for (std::size_t i = 0; i < x.size(); ++i) mean += w[i] * x[i];
-    for (std::size_t i = 0; i < x.size(); ++i) cov.noalias() += w[i] * (x[i] - mean) * (x[i] - mean).transpose();
+void weighted_moments(const Mat& x, const std::vector<double>& w, Vec& mean, Mat& cov) {
+    const Eigen::Map<const Vec> wv(w.data(), static_cast<Eigen::Index>(w.size()));
+    mean = x.transpose() * wv;
+    const Mat centred = x.rowwise() - mean.transpose();
+    cov = centred.transpose() * wv.asDiagonal() * centred;
 }
 
 // Adds a relative ridge so that a covariance from a few draws stays positive definite.
@@ -129,78 +134,112 @@ void regularise(Mat& cov) {
 
 // Weighted k-means++ seeding: the first centre drawn by weight, each next one with
 // probability ∝ w_i × (Mahalanobis distance to the nearest centre)².
-std::vector<Vec> seed_centres(const std::vector<Vec>& x, const std::vector<double>& w, const Mat& cov_lower, int k,
+std::vector<Vec> seed_centres(const Mat& x, const std::vector<double>& w, const Mat& cov_lower, int k,
                               inference::Rng& rng) {
     std::vector<Vec> centres;
-    std::vector<double> d2(x.size(), std::numeric_limits<double>::infinity());
-    std::vector<double> p(x.size());
+    const auto n = static_cast<std::size_t>(x.rows());
+    std::vector<double> d2(n, std::numeric_limits<double>::infinity());
+    std::vector<double> p(n);
+    Vec diff(x.cols());
     for (int c = 0; c < k; ++c) {
         double total = 0;
-        for (std::size_t i = 0; i < x.size(); ++i) total += p[i] = w[i] * (c == 0 ? 1.0 : d2[i]);
+        for (std::size_t i = 0; i < n; ++i) total += p[i] = w[i] * (c == 0 ? 1.0 : d2[i]);
         if (!(total > 0)) break;
         double u = rng.uniform() * total;
         std::size_t pick = 0;
-        while (pick + 1 < x.size() && (u -= p[pick]) > 0) ++pick;
-        centres.push_back(x[pick]);
-        for (std::size_t i = 0; i < x.size(); ++i)
-            d2[i] = std::min(d2[i], cov_lower.triangularView<Eigen::Lower>().solve(x[i] - x[pick]).squaredNorm());
+        while (pick + 1 < n && (u -= p[pick]) > 0) ++pick;
+        centres.push_back(x.row(static_cast<Eigen::Index>(pick)).transpose());
+        for (std::size_t i = 0; i < n; ++i) {
+            diff = (x.row(static_cast<Eigen::Index>(i)) - centres.back().transpose()).transpose();
+            cov_lower.triangularView<Eigen::Lower>().solveInPlace(diff);
+            d2[i] = std::min(d2[i], diff.squaredNorm());
+        }
     }
     return centres;
 }
 
-// Weighted EM for a mixture of t's with fixed df on draws x with normalised weights w.
-// Components left with too little weight to estimate a covariance are dropped.
-void em(TMixture& m, const std::vector<Vec>& x, const std::vector<double>& w, int iterations) {
-    const std::size_t n = x.size();
-    const Eigen::Index d = x.front().size();
+// Runs body(begin, end, part) over [0, n) split into `threads` contiguous parts, part 0 on
+// the calling thread. Each index is handled by exactly one part, so results written per index
+// do not depend on the number of threads.
+template <class Body>
+void parallel_ranges(int threads, std::size_t n, Body body) {
+    const auto parts = static_cast<std::size_t>(std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1)))));
+    std::vector<std::thread> pool;
+    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back([&, p] { body(n * p / parts, n * (p + 1) / parts, p); });
+    body(0, n / parts, 0);
+    for (std::thread& t : pool) t.join();
+}
+
+// Scratch for evaluating a mixture, one per thread.
+struct Scratch {
     std::vector<double> terms, delta;
-    Vec scratch(d);
+    Vec x;
+};
+
+// Weighted EM for a mixture of t's with fixed df on draws x (rows) with normalised weights w.
+// Components left with too little weight to estimate a covariance are dropped.
+void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations, std::vector<Scratch>& scratch) {
+    const Eigen::Index n = x.rows(), d = x.cols();
     for (int it = 0; it < iterations && !m.parts.empty(); ++it) {
-        const std::size_t k_count = m.parts.size();
-        terms.resize(k_count);
-        delta.resize(k_count);
-        Mat resp(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_count));  // w_i ρ_ik
-        Mat scale(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(k_count)); // u_ik
-        for (std::size_t i = 0; i < n; ++i) {
-            const double lq = m.log_density(x[i], terms, delta, scratch);
-            for (std::size_t k = 0; k < k_count; ++k) {
-                const auto ii = static_cast<Eigen::Index>(i), kk = static_cast<Eigen::Index>(k);
-                resp(ii, kk) = std::isfinite(lq) ? w[i] * std::exp(terms[k] - lq) : 0.0;
-                scale(ii, kk) = m.parts[k].gaussian() ? 1.0 : (m.parts[k].df + static_cast<double>(d)) / (m.parts[k].df + delta[k]);
+        const auto k_count = static_cast<Eigen::Index>(m.parts.size());
+        Mat resp(n, k_count);   // w_i ρ_ik
+        Mat scale(n, k_count);  // w_i ρ_ik u_ik
+        parallel_ranges(static_cast<int>(scratch.size()), static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end, std::size_t part) {
+            Scratch& s = scratch[part];
+            s.terms.resize(static_cast<std::size_t>(k_count));
+            s.delta.resize(static_cast<std::size_t>(k_count));
+            Vec xi(d);
+            for (auto i = static_cast<Eigen::Index>(begin); i < static_cast<Eigen::Index>(end); ++i) {
+                const double wi = w[static_cast<std::size_t>(i)];
+                if (wi == 0) {
+                    resp.row(i).setZero();
+                    scale.row(i).setZero();
+                    continue;
+                }
+                // The responsibilities ρ_ik, a softmax of the terms.
+                xi = x.row(i).transpose();
+                m.component_terms(xi, s.terms, s.delta, s.x);
+                const double top = *std::max_element(s.terms.begin(), s.terms.end());
+                double sum = 0;
+                for (double& t : s.terms) sum += t = std::isfinite(top) ? std::exp(t - top) : 0.0;
+                for (Eigen::Index k = 0; k < k_count; ++k) {
+                    const TComponent& c = m.parts[static_cast<std::size_t>(k)];
+                    resp(i, k) = sum > 0 ? wi * s.terms[static_cast<std::size_t>(k)] / sum : 0.0;
+                    const double u = c.gaussian() ? 1.0 : (c.df + static_cast<double>(d)) / (c.df + s.delta[static_cast<std::size_t>(k)]);
+                    scale(i, k) = resp(i, k) * u;
+                }
             }
-        }
+        });
+        // M-step, one component per index.
+        std::vector<TComponent> fitted(static_cast<std::size_t>(k_count));
+        std::vector<char> kept(static_cast<std::size_t>(k_count), 0);
+        parallel_ranges(static_cast<int>(scratch.size()), static_cast<std::size_t>(k_count), [&](std::size_t begin, std::size_t end, std::size_t) {
+            for (std::size_t k = begin; k < end; ++k) {
+                const auto kk = static_cast<Eigen::Index>(k);
+                const double s0 = resp.col(kk).sum();
+                const double s2 = resp.col(kk).squaredNorm();
+                const double su = scale.col(kk).sum();
+                // Fewer effective draws than a covariance needs: drop the component.
+                if (!(s0 > 0) || !(su > 0) || s0 * s0 < static_cast<double>(d + 2) * 4 * s2) continue;
+                TComponent& c = fitted[k];
+                c.mean = x.transpose() * scale.col(kk) / su;
+                const Mat centred = x.rowwise() - c.mean.transpose();
+                Mat cov = centred.transpose() * scale.col(kk).asDiagonal() * centred / s0;
+                regularise(cov);
+                c.df = m.parts[k].df;
+                if (!cholesky(cov, c.lower)) continue;
+                c.log_weight = std::log(s0);
+                c.finish();
+                kept[k] = 1;
+            }
+        });
         std::vector<TComponent> next;
         double total = 0;
-        for (std::size_t k = 0; k < k_count; ++k) {
-            const auto kk = static_cast<Eigen::Index>(k);
-            const double s0 = resp.col(kk).sum();
-            const double s2 = resp.col(kk).squaredNorm();
-            // Fewer effective draws than a covariance needs: drop the component.
-            if (!(s0 > 0) || s0 * s0 < static_cast<double>(d + 2) * 4 * s2) continue;
-            Vec mean = Vec::Zero(d);
-            double su = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const double a = resp(static_cast<Eigen::Index>(i), kk) * scale(static_cast<Eigen::Index>(i), kk);
-                mean += a * x[i];
-                su += a;
+        for (std::size_t k = 0; k < fitted.size(); ++k)
+            if (kept[k]) {
+                total += std::exp(fitted[k].log_weight);
+                next.push_back(std::move(fitted[k]));
             }
-            mean /= su;
-            Mat cov = Mat::Zero(d, d);
-            for (std::size_t i = 0; i < n; ++i) {
-                const double a = resp(static_cast<Eigen::Index>(i), kk) * scale(static_cast<Eigen::Index>(i), kk);
-                cov.noalias() += a * (x[i] - mean) * (x[i] - mean).transpose();
-            }
-            cov /= s0;
-            regularise(cov);
-            TComponent c;
-            c.df = m.parts[k].df;
-            if (!cholesky(cov, c.lower)) continue;
-            c.mean = std::move(mean);
-            c.log_weight = std::log(s0);
-            total += s0;
-            c.finish();
-            next.push_back(std::move(c));
-        }
         if (next.empty()) return;  // keep the last good mixture
         for (TComponent& c : next) c.log_weight -= std::log(total);
         m.parts = std::move(next);
@@ -248,7 +287,6 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
         throw std::invalid_argument("fit_pmc_mixture: bad options");
     const Eigen::Index d = target.dim();
     const auto n = static_cast<std::size_t>(o.draws_per_dim * (d + 2));
-    Target::Workspace ws = target.make_workspace();
 
     // The start: the modes' Laplace t's.
     TMixture adaptive;
@@ -284,22 +322,34 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
         return q;
     };
 
-    std::vector<Vec> x(n, Vec(d));
+    Mat x(static_cast<Eigen::Index>(n), d);
     std::vector<double> log_w(n), w;
-    std::vector<double> terms, delta;
-    Vec scratch(d);
+    const int threads = std::max(1, o.threads);
+    std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
+    std::vector<Target::Workspace> workspaces;
+    for (int t = 0; t < threads; ++t) workspaces.push_back(target.make_workspace());
+    Vec draw(d);
     TMixture best;
     PmcFit out{laplace_mixture(modes, start_df, start_inflation)};
     out.ess_fraction = -1;
     for (int round = 0; round <= o.rounds; ++round) {
         const TMixture q = proposal_of(adaptive, round > 0);
-        terms.resize(q.parts.size());
-        delta.resize(q.parts.size());
         for (std::size_t i = 0; i < n; ++i) {
-            q.sample(rng, x[i]);
-            const double lp = target.log_density(x[i], ws);
-            log_w[i] = std::isfinite(lp) ? lp - q.log_density(x[i], terms, delta, scratch) : -std::numeric_limits<double>::infinity();
+            q.sample(rng, draw);
+            x.row(static_cast<Eigen::Index>(i)) = draw.transpose();
         }
+        parallel_ranges(threads, n, [&](std::size_t begin, std::size_t end, std::size_t part) {
+            Scratch& s = scratch[part];
+            s.terms.resize(q.parts.size());
+            s.delta.resize(q.parts.size());
+            Vec xi(d);
+            for (std::size_t i = begin; i < end; ++i) {
+                xi = x.row(static_cast<Eigen::Index>(i)).transpose();
+                const double lp = target.log_density(xi, workspaces[part]);
+                log_w[i] = std::isfinite(lp) ? lp - q.log_density(xi, s.terms, s.delta, s.x)
+                                             : -std::numeric_limits<double>::infinity();
+            }
+        });
         const double ess = normalise(log_w, w);
         if (round == 0) out.initial_ess_fraction = ess;
         if (ess > out.ess_fraction) {
@@ -336,7 +386,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
             for (TComponent& c : seeded.parts) c.log_weight -= log_total;
             adaptive = std::move(seeded);
         }
-        em(adaptive, x, w, o.em_iterations);
+        em(adaptive, x, w, o.em_iterations, scratch);
     }
     if (out.ess_fraction > 0) out.proposal = best.proposal();
     out.ess_fraction = std::max(out.ess_fraction, 0.0);

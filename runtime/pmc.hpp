@@ -44,6 +44,7 @@ struct PmcOptions {
     double df = 8;                 // the fitted components' degrees of freedom
     double widen = 1.15;           // the fitted components' scales × widen² in the proposal
     double prior_weight = 0.05;    // the prior's share: p / q ≤ 1 / (prior_weight × p(x))
+    int threads = 1;               // for the densities and EM; the result does not depend on it
 };
 
 struct PmcFit {

@@ -129,3 +129,16 @@ TEST_CASE("pmc: bad input is refused") {
     bad.prior_weight = 0;
     CHECK_THROWS_AS(fit_pmc_mixture(*b.target, b.modes, b.prior_mean, b.prior_cov, 4.0, 2.0, rng, bad), std::invalid_argument);
 }
+
+TEST_CASE("pmc: the fit does not depend on the number of threads") {
+    const Bimodal b = load_bimodal();
+    PmcOptions one, two;
+    two.threads = 2;
+    inference::Rng rng1(5, 3), rng2(5, 3);
+    PmcFit f1 = fit_pmc_mixture(*b.target, b.modes, b.prior_mean, b.prior_cov, 4.0, 2.0, rng1, one);
+    PmcFit f2 = fit_pmc_mixture(*b.target, b.modes, b.prior_mean, b.prior_cov, 4.0, 2.0, rng2, two);
+    CHECK(f1.ess_fraction == f2.ess_fraction);
+    REQUIRE(f1.proposal.size() == f2.proposal.size());
+    for (const Eigen::Vector2d& x : {Eigen::Vector2d(3, -1.6), Eigen::Vector2d(-1.9, -1.1), Eigen::Vector2d(10, 8)})
+        CHECK(f1.proposal.log_density(x) == f2.proposal.log_density(x));
+}
