@@ -47,22 +47,34 @@ struct TComponent {
 struct TMixture {
     std::vector<TComponent> parts;
 
-    // terms[k] = log π_k t_k(x), delta[k] = the Mahalanobis distance² of x under component k.
-    void component_terms(const Vec& x, std::vector<double>& terms, std::vector<double>& delta, Vec& scratch) const {
-        const double d = static_cast<double>(x.size());
-        for (std::size_t k = 0; k < parts.size(); ++k) {
-            const TComponent& c = parts[k];
-            scratch = x - c.mean;
+    // For every draw (row of x) and component k: terms(i, k) = log π_k t_k(x_i) and
+    // delta(i, k) = the Mahalanobis distance² of x_i under component k, a component at a time
+    // over all draws (one triangular solve with n right-hand sides, array log1p).
+    void component_terms(const Mat& x, Mat& terms, Mat& delta, Mat& scratch) const {
+        const auto k_count = static_cast<Eigen::Index>(parts.size());
+        const double d = static_cast<double>(x.cols());
+        terms.resize(x.rows(), k_count);
+        delta.resize(x.rows(), k_count);
+        for (Eigen::Index k = 0; k < k_count; ++k) {
+            const TComponent& c = parts[static_cast<std::size_t>(k)];
+            scratch = (x.rowwise() - c.mean.transpose()).transpose();
             c.lower.triangularView<Eigen::Lower>().solveInPlace(scratch);
-            delta[k] = scratch.squaredNorm();
-            terms[k] = c.log_weight + c.log_norm + c.log_kernel(delta[k], d);
+            delta.col(k) = scratch.colwise().squaredNorm().transpose();
+            if (c.gaussian())
+                terms.col(k).array() = c.log_weight + c.log_norm - 0.5 * delta.col(k).array();
+            else
+                terms.col(k).array() = c.log_weight + c.log_norm - 0.5 * (c.df + d) * (delta.col(k).array() / c.df).log1p();
         }
     }
 
-    // log Σ_k π_k t_k(x).
-    double log_density(const Vec& x, std::vector<double>& terms, std::vector<double>& delta, Vec& scratch) const {
+    // log Σ_k π_k t_k(x_i) for every row of x.
+    void log_density(const Mat& x, Vec& out, Mat& terms, Mat& delta, Mat& scratch) const {
         component_terms(x, terms, delta, scratch);
-        return inference::log_sum_exp(terms.begin(), terms.end());
+        out.resize(x.rows());
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const double top = terms.row(i).maxCoeff();
+            out[i] = std::isfinite(top) ? top + std::log((terms.row(i).array() - top).exp().sum()) : top;
+        }
     }
 
     void sample(inference::Rng& rng, Vec& out) const {
@@ -170,50 +182,34 @@ void parallel_ranges(int threads, std::size_t n, Body body) {
     for (std::thread& t : pool) t.join();
 }
 
-// Scratch for evaluating a mixture, one per thread.
-struct Scratch {
-    std::vector<double> terms, delta;
-    Vec x;
-};
-
 // Weighted EM for a mixture of t's with fixed df on draws x (rows) with normalised weights w.
 // Components left with too little weight to estimate a covariance are dropped.
-void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations, std::vector<Scratch>& scratch) {
+void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations, int threads) {
     const Eigen::Index n = x.rows(), d = x.cols();
+    const Eigen::Map<const Vec> wv(w.data(), n);
+    Mat terms, delta, scratch;
     for (int it = 0; it < iterations && !m.parts.empty(); ++it) {
         const auto k_count = static_cast<Eigen::Index>(m.parts.size());
-        Mat resp(n, k_count);   // w_i ρ_ik
-        Mat scale(n, k_count);  // w_i ρ_ik u_ik
-        parallel_ranges(static_cast<int>(scratch.size()), static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end, std::size_t part) {
-            Scratch& s = scratch[part];
-            s.terms.resize(static_cast<std::size_t>(k_count));
-            s.delta.resize(static_cast<std::size_t>(k_count));
-            Vec xi(d);
-            for (auto i = static_cast<Eigen::Index>(begin); i < static_cast<Eigen::Index>(end); ++i) {
-                const double wi = w[static_cast<std::size_t>(i)];
-                if (wi == 0) {
-                    resp.row(i).setZero();
-                    scale.row(i).setZero();
-                    continue;
-                }
-                // The responsibilities ρ_ik, a softmax of the terms.
-                xi = x.row(i).transpose();
-                m.component_terms(xi, s.terms, s.delta, s.x);
-                const double top = *std::max_element(s.terms.begin(), s.terms.end());
-                double sum = 0;
-                for (double& t : s.terms) sum += t = std::isfinite(top) ? std::exp(t - top) : 0.0;
-                for (Eigen::Index k = 0; k < k_count; ++k) {
-                    const TComponent& c = m.parts[static_cast<std::size_t>(k)];
-                    resp(i, k) = sum > 0 ? wi * s.terms[static_cast<std::size_t>(k)] / sum : 0.0;
-                    const double u = c.gaussian() ? 1.0 : (c.df + static_cast<double>(d)) / (c.df + s.delta[static_cast<std::size_t>(k)]);
-                    scale(i, k) = resp(i, k) * u;
-                }
-            }
-        });
+        // resp(i, k) = w_i ρ_ik, the responsibilities ρ a softmax of each row of the terms;
+        // scale(i, k) = w_i ρ_ik u_ik with the t's latent scale u = (ν + d) / (ν + δ).
+        m.component_terms(x, terms, delta, scratch);
+        const Vec top = terms.rowwise().maxCoeff();
+        Mat resp = (terms.colwise() - top).array().exp().matrix();
+        const Vec sum = resp.rowwise().sum();
+        for (Eigen::Index i = 0; i < n; ++i)
+            resp.row(i) *= std::isfinite(top[i]) && sum[i] > 0 ? wv[i] / sum[i] : 0.0;
+        Mat scale(n, k_count);
+        for (Eigen::Index k = 0; k < k_count; ++k) {
+            const TComponent& c = m.parts[static_cast<std::size_t>(k)];
+            if (c.gaussian())
+                scale.col(k) = resp.col(k);
+            else
+                scale.col(k).array() = resp.col(k).array() * (c.df + static_cast<double>(d)) / (c.df + delta.col(k).array());
+        }
         // M-step, one component per index.
         std::vector<TComponent> fitted(static_cast<std::size_t>(k_count));
         std::vector<char> kept(static_cast<std::size_t>(k_count), 0);
-        parallel_ranges(static_cast<int>(scratch.size()), static_cast<std::size_t>(k_count), [&](std::size_t begin, std::size_t end, std::size_t) {
+        parallel_ranges(threads, static_cast<std::size_t>(k_count), [&](std::size_t begin, std::size_t end, std::size_t) {
             for (std::size_t k = begin; k < end; ++k) {
                 const auto kk = static_cast<Eigen::Index>(k);
                 const double s0 = resp.col(kk).sum();
@@ -325,10 +321,10 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     Mat x(static_cast<Eigen::Index>(n), d);
     std::vector<double> log_w(n), w;
     const int threads = std::max(1, o.threads);
-    std::vector<Scratch> scratch(static_cast<std::size_t>(threads));
     std::vector<Target::Workspace> workspaces;
     for (int t = 0; t < threads; ++t) workspaces.push_back(target.make_workspace());
-    Vec draw(d);
+    Vec draw(d), log_q;
+    Mat terms, delta, scratch;
     TMixture best;
     PmcFit out{laplace_mixture(modes, start_df, start_inflation)};
     out.ess_fraction = -1;
@@ -338,16 +334,13 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
             q.sample(rng, draw);
             x.row(static_cast<Eigen::Index>(i)) = draw.transpose();
         }
+        q.log_density(x, log_q, terms, delta, scratch);
         parallel_ranges(threads, n, [&](std::size_t begin, std::size_t end, std::size_t part) {
-            Scratch& s = scratch[part];
-            s.terms.resize(q.parts.size());
-            s.delta.resize(q.parts.size());
             Vec xi(d);
             for (std::size_t i = begin; i < end; ++i) {
                 xi = x.row(static_cast<Eigen::Index>(i)).transpose();
                 const double lp = target.log_density(xi, workspaces[part]);
-                log_w[i] = std::isfinite(lp) ? lp - q.log_density(xi, s.terms, s.delta, s.x)
-                                             : -std::numeric_limits<double>::infinity();
+                log_w[i] = std::isfinite(lp) ? lp - log_q[static_cast<Eigen::Index>(i)] : -std::numeric_limits<double>::infinity();
             }
         });
         const double ess = normalise(log_w, w);
@@ -386,7 +379,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
             for (TComponent& c : seeded.parts) c.log_weight -= log_total;
             adaptive = std::move(seeded);
         }
-        em(adaptive, x, w, o.em_iterations, scratch);
+        em(adaptive, x, w, o.em_iterations, threads);
     }
     if (out.ess_fraction > 0) out.proposal = best.proposal();
     out.ess_fraction = std::max(out.ess_fraction, 0.0);
