@@ -37,10 +37,10 @@ struct PmcOptions {
     int components_per_mode = 4;   // each mode's share of components (a ridge needs several)
     int max_components = 8;        // fitted components in all (the prior apart)
     long draws_per_dim = 500;      // draws per round: draws_per_dim × (dim + 2)
-    int rounds = 4;                // rounds of drawing and refitting, at most
+    int rounds = 6;                // rounds of drawing and refitting, at most
     int min_rounds = 3;            // rounds before good_enough may stop the fit
     double good_enough = 0.9;      // stop when the weights' ESS fraction reaches this
-    int em_iterations = 3;         // weighted EM iterations on each round's draws
+    int em_iterations = 5;         // weighted EM iterations on each round's draws
     double df = 8;                 // the fitted components' degrees of freedom
     double widen = 1.15;           // the fitted components' scales × widen² in the proposal
     double prior_weight = 0.05;    // the prior's share: p / q ≤ 1 / (prior_weight × p(x))
