@@ -1,7 +1,6 @@
 #include "runtime/pmc.hpp"
 
 #include "inference/gaussian.hpp"
-#include "inference/math.hpp"
 #include "inference/psis.hpp"
 #include "lang/ir.hpp"
 #include "runtime/target.hpp"
@@ -77,15 +76,16 @@ struct TMixture {
         }
     }
 
-    void sample(inference::Rng& rng, Vec& out) const {
+    // One draw into out; z is scratch of the same size.
+    void sample(inference::Rng& rng, Vec& out, Vec& z) const {
         double u = rng.uniform();
         std::size_t k = 0;
         while (k + 1 < parts.size() && (u -= std::exp(parts[k].log_weight)) > 0) ++k;
         const TComponent& c = parts[k];
-        Vec z(c.mean.size());
         for (Eigen::Index j = 0; j < z.size(); ++j) z[j] = rng.normal();
-        out = c.mean + c.lower * z;
-        if (!c.gaussian()) out = c.mean + (out - c.mean) / std::sqrt(inference::sample_chi_square(rng, c.df) / c.df);
+        const double scale = c.gaussian() ? 1.0 : 1 / std::sqrt(inference::sample_chi_square(rng, c.df) / c.df);
+        out.noalias() = c.lower * z;
+        out = c.mean + scale * out;
     }
 
     inference::MixtureProposal proposal() const {
@@ -323,7 +323,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     const int threads = std::max(1, o.threads);
     std::vector<Target::Workspace> workspaces;
     for (int t = 0; t < threads; ++t) workspaces.push_back(target.make_workspace());
-    Vec draw(d), log_q;
+    Vec draw(d), z(d), log_q;
     Mat terms, delta, scratch;
     TMixture best;
     PmcFit out{laplace_mixture(modes, start_df, start_inflation)};
@@ -331,7 +331,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     for (int round = 0; round <= o.rounds; ++round) {
         const TMixture q = proposal_of(adaptive, round > 0);
         for (std::size_t i = 0; i < n; ++i) {
-            q.sample(rng, draw);
+            q.sample(rng, draw, z);
             x.row(static_cast<Eigen::Index>(i)) = draw.transpose();
         }
         q.log_density(x, log_q, terms, delta, scratch);
