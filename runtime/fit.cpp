@@ -10,6 +10,7 @@
 #include "inference/regeneration.hpp"
 #include "runtime/error.hpp"
 #include "runtime/gibbs.hpp"
+#include "runtime/pmc.hpp"
 #include "runtime/posterior_modes.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/target.hpp"
@@ -127,9 +128,10 @@ std::unique_ptr<inference::Kernel> make_gibbs_kernel(const VbFit& q, const FitOp
 // Small models with unobserved values: VB is narrow and lands on one mode
 // (docs/experiments-multimodal.md), so varmix and regen start from the modes of the exact
 // posterior, found by Newton ascent from the VB mean and from prior draws. varmix proposes
-// from a t mixture with one component per mode weighted by the modes' Laplace masses (each
-// at least 10% / modes), which reaches the other modes and the tails in one move; regen
-// starts from one t with that mixture's mean and covariance.
+// (independence MH, every move) from a t mixture fitted to the exact posterior by population
+// Monte Carlo, starting from t's at the modes weighted by their Laplace masses, with the
+// prior as a defensive component (runtime/pmc.hpp): it reaches the other modes and the tails
+// in one move. regen starts from one t with the Laplace mixture's mean and covariance.
 constexpr int mode_search_prior_starts = 16;
 constexpr double mode_proposal_df = 4.0;         // heavy tails: the modes are often skewed
 constexpr double mode_proposal_inflation = 2.0;  // Laplace covariances understate the spread
@@ -141,26 +143,19 @@ std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& ta
     return find_posterior_modes(target, starts);
 }
 
-// The modes' Laplace masses, normalised.
-std::vector<double> laplace_weights(const std::vector<PosteriorMode>& modes) {
-    std::vector<double> w;
-    double total = 0;
-    for (const PosteriorMode& m : modes) total += w.emplace_back(std::exp(m.log_mass - modes.front().log_mass));
-    for (double& v : w) v /= total;
-    return w;
-}
-
-std::unique_ptr<inference::Kernel> mode_mixture_kernel(const std::vector<PosteriorMode>& modes) {
+// The jumps between modes: a t mixture fitted to the exact posterior by population Monte Carlo
+// from the modes' Laplace t's (runtime/pmc.hpp), with stream 3 of the seed.
+std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, const Target& target,
+                                                       const std::vector<PosteriorMode>& modes, const FitOptions& o) {
     if (modes.empty()) return nullptr;
-    std::vector<GaussianProposal> components;
-    std::vector<double> weights = laplace_weights(modes);
-    for (std::size_t k = 0; k < modes.size(); ++k) {
-        GaussianProposal c(modes[k].mode, modes[k].cov, mode_proposal_df);
-        c.inflate(mode_proposal_inflation);
-        components.push_back(std::move(c));
-        weights[k] = std::max(weights[k], 0.1 / static_cast<double>(modes.size()));
-    }
-    return std::make_unique<inference::MixtureIndependenceMH>(inference::MixtureProposal(std::move(components), std::move(weights)));
+    Eigen::VectorXd prior_mean;  // the mixture's defensive component
+    Eigen::MatrixXd prior_cov;
+    prior_gaussian(graph, prior_mean, prior_cov);
+    inference::Rng rng(o.seed, 3);
+    PmcOptions po;
+    po.threads = o.threads;
+    PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng, po);
+    return std::make_unique<inference::MixtureIndependenceMH>(std::move(f.proposal));
 }
 
 // One t₄ with the mean and covariance of the modes' Laplace mixture, covariance ×2.
@@ -221,8 +216,8 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         // Fully observed, the posterior is a product of logistic regressions that the
         // variational block marginals fit closely: the original mixture is better there.
         if (unobserved && graph.dim <= mode_search_max_dim) {
-            if (auto jumps = mode_mixture_kernel(search_modes(graph, target, q, o)))
-                return std::make_unique<Mixture>(o.mixture_nu, std::move(jumps), std::make_unique<RandomWalk>(q.covs, ro));
+            if (auto jumps = mode_mixture_kernel(graph, target, search_modes(graph, target, q, o), o))
+                return jumps;
         }
         return std::make_unique<Mixture>(o.mixture_nu, block_moves(), std::make_unique<RandomWalk>(q.covs, ro));
     }

@@ -18,9 +18,9 @@ struct PosteriorMode {
     double log_mass = 0;       // Laplace: log_density + ½ log det(2π cov)
 };
 
-// Newton steps with a finite-difference Hessian of the analytic gradient (a gradient step
-// where the Hessian is not negative definite), backtracking until the density rises. Starts
-// that end where the Hessian is not negative definite are dropped; modes within Mahalanobis
+// Damped Newton from each start (posterior_mode of runtime/vb_refine.hpp: a finite-difference
+// Hessian of the analytic gradient, shifted where it is not negative definite, with
+// backtracking). Starts that do not end at a mode with a negative definite Hessian are dropped; modes within Mahalanobis
 // distance 1 of one already found are merged. Sorted by decreasing log_mass.
 std::vector<PosteriorMode> find_posterior_modes(const Target& target, const std::vector<Eigen::VectorXd>& starts,
                                                 int max_iterations = 100);
