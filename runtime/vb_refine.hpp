@@ -35,6 +35,13 @@ struct RefineOptions {
     std::uint64_t seed = 1;   // the draws use Rng(seed, 0)
     int max_newton = 30;      // Newton iterations before giving up on the mode
     int rounds = 3;           // adaptive rounds: each re-fits the proposal to the last one's moments
+    // The defensive component (Hesterberg 1995): a share of the draws comes from a wide,
+    // heavy-tailed t at the same centre, so that q ≥ defensive × t_defensive_df(μ,
+    // defensive_widen² Σ) everywhere and the weights p/q stay bounded where the posterior's
+    // tails are heavier than the main t's (a small skewed posterior). 0 turns it off.
+    double defensive = 0.1;
+    double defensive_df = 4;
+    double defensive_widen = 2;
 };
 
 // −∇² log p(θ | x_v) at theta by central differences of the analytic gradient, symmetrised.

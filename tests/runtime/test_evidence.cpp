@@ -2,9 +2,12 @@
 // through runtime/evidence.hpp) against quadrature (one and two parameters), the ELBO below
 // it, and Pareto-k̂ on a near-Gaussian posterior (low) and a bimodal one (high).
 //
-// Tolerances: the estimate must lie within 4 of its own standard errors of the quadrature
-// value (checked by hand with seeds 1–5; the seed is then fixed), and the quadrature itself
-// is accurate to far below that.
+// Tolerances: the estimate must lie within 3 of its own standard errors of the quadrature
+// value, and k̂ ≤ 0.5 on the near-Gaussian models. Over 200 seeds the errors in se had mean
+// −0.05, 0.05, −0.02 and sd 1.02, 0.95, 1.01 on the one-parameter, two-parameter and
+// unimodal_d1 models, and k̂ was at most −1.35, 0.43, −1.46 (the default proposal with its
+// defensive t4 component); seeds 1–5 are used here. The quadrature itself is accurate to far
+// below that.
 #include "runtime/evidence.hpp"
 
 #include "inference/math.hpp"
@@ -49,16 +52,14 @@ double log_integral_1d(F f, double lo, double hi, int n) {
     return top + std::log(s * h);
 }
 
-// Seeds 1–5: each estimate within 4 of its standard errors of the truth (the tolerance of
-// the correction's own test: Pareto smoothing adds a bias the delta-method standard error
-// leaves out, measured at 0.8 se on the one-parameter model's first seed), and, with
-// check_k, k̂ ≤ 0.5.
+// Seeds 1–5: each estimate within 3 of its standard errors of the truth, and k̂ ≤ 0.5.
 //
-// Why not k̂ ≤ 0.5 everywhere: with a Student-t proposal at the mode the ratios are bounded
-// with a smooth maximum, so they pile up below it (a generalized Pareto tail of shape −2),
-// where Zhang & Stephens' estimate is undefined (k < −1). On the 12-row one-parameter model
-// it is 4.75 on seed 1's first-round ratios, and R's loo::psis gives the same 4.7467.
-void check_against(const Target& t, const VbFit& q, double exact, bool check_k) {
+// Without the proposal's defensive component (a 10% share of t4 draws at twice the scale,
+// RefineOptions::defensive) this failed on the small skewed models: the t30 is lighter than
+// their exponential tails (9 log σ(b) + 3 log σ(−b) is linear in b far from 0), the ratios
+// grow into the tail, and k̂ was 4.0–4.8 on the one-parameter model (seeds 1–10) and 0.7–1.2
+// on the two-parameter one, with the one-parameter estimate biased by +0.58 se on average.
+void check_against(const Target& t, const VbFit& q, double exact) {
     CAPTURE(exact);
     CHECK(q.elbo < exact);
     for (std::uint64_t seed = 1; seed <= 5; ++seed) {
@@ -70,9 +71,9 @@ void check_against(const Target& t, const VbFit& q, double exact, bool check_k) 
         CAPTURE(e.se);
         CHECK(e.se > 0);
         CHECK(e.se < 0.05);
-        CHECK(std::abs(e.log_evidence - exact) < 4 * e.se);
+        CHECK(std::abs(e.log_evidence - exact) < 3 * e.se);
         CHECK(e.from_mode);
-        if (check_k) CHECK(e.pareto_k < 0.5);
+        CHECK(e.pareto_k < 0.5);
     }
 }
 }  // namespace
@@ -84,7 +85,7 @@ TEST_CASE("evidence: one parameter, against quadrature") {
         [](double b) { return log_normal_pdf(b, 0.5, 2) + 9 * log_inv_logit(b) + 3 * log_inv_logit(-b); }, -20, 20, 4000);
     const VbFit q = variational(g, d).best_fit();
     const auto t = make_target(g, d);
-    check_against(*t, q, exact, false);
+    check_against(*t, q, exact);
     CHECK(estimate_evidence(*t, q).draws == 4000);
 }
 
@@ -114,7 +115,7 @@ TEST_CASE("evidence: two parameters with a fixed-probability parent, against qua
     const double exact = log_px + log_integral_1d([&](double b) { return log_normal_pdf(b, 0, 1.5) + inner(b); }, -12, 12, 1200);
     const VbFit q = variational(g, d).best_fit();
     const auto t = make_target(g, d);
-    check_against(*t, q, exact, false);
+    check_against(*t, q, exact);
     // The same through model_evidence.
     const auto e = model_evidence(g, d, q, {});
     REQUIRE(e);
@@ -131,7 +132,7 @@ TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and h
         const double m = q.mean[0];
         const double exact = log_integral_1d(
             [&](double w) { return t->log_density(Eigen::VectorXd::Constant(1, w)) + t->log_constant(); }, m - 3, m + 3, 6000);
-        check_against(*t, q, exact, true);
+        check_against(*t, q, exact);
     }
     {
         // Section 5.2: w's posterior has two modes (h = ±1 explain the data equally well up to
@@ -140,8 +141,8 @@ TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and h
         const Dataset d = load_csv(g, dir + "multimodal.csv");
         const VbFit q = variational(g, d).best_fit();
         const auto t = make_target(g, d);
-        // 20000 draws: k̂ from 4000 varies too much (0.70–1.06 over seeds 1–6, the proposal
-        // at the exact mode); with 20000 it was 0.73–0.93 over seeds 1–6.
+        // 20000 draws: k̂ from 4000 varies more (0.76–1.12 over seeds 1–10); with 20000 it was
+        // 0.90–1.15 over seeds 1–10.
         EvidenceOptions o;
         o.draws = 20000;
         const Evidence e = estimate_evidence(*t, q, o);
@@ -157,6 +158,12 @@ TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and h
         CAPTURE(exact);
         CAPTURE(e.log_evidence);
         CHECK(q.elbo < exact);
+        // k̂ > 0.7 says the main proposal, at one mode, misses the other. The defensive
+        // component still covers it, so the ratios are bounded and with enough draws the
+        // estimate converges: at 20000 draws its error over 200 seeds had mean 0.11 se and sd
+        // 0.97 se (without the defensive component, mean −3.6 se: the second mode was lost).
+        CAPTURE(e.se);
+        CHECK(std::abs(e.log_evidence - exact) < 3 * e.se);
         MESSAGE("multimodal: quadrature " << exact << ", ELBO " << q.elbo << ", IS " << e.log_evidence << " ± " << e.se
                                           << ", k-hat " << e.pareto_k);
     }
@@ -177,3 +184,4 @@ TEST_CASE("evidence: pareto_k_reading and bad options") {
     o.widen = 0;
     CHECK_THROWS_AS(estimate_evidence(*t, q, o), Error);
 }
+
