@@ -10,33 +10,18 @@
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
+#include "tests/quadrature.hpp"
 
 #include <Eigen/Core>
 
-#include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <sstream>
 #include <string>
 
 namespace vbn::evidence_cases {
 
-inline double log_normal_pdf(double x, double mean, double sd) {
-    const double z = (x - mean) / sd;
-    return -0.5 * z * z - std::log(sd) - 0.5 * std::log(2 * std::numbers::pi);
-}
-
-// log ∫ exp(f) over [lo, hi] by the trapezoid rule on n intervals (f smooth and negligible
-// at the ends, where the rule converges geometrically).
-template <class F>
-double log_integral_1d(F f, double lo, double hi, int n) {
-    const double h = (hi - lo) / n;
-    double top = -1e300;
-    for (int i = 0; i <= n; ++i) top = std::max(top, f(lo + i * h));
-    double s = 0;
-    for (int i = 0; i <= n; ++i) s += (i == 0 || i == n ? 0.5 : 1.0) * std::exp(f(lo + i * h) - top);
-    return top + std::log(s * h);
-}
+using quadrature::log_integral_1d;
+using quadrature::log_normal_pdf;
 
 struct Case {
     ir::Graph graph;
