@@ -10,7 +10,9 @@
 //  2. self-normalised importance sampling of the exact posterior with a Student-t proposal
 //     centred on that mode with the Laplace covariance, widened (falling back on the VB
 //     mean and covariance when Newton does not reach a mode with a positive definite
-//     Hessian), the weights Pareto-smoothed (PSIS, Vehtari et al. 2024; inference/psis.hpp);
+//     Hessian), mixed with a wider, heavy-tailed defensive t at the same centre so that the
+//     weights stay bounded (inference::MixtureProposal), the weights Pareto-smoothed (PSIS,
+//     Vehtari et al. 2024; inference/psis.hpp);
 //  3. from the smoothed weights: the posterior mean, covariance and marginal quantiles, their
 //     Monte Carlo errors, the estimate of log p(x_v) (the mean weight) and the Pareto k̂ of
 //     the weights' tail, the estimate's own diagnostic: below 0.7 the estimates are reliable.
