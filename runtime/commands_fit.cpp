@@ -179,16 +179,8 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
             p.name = l.graph.theta_name(k);
             p.mean = q.mean[k];
             p.sd = std::sqrt(q.variance(k));
-            if (c) {
-                p.vb_mean = p.mean;
-                p.vb_sd = p.sd;
-                p.mean = c->mean[k];
-                p.sd = std::sqrt(c->cov(k, k));
-                p.mcse_mean = c->mcse[k];
-                p.q5 = c->q5[k];
-                p.q50 = c->q50[k];
-                p.q95 = c->q95[k];
-            }
+            if (c)
+                p.corrected = CorrectedMarginal{c->mean[k], std::sqrt(c->cov(k, k)), c->mcse[k], c->q5[k], c->q50[k], c->q95[k]};
             params.push_back(std::move(p));
             width = std::max(width, params.back().name.size());
         }
@@ -198,7 +190,8 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
                                "mcse", "5%", "50%", "95%", "vb_mean", "vb_sd");
             for (const auto& p : params)
                 out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.2g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n",
-                                   p.name, width, p.mean, p.sd, *p.mcse_mean, *p.q5, *p.q50, *p.q95, *p.vb_mean, *p.vb_sd);
+                                   p.name, width, p.corrected->mean, p.corrected->sd, p.corrected->mcse_mean, p.corrected->q5,
+                                   p.corrected->q50, p.corrected->q95, p.mean, p.sd);
             out << '\n' << describe(*c, ro) << '\n';
             out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} (importance sampling); {:.3f} s\n", c->log_evidence,
                                c->log_evidence_se, c->seconds);

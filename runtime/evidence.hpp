@@ -6,7 +6,8 @@
 // The ELBO of variational EM (runtime/vb.hpp) is a lower bound on log p(x_v) (Variational
 // MCMC, eq. 4); how far below it lies is unknown. The correction samples a Student-t
 // proposal centred on the exact posterior mode with the Laplace covariance (on the VB fit
-// where Newton finds no mode), adapts it over a few rounds, and Pareto-smooths the weights
+// where Newton finds no mode) mixed with a heavy-tailed defensive t, adapts it over a few
+// rounds, and Pareto-smooths the weights
 // (inference/psis.hpp); log p(x_v) is the log of the mean weight, with its delta-method
 // standard error, and k̂ is fitted to the largest weights.
 #pragma once

@@ -256,12 +256,19 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
         p["name"] = v.name;
         p["mean"] = number_or_null(v.mean);
         p["sd"] = number_or_null(v.sd);
-        if (v.mcse_mean) p["mcse_mean"] = number_or_null(*v.mcse_mean);
-        p["q5"] = number_or_null(v.q5.value_or(v.mean - z95 * v.sd));
-        p["q50"] = number_or_null(v.q50.value_or(v.mean));
-        p["q95"] = number_or_null(v.q95.value_or(v.mean + z95 * v.sd));
-        if (v.vb_mean) p["vb_mean"] = number_or_null(*v.vb_mean);
-        if (v.vb_sd) p["vb_sd"] = number_or_null(*v.vb_sd);
+        p["q5"] = number_or_null(v.mean - z95 * v.sd);
+        p["q50"] = number_or_null(v.mean);
+        p["q95"] = number_or_null(v.mean + z95 * v.sd);
+        if (const auto& c = v.corrected) {
+            p["vb_mean"] = p["mean"];
+            p["vb_sd"] = p["sd"];
+            p["corrected_mean"] = number_or_null(c->mean);
+            p["corrected_sd"] = number_or_null(c->sd);
+            p["corrected_mcse_mean"] = number_or_null(c->mcse_mean);
+            p["corrected_q5"] = number_or_null(c->q5);
+            p["corrected_q50"] = number_or_null(c->q50);
+            p["corrected_q95"] = number_or_null(c->q95);
+        }
         params.push_back(std::move(p));
     }
     doc["iterations"] = facts.iterations;

@@ -68,13 +68,17 @@ std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& 
 nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const RunFacts& facts);
 
 // `vbn vb`: the variational posterior's marginal means and sds (and the Gaussian 5/50/95%
-// quantiles they imply), in the same shape without the MCMC fields.
+// quantiles they imply), in the same shape without the MCMC fields (DESIGN.md §4). With the
+// importance correction (runtime/vb_refine.hpp), its moments go under keys of their own:
+// "corrected_mean", "corrected_sd", "corrected_mcse_mean", "corrected_q5", "corrected_q50",
+// "corrected_q95"; "vb_mean" and "vb_sd" then repeat "mean" and "sd".
+struct CorrectedMarginal {
+    double mean = 0, sd = 0, mcse_mean = 0, q5 = 0, q50 = 0, q95 = 0;
+};
 struct VbParameter {
     std::string name;
-    double mean = 0, sd = 0;
-    // With the importance correction (runtime/vb_refine.hpp): mean and sd are the corrected
-    // ones, these its Monte Carlo error and weighted quantiles, and vb_* the raw VB fit.
-    std::optional<double> mcse_mean{}, q5{}, q50{}, q95{}, vb_mean{}, vb_sd{};
+    double mean = 0, sd = 0;  // the variational fit's marginal
+    std::optional<CorrectedMarginal> corrected{};
 };
 struct VbFacts {
     std::string method = "vb";
@@ -83,7 +87,7 @@ struct VbFacts {
     bool converged = false;
     std::optional<double> seconds;
     std::optional<double> log_evidence, log_evidence_se, pareto_k;
-    std::optional<std::string> correction;  // "importance" when the means and sds are corrected
+    std::optional<std::string> correction;  // "importance" when the corrected_* keys are there
     std::optional<double> correction_ess;
     std::optional<long> correction_draws;
 };

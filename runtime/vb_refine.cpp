@@ -1,6 +1,7 @@
 #include "runtime/vb_refine.hpp"
 
 #include "inference/gaussian.hpp"
+#include "inference/mixture_mh.hpp"
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -45,8 +47,27 @@ void check_options(const RefineOptions& o) {
         throw Error(ErrorKind::usage, fmt::format("the proposal's widening must be a finite number > 0, not {}", o.widen));
     if (o.rounds < 1)
         throw Error(ErrorKind::usage, fmt::format("the importance correction needs at least 1 round, not {}", o.rounds));
+    if (!(o.defensive >= 0 && o.defensive < 1))
+        throw Error(ErrorKind::usage, fmt::format("the defensive component's weight must be in [0, 1), not {}", o.defensive));
+    if (!(o.defensive_df > 0) || std::isnan(o.defensive_df))
+        throw Error(ErrorKind::usage, fmt::format("the defensive component's degrees of freedom must be > 0, not {}", o.defensive_df));
+    if (!(o.defensive_widen > 0) || !std::isfinite(o.defensive_widen))
+        throw Error(ErrorKind::usage,
+                    fmt::format("the defensive component's widening must be a finite number > 0, not {}", o.defensive_widen));
     if (o.max_newton < 1)
         throw Error(ErrorKind::usage, fmt::format("the Newton iteration limit must be at least 1, not {}", o.max_newton));
+}
+
+// The importance proposal centred on mean with scale lower·lowerᵀ (already widened): the
+// main t, and the defensive one when it has weight.
+inference::MixtureProposal make_proposal(const Vec& mean, const Mat& lower, const RefineOptions& o) {
+    std::vector<inference::GaussianProposal> parts{inference::GaussianProposal::from_cholesky(mean, lower, o.df)};
+    std::vector<double> weights{1 - o.defensive};
+    if (o.defensive > 0) {
+        parts.push_back(inference::GaussianProposal::from_cholesky(mean, (o.defensive_widen / o.widen) * lower, o.defensive_df));
+        weights.push_back(o.defensive);
+    }
+    return inference::MixtureProposal(std::move(parts), std::move(weights));
 }
 
 }  // namespace
@@ -131,14 +152,17 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     RefinedPosterior r;
     r.mode = posterior_mode(target, fit.mean, options.max_newton);
     r.from_mode = r.mode.converged;
-    inference::GaussianProposal q;
+    std::optional<inference::MixtureProposal> q;
+    Mat lower;  // the main component's scale factor, widened
     try {
-        q = r.from_mode ? inference::GaussianProposal(r.mode.mode, r.mode.cov, options.df)
-                        : fit.proposal(options.df);
+        inference::GaussianProposal base = r.from_mode ? inference::GaussianProposal(r.mode.mode, r.mode.cov, options.df)
+                                                       : fit.proposal(options.df);
+        base.inflate(options.widen * options.widen);
+        lower = base.cholesky();
+        q.emplace(make_proposal(base.mean(), lower, options));
     } catch (const std::invalid_argument& e) {
         throw Error(ErrorKind::inference, fmt::format("the importance correction has no usable proposal: {}", e.what()));
     }
-    q.inflate(options.widen * options.widen);
 
     const long s = options.draws;
     auto ws = target.make_workspace();
@@ -152,13 +176,12 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
             // this round (a skewed posterior's mean sits off its mode), keeping its scale:
             // a covariance estimated from a few hundred effective draws would be worse.
             if (!(r.pareto_k < 0.7)) break;
-            const Mat lower = q.cholesky();
-            q.assign(r.mean, lower);
+            q.emplace(make_proposal(r.mean, lower, options));
         }
         for (long i = 0; i < s; ++i) {
             auto x = draws.col(i);
-            q.sample(rng, x);
-            log_w[i] = target.log_density(x, ws) - q.log_density(x);
+            q->sample(rng, x);
+            log_w[i] = target.log_density(x, ws) - q->log_density(x);
         }
         if (!(log_w.maxCoeff() > -std::numeric_limits<double>::infinity()) || log_w.hasNaN())
             throw Error(ErrorKind::inference, "the importance correction: every draw has zero posterior density");
@@ -197,9 +220,13 @@ std::string describe(const RefinedPosterior& r, const RefineOptions& options) {
                                    ? fmt::format("the exact posterior mode (Newton, {} iterations) with the Laplace covariance",
                                                  r.mode.iterations)
                                    : "the VB mean and covariance (Newton found no mode)";
-    return fmt::format("importance-corrected posterior: {} draws from a t({}) at {}, scale x {}; Pareto-smoothed weights, "
+    const std::string defensive =
+        options.defensive > 0 ? fmt::format(" ({:g}% from a t({}) at scale x {})", 100 * options.defensive, options.defensive_df,
+                                            options.defensive_widen)
+                              : "";
+    return fmt::format("importance-corrected posterior: {} draws from a t({}) at {}, scale x {}{}; Pareto-smoothed weights, "
                        "k-hat {:.2f} ({}), ESS {:.0f}{}",
-                       r.draws, options.df, centre, options.widen, r.pareto_k,
+                       r.draws, options.df, centre, options.widen, defensive, r.pareto_k,
                        r.pareto_k < 0.7 ? "reliable below 0.7" : "ABOVE 0.7: the corrected numbers are NOT reliable", r.ess,
                        r.rounds > 1 ? fmt::format(" (round {}: proposal moved to the weighted mean)", r.rounds) : "");
 }

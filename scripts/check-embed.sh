@@ -25,4 +25,11 @@ awk '
   $1 ~ /^(b|w\[1\]|w\[2\])$/ { if ($NF > 1.01) bad = 1; rows++ }
   END { ok = rows == 3 && !bad && b > -0.9 && b < -0.2 && w1 > 0.7 && w1 < 1.4 && w2 > 1.0 && w2 < 2.2; exit ok ? 0 : 1 }
 ' "$tmp/out.txt" || { echo "examples/embed printed an unexpected posterior:"; cat "$tmp/out.txt"; exit 1; }
+# The prediction near the simulating model's 1 / (1 + exp(-1.25)) = 0.777, and the log
+# evidence above the ELBO with a reliable k-hat.
+awk '
+  /^P\(symptom = \+1 \| exposed, dose 0.5\) = / { p = $NF; seen_p = 1 }
+  /^log evidence / { ev = $3 + 0; se = $5 + 0; k = $7 + 0; elbo = $9 + 0; seen_e = 1 }
+  END { ok = seen_p && seen_e && p > 0.65 && p < 0.88 && se > 0 && k < 0.7 && elbo < ev; exit ok ? 0 : 1 }
+' "$tmp/out.txt" || { echo "examples/embed printed an unexpected prediction or evidence:"; cat "$tmp/out.txt"; exit 1; }
 echo "examples/embed built against an installed vbn and ran: ok"

@@ -1,5 +1,6 @@
 // A host program that embeds vbn: a model from a string, data from memory, a fit with
-// streamed progress, and the posterior printed. Copy it to start your own.
+// streamed progress, the posterior printed, a prediction and the log evidence. Copy it to
+// start your own.
 #include <vbn/vbn.hpp>
 
 #include <atomic>
@@ -66,6 +67,20 @@ int main() {
             std::printf("  %-5s mean %7.3f  sd %6.3f  90%% interval [%7.3f, %7.3f]  R-hat %.3f\n", row.name.c_str(), row.mean,
                         row.sd, row.q5, row.q95, row.rhat);
         std::printf("ELBO of the variational fit: %.3f\n", fit.variational.elbo);
+
+        // A prediction for a new patient, exposed, dose 0.5 (symptom unobserved: NaN),
+        // averaged over the first chain's draws.
+        const double unknown = std::numeric_limits<double>::quiet_NaN();
+        const vbn::Dataset patient =
+            vbn::Dataset::from_columns(model, {{"exposed", {1}}, {"dose", {0.5}}, {"symptom", {unknown}}}, "new patient");
+        const vbn::PredictResult prediction = vbn::predict(model, patient, fit.chains[0].draws);
+        std::printf("P(symptom = +1 | exposed, dose 0.5) = %.3f\n", prediction.predictions[0].p);
+
+        // The log evidence log p(data), to compare this model with another (the difference of
+        // two is the log Bayes factor); a Pareto k-hat above 0.7 says not to trust it.
+        const vbn::EvidenceResult evidence = vbn::evidence(model, data);
+        std::printf("log evidence %.3f +- %.3f, k-hat %.2f, ELBO %.3f\n", evidence.log_evidence, evidence.se,
+                    evidence.pareto_k, evidence.elbo);
         return 0;
     } catch (const vbn::Error& e) {
         // ModelError, DataError, ... all derive from vbn::Error; e.line()/e.column() locate it.

@@ -2,53 +2,46 @@
 // through runtime/evidence.hpp) against quadrature (one and two parameters), the ELBO below
 // it, and Pareto-k̂ on a near-Gaussian posterior (low) and a bimodal one (high).
 //
-// Tolerances: the estimate must lie within 4 of its own standard errors of the quadrature
-// value (checked by hand with seeds 1–5; the seed is then fixed), and the quadrature itself
-// is accurate to far below that.
+// Tolerances: the estimate must lie within 3 of its own standard errors of the quadrature
+// value, and k̂ ≤ 0.5 on the near-Gaussian models. Over seeds 1–200 the errors in se had mean
+// −0.08, 0.06, −0.07, sd 0.99, 1.02, 0.99 and largest size 2.77, 3.42, 2.56 on the
+// one-parameter, two-parameter and unimodal_d1 models, and k̂ was at most −1.34, −0.71, −1.27
+// (the default proposal with its defensive t4 component; `build/bench/evidence_calibration
+// --seeds 200`). The checks use seeds 6–10: the largest error of those 600 runs, 3.42 se (as
+// large as the largest of 600 normal draws is expected to be), came from seed 3 on the
+// two-parameter model. The quadrature itself is accurate to far below that.
 #include "runtime/evidence.hpp"
 
-#include "inference/math.hpp"
+#include "tests/runtime/evidence_cases.hpp"
 #include "runtime/error.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
-#include "tests/support/quadrature.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <numbers>
-#include <sstream>
 #include <string>
 
 namespace {
 
 using namespace vbn;
-using inference::log_inv_logit;
+using namespace vbn::evidence_cases;
 
-Dataset data_from(const ir::Graph& g, const std::string& csv) {
-    std::istringstream in(csv);
-    return load_csv(g, in, "data.csv");
-}
-
-using test::log_integral_1d;
-using test::log_normal_pdf;
-
-// Seeds 1–5: each estimate within 4 of its standard errors of the truth (the tolerance of
-// the correction's own test: Pareto smoothing adds a bias the delta-method standard error
-// leaves out, measured at 0.8 se on the one-parameter model's first seed), and, with
-// check_k, k̂ ≤ 0.5.
+// Seeds 6–10: each estimate within 3 of its standard errors of the truth, and k̂ ≤ 0.5.
 //
-// Why not k̂ ≤ 0.5 everywhere: with a Student-t proposal at the mode the ratios are bounded
-// with a smooth maximum, so they pile up below it (a generalized Pareto tail of shape −2),
-// where Zhang & Stephens' estimate is undefined (k < −1). On the 12-row one-parameter model
-// it is 4.75 on seed 1's first-round ratios, and R's loo::psis gives the same 4.7467.
-void check_against(const Target& t, const VbFit& q, double exact, bool check_k) {
+// Without the proposal's defensive component (a 15% share of t4 draws at 2.5 × the scale,
+// RefineOptions::defensive) this failed on the small skewed models: the t30 is lighter than
+// their exponential tails (9 log σ(b) + 3 log σ(−b) is linear in b far from 0), the ratios
+// grow into the tail, and over seeds 1–200 k̂ was 3.8–6.1 on the one-parameter model and
+// 0.6–1.4 on the two-parameter one, with the one-parameter estimate biased by +0.58 se on
+// average.
+void check_against(const Target& t, const VbFit& q, double exact) {
     CAPTURE(exact);
     CHECK(q.elbo < exact);
-    for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    for (std::uint64_t seed = 6; seed <= 10; ++seed) {
         EvidenceOptions o;
         o.seed = seed;
         const Evidence e = estimate_evidence(t, q, o);
@@ -57,96 +50,65 @@ void check_against(const Target& t, const VbFit& q, double exact, bool check_k) 
         CAPTURE(e.se);
         CHECK(e.se > 0);
         CHECK(e.se < 0.05);
-        CHECK(std::abs(e.log_evidence - exact) < 4 * e.se);
+        CHECK(std::abs(e.log_evidence - exact) < 3 * e.se);
         CHECK(e.from_mode);
-        if (check_k) CHECK(e.pareto_k < 0.5);
+        CHECK(e.pareto_k < 0.5);
     }
 }
 }  // namespace
 
 TEST_CASE("evidence: one parameter, against quadrature") {
-    using One = test::OneParameterEvidence;
-    const ir::Graph g = compile_model(One::model, "one.vbn");
-    std::string csv = "y\n";
-    for (double y : One::y()) csv += y > 0 ? "1\n" : "-1\n";
-    const Dataset d = data_from(g, csv);
-    const VbFit q = variational(g, d).best_fit();
-    const auto t = make_target(g, d);
-    check_against(*t, q, One::exact(), false);
+    const Case c = one_parameter();
+    const VbFit q = variational(c.graph, c.data).best_fit();
+    const auto t = make_target(c.graph, c.data);
+    check_against(*t, q, c.exact);
     CHECK(estimate_evidence(*t, q).draws == 4000);
 }
 
 TEST_CASE("evidence: two parameters with a fixed-probability parent, against quadrature") {
-    const ir::Graph g = compile_model("node x ~ bernoulli(0.4);\nnode y ~ logistic(b + w * x);\nb ~ normal(0, 1.5);\nw ~ normal(1, 2);\n",
-                                      "two.vbn");
-    // (x, y) counts: (+,+) 6, (+,-) 1, (-,+) 3, (-,-) 5.
-    std::string csv = "x,y\n";
-    auto rows = [&](const char* r, int n) {
-        for (int i = 0; i < n; ++i) csv += r;
-    };
-    rows("1,1\n", 6);
-    rows("1,-1\n", 1);
-    rows("-1,1\n", 3);
-    rows("-1,-1\n", 5);
-    const Dataset d = data_from(g, csv);
-    const double log_px = 7 * std::log(0.4) + 8 * std::log(0.6);
-    // The inner integral over w for each b, then over b.
-    auto inner = [&](double b) {
-        return log_integral_1d(
-            [&](double w) {
-                return log_normal_pdf(w, 1, 2) + 6 * log_inv_logit(b + w) + 1 * log_inv_logit(-(b + w)) + 3 * log_inv_logit(b - w) +
-                       5 * log_inv_logit(-(b - w));
-            },
-            -20, 22, 1500);
-    };
-    const double exact = log_px + log_integral_1d([&](double b) { return log_normal_pdf(b, 0, 1.5) + inner(b); }, -12, 12, 1200);
-    const VbFit q = variational(g, d).best_fit();
-    const auto t = make_target(g, d);
-    check_against(*t, q, exact, false);
+    const Case c = two_parameters();
+    const VbFit q = variational(c.graph, c.data).best_fit();
+    const auto t = make_target(c.graph, c.data);
+    check_against(*t, q, c.exact);
     // The same through model_evidence.
-    const auto e = model_evidence(g, d, q, {});
+    const auto e = model_evidence(c.graph, c.data, q, {});
     REQUIRE(e);
     CHECK(e->log_evidence == estimate_evidence(*t, q).log_evidence);
 }
 
 TEST_CASE("evidence: k-hat is low on the near-Gaussian unimodal_d1 example and high on the bimodal one") {
-    const std::string dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
     {
-        const ir::Graph g = load_model(dir + "unimodal_d1.vbn");
-        const Dataset d = load_csv(g, dir + "unimodal_d1.csv");
-        const VbFit q = variational(g, d).best_fit();
-        const auto t = make_target(g, d);
-        const double m = q.mean[0];
-        const double exact = log_integral_1d(
-            [&](double w) { return t->log_density(Eigen::VectorXd::Constant(1, w)) + t->log_constant(); }, m - 3, m + 3, 6000);
-        check_against(*t, q, exact, true);
+        const Case c = unimodal_d1();
+        const VbFit q = variational(c.graph, c.data).best_fit();
+        const auto t = make_target(c.graph, c.data);
+        check_against(*t, q, c.exact);
     }
     {
-        // Section 5.2: w's posterior has two modes (h = ±1 explain the data equally well up to
-        // the prior), the mean-field fit covers one of them.
-        const ir::Graph g = load_model(dir + "multimodal.vbn");
-        const Dataset d = load_csv(g, dir + "multimodal.csv");
-        const VbFit q = variational(g, d).best_fit();
-        const auto t = make_target(g, d);
-        // 20000 draws: k̂ from 4000 varies too much (0.70–1.06 over seeds 1–6, the proposal
-        // at the exact mode); with 20000 it was 0.73–0.93 over seeds 1–6.
-        EvidenceOptions o;
-        o.draws = 20000;
-        const Evidence e = estimate_evidence(*t, q, o);
+        // The mean-field fit covers one of the two modes.
+        const Case c = multimodal();
+        const VbFit q = variational(c.graph, c.data).best_fit();
+        const auto t = make_target(c.graph, c.data);
+        // With the default 4000 draws k̂ was 0.72–1.38 over seeds 1–200: the main t sits at one
+        // mode, the other is reached only by the defensive draws, each with a large weight.
+        const Evidence e = estimate_evidence(*t, q);
         CAPTURE(e.pareto_k);
         CHECK(e.pareto_k > 0.7);
         CHECK(pareto_k_reading(e.pareto_k).rfind("unreliable", 0) == 0);
-        // The truth by 2-D quadrature of the exact joint p(x_v, w).
-        auto inner = [&](double w1) {
-            return log_integral_1d(
-                [&](double w2) { return t->log_density(Eigen::Vector2d(w1, w2)) + t->log_constant(); }, -15, 21, 360);
-        };
-        const double exact = log_integral_1d(inner, -15, 21, 360);
+        const double exact = c.exact;
         CAPTURE(exact);
-        CAPTURE(e.log_evidence);
         CHECK(q.elbo < exact);
+        // Because the defensive component covers the second mode the ratios are bounded and
+        // the estimate converges: with 20000 draws its error over seeds 1–200 had mean 0.04 se,
+        // sd 0.84 se, at most 2.93 se (the t30 alone: mean −3.6 se, the second mode lost).
+        EvidenceOptions o;
+        o.draws = 20000;
+        const Evidence e20 = estimate_evidence(*t, q, o);
+        CAPTURE(e20.log_evidence);
+        CAPTURE(e20.se);
+        CHECK(std::abs(e20.log_evidence - exact) < 3 * e20.se);
         MESSAGE("multimodal: quadrature " << exact << ", ELBO " << q.elbo << ", IS " << e.log_evidence << " ± " << e.se
-                                          << ", k-hat " << e.pareto_k);
+                                          << ", k-hat " << e.pareto_k << "; with 20000 draws " << e20.log_evidence << " ± "
+                                          << e20.se << ", k-hat " << e20.pareto_k);
     }
 }
 
@@ -165,3 +127,4 @@ TEST_CASE("evidence: pareto_k_reading and bad options") {
     o.widen = 0;
     CHECK_THROWS_AS(estimate_evidence(*t, q, o), Error);
 }
+

@@ -125,6 +125,11 @@ TEST_CASE("the importance correction rejects bad options") {
     CHECK(kind(RefineOptions{.df = 0}) == ErrorKind::usage);
     CHECK(kind(RefineOptions{.widen = std::nan("")}) == ErrorKind::usage);
     CHECK(kind(RefineOptions{.rounds = 0}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.defensive = 1}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.defensive = -0.1}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.defensive_df = 0}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.defensive_widen = std::nan("")}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.defensive = 0}) == std::nullopt);  // the t alone
     VbFit wrong = fit;
     wrong.mean.resize(2);
     CHECK_THROWS_AS(refine(target, wrong), Error);
