@@ -26,6 +26,8 @@ struct State {
 
 // What one transition did, for the CmdStan CSV columns (DESIGN.md §4); kernels that are not
 // HMC leave the HMC fields at their neutral values.
+class EuclideanMetric;
+
 struct TransitionInfo {
     double accept_stat = 1;  // MH: min(1, ratio) of the proposal; HMC: mean over the tree
     double stepsize = 0;
@@ -35,6 +37,9 @@ struct TransitionInfo {
     double energy = 0;
     int kernel = -1;         // which leaf kernel moved (index into the chain's kernel list)
     bool regenerated = false;
+    // HMC: the metric the transition used (after warmup, the adapted one), for the CSV's
+    // adaptation block; null for other kernels. Points into the kernel.
+    const EuclideanMetric* metric = nullptr;
 };
 
 // Acceptance counters of one leaf kernel.

@@ -380,6 +380,7 @@ void NutsKernel::transition(Density& target, Rng& rng, TransitionInfo& info) {
 
     info.accept_stat = sum_metro_prob_ / static_cast<double>(n_leapfrog_);
     info.stepsize = epsilon;
+    info.metric = &metric_;
     info.treedepth = depth;
     info.n_leapfrog = n_leapfrog_;
     info.divergent = divergent_;

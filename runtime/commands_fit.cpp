@@ -3,6 +3,7 @@
 #include "runtime/command_guard.hpp"
 
 #include "runtime/dataset.hpp"
+#include "inference/nuts.hpp"
 #include "runtime/error.hpp"
 #include "runtime/evidence.hpp"
 #include "runtime/fit.hpp"
@@ -288,7 +289,10 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                     cfg.engine = args.method == "nuts" ? "nuts" : "";
                     cfg.num_samples = args.draws;
                     cfg.num_warmup = args.warmup;
-                    cfg.metric = args.method == "nuts" ? MetricKind::dense_e : MetricKind::unit_e;
+                    // As runtime/fit.cpp builds NUTS: a dense metric up to max_dense_dim weights.
+                    cfg.metric = args.method != "nuts"             ? MetricKind::unit_e
+                                 : l.graph.dim > max_dense_dim ? MetricKind::diag_e
+                                                               : MetricKind::dense_e;
                     cfg.seed = o.seed;
                     cfg.chain_id = c + 1;
                     cfg.data_file = args.data;
@@ -300,7 +304,14 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                 CsvWriter& w = *writers[static_cast<std::size_t>(chain)];
                 Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
                 for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = s.x[order[j]];
-                if (draw == 0) w.adaptation_terminated(info.stepsize);
+                if (draw == 0) {
+                    if (info.metric == nullptr)
+                        w.adaptation_terminated(info.stepsize);
+                    else if (info.metric->kind() == inference::MetricKind::dense)
+                        w.adaptation_terminated(info.stepsize, info.metric->inverse());
+                    else
+                        w.adaptation_terminated(info.stepsize, info.metric->inverse_diagonal());
+                }
                 w.write_draw(sampler_values(s.lp, info), x);
                 StreamedCounts& n = counts[static_cast<std::size_t>(chain)];
                 n.divergent += info.divergent ? 1 : 0;

@@ -133,7 +133,7 @@ run "summary of our CSV" 0 -- "$vbn" summary "$tmp/fit_1.csv" "$tmp/fit_2.csv" &
   if [ "$(grep '^w ' "$tmp/out")" = "$(grep '^w ' "$tmp/fit_table.txt")" ]; then ok; else bad "vbn summary reproduces the fit's row"; fi
 # With --output the draws are streamed to the files, not kept, and the summary is read back
 # from them: the same seed gives the same table (all but the elapsed times) as without.
-for method in varblock regen; do
+for method in rwm varmh varblock varmix regen nuts; do
   run "fit $method kept" 0 -- "$vbn" fit "$m" --data "$d" --method $method --seed 5 --warmup 100 --draws 300 --chains 2 --quiet &&
     grep -v '^Elapsed time' "$tmp/out" >"$tmp/kept.txt"
   run "fit $method streamed" 0 -- "$vbn" fit "$m" --data "$d" --method $method --seed 5 --warmup 100 --draws 300 --chains 2 --quiet --output "$tmp/str.csv" &&
@@ -266,6 +266,14 @@ for method in varblock nuts; do
   run "$method beyond dense" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method $method --chains 1 --warmup 20 \
     --draws 20 --seed 1 --quiet && expect "$method beyond dense" out "^w\[1001\] "
 done
+# NUTS's CSV records the adapted metric as CmdStan does: dense up to 2,000 parameters, else
+# its diagonal.
+if grep -q '^# Adaptation terminated' "$tmp/str_1.csv" && grep -q '^# Elements of inverse mass matrix:' "$tmp/str_1.csv" &&
+  grep -q 'metric = dense_e' "$tmp/str_1.csv"; then ok; else bad "nuts CSV: the dense metric's adaptation block"; fi
+run "nuts beyond dense csv" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method nuts --chains 1 --warmup 20 \
+  --draws 20 --seed 1 --quiet --output "$tmp/wn.csv" &&
+  if grep -q 'metric = diag_e' "$tmp/wn_1.csv" && grep -q '^# Diagonal elements of inverse mass matrix:' "$tmp/wn_1.csv"; then ok; else
+    bad "nuts CSV beyond 2,000 parameters: a diagonal metric"; fi
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \
