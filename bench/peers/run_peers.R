@@ -13,6 +13,8 @@
 suppressPackageStartupMessages({ library(rstan); library(posterior) })
 rstan_options(boost_lib = "/usr/include")   # Debian's Boost headers
 has_jags <- suppressWarnings(requireNamespace("rjags", quietly = TRUE))
+# PEERS_SKIP_JAGS=1 runs Stan alone (JAGS takes minutes per example beyond 10 parents).
+if (nzchar(Sys.getenv("PEERS_SKIP_JAGS"))) has_jags <- FALSE
 if (has_jags) suppressPackageStartupMessages(library(rjags))
 args <- commandArgs(TRUE); out <- args[1]; cases <- args[-1]
 here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))
