@@ -133,7 +133,7 @@ ModelEvidence evaluate(const std::string& path, const std::string& data, const C
     eo.seed = args.seed;
     std::string why;
     const auto e = model_evidence(g, d, q, eo, 12, &why);
-    if (!e) throw Error(ErrorKind::limit, fmt::format("{}: the log evidence needs exact sums over hidden values: {}", path, why));
+    if (!e) throw Error(ErrorKind::limit, fmt::format("{}: no log evidence: {}", path, why));
     m.evidence = *e;
     return m;
 }

@@ -19,6 +19,13 @@ Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceO
         e.pareto_k = std::numeric_limits<double>::quiet_NaN();
         return e;
     }
+    // The proposal is built from the exact posterior's mode and dense Hessian (vb_refine).
+    if (target.dim() > max_dense_dim)
+        throw Error(ErrorKind::limit,
+                    fmt::format("the log evidence's importance sampling needs a dense {0} x {0} Hessian at the posterior "
+                                "mode, too large for {0} parameters (at most {1}); the ELBO (vbn vb) is a lower bound "
+                                "on the log evidence",
+                                target.dim(), max_dense_dim));
     const RefinedPosterior r = refine(target, q, options);
     e.log_evidence = r.log_evidence;
     e.se = r.log_evidence_se;
@@ -30,15 +37,14 @@ Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceO
 
 std::optional<Evidence> model_evidence(const ir::Graph& graph, const Dataset& data, const VbFit& q,
                                        const EvidenceOptions& options, int max_enumerated, std::string* why_not) {
-    std::unique_ptr<Target> target;
     try {
-        target = make_target(graph, data, max_enumerated);
+        const std::unique_ptr<Target> target = make_target(graph, data, max_enumerated);
+        return estimate_evidence(*target, q, options);
     } catch (const Error& e) {
         if (e.kind() != ErrorKind::limit) throw;
         if (why_not) *why_not = e.what();
         return std::nullopt;
     }
-    return estimate_evidence(*target, q, options);
 }
 
 std::string pareto_k_reading(double k) {

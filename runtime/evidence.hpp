@@ -36,12 +36,13 @@ struct Evidence {
 };
 
 // Estimates log p(x_v) for the target's data. Throws vbn::Error (usage for bad options,
-// inference when the proposal cannot be formed or every weight is zero).
+// inference when the proposal cannot be formed or every weight is zero, limit beyond
+// max_dense_dim parameters).
 Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceOptions& options = {});
 
 // The same for a model and its data, building the exact target (hidden and missing values
-// summed out, at most max_enumerated together). When that limit is exceeded there is no
-// estimate: nullopt, with the reason in *why_not.
+// summed out, at most max_enumerated together). When that limit is exceeded, or the model has
+// more than max_dense_dim parameters, there is no estimate: nullopt, with the reason in *why_not.
 std::optional<Evidence> model_evidence(const ir::Graph& graph, const Dataset& data, const VbFit& q,
                                        const EvidenceOptions& options, int max_enumerated = 12,
                                        std::string* why_not = nullptr);

@@ -262,6 +262,8 @@ run "regen beyond dense" 1 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method
 run "vb beyond dense" 0 -- "$vbn" vb "$wide" --data "$tmp/wide.csv" &&
   expect "vb beyond dense" err "note: no importance correction: its Newton step needs a dense 2002 x 2002 Hessian" &&
   expect "vb beyond dense" out "^w\[1001\] "
+run "compare beyond dense" 1 -- "$vbn" compare "$wide" "$wide" --data "$tmp/wide.csv" &&
+  expect "compare beyond dense" err "wide\.vbn: no log evidence: the log evidence's importance sampling needs a dense 2002 x 2002 Hessian .*; the ELBO \(vbn vb\) is a lower bound"
 for method in varblock nuts; do
   run "$method beyond dense" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --method $method --chains 1 --warmup 20 \
     --draws 20 --seed 1 --quiet && expect "$method beyond dense" out "^w\[1001\] "
