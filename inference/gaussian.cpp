@@ -1,9 +1,9 @@
 #include "inference/gaussian.hpp"
 
+#include "inference/math.hpp"
+
 #include <Eigen/Cholesky>
 #include <fmt/format.h>
-
-#include <math.h>  // lgamma_r
 
 #include <cmath>
 #include <numbers>
@@ -18,13 +18,6 @@ namespace {
 
 void check_df(double df) {
     if (!(df > 0)) throw std::invalid_argument(fmt::format("proposal: degrees of freedom must be positive, got {}", df));
-}
-
-// log Γ(x) without touching the global `signgam` that std::lgamma sets, since proposals are
-// built inside worker threads (block marginals are taken at a kernel's first step).
-double log_gamma(double x) {
-    int sign = 0;
-    return ::lgamma_r(x, &sign);
 }
 
 // Marsaglia & Tsang (2000): Gamma(shape, 1) for shape >= 1.

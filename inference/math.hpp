@@ -5,9 +5,18 @@
 #include <cmath>
 #include <limits>
 
+#include <math.h>  // lgamma_r
+
 namespace vbn::inference {
 
 // log(1 + exp(x)) without overflow or loss of precision.
+// log Γ(x) without touching the global `signgam` that std::lgamma sets: proposals and
+// mixtures are built inside worker threads, where std::lgamma is a data race.
+inline double log_gamma(double x) {
+    int sign = 0;
+    return ::lgamma_r(x, &sign);
+}
+
 inline double log1p_exp(double x) {
     if (x > 0) return x + std::log1p(std::exp(-x));
     return std::log1p(std::exp(x));

@@ -1,5 +1,7 @@
 #include "runtime/pmc.hpp"
 
+#include "inference/math.hpp"
+
 #include "inference/gaussian.hpp"
 #include "inference/psis.hpp"
 #include "lang/ir.hpp"
@@ -34,7 +36,7 @@ struct TComponent {
     void finish() {
         const double d = static_cast<double>(mean.size());
         log_norm = (gaussian() ? -0.5 * d * std::log(2 * std::numbers::pi)
-                               : std::lgamma(0.5 * (df + d)) - std::lgamma(0.5 * df) - 0.5 * d * std::log(df * std::numbers::pi)) -
+                               : inference::log_gamma(0.5 * (df + d)) - inference::log_gamma(0.5 * df) - 0.5 * d * std::log(df * std::numbers::pi)) -
                    lower.diagonal().array().log().sum();
     }
 
