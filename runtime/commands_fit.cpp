@@ -276,7 +276,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             scratch.assign(static_cast<std::size_t>(args.chains), Eigen::VectorXd(l.graph.dim));
             // The files are opened once the variational fit is known, so that their headers can
             // record it (vb_mean, vb_sd: the variational marginals, drawn by `vbn plot`).
-            o.on_vb = [&, csv_names](const VbFit& q) {
+            o.on_vb = [&, csv_names](const VbFit& q, const std::string& method) {
                 std::string means, sds;
                 for (int k : order) {
                     means += (means.empty() ? "" : ", ") + fmt::format("{}", q.mean[k]);
@@ -285,14 +285,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                 for (int c = 0; c < args.chains; ++c) {
                     CsvConfig cfg;
                     cfg.model = stem(args.model);
-                    cfg.algorithm = args.method == "nuts" ? "hmc" : args.method;
-                    cfg.engine = args.method == "nuts" ? "nuts" : "";
+                    cfg.algorithm = method == "nuts" ? "hmc" : method;
+                    cfg.engine = method == "nuts" ? "nuts" : "";
                     cfg.num_samples = args.draws;
                     cfg.num_warmup = args.warmup;
-                    // As runtime/fit.cpp builds NUTS: a dense metric up to max_dense_dim weights.
-                    cfg.metric = args.method != "nuts"             ? MetricKind::unit_e
-                                 : l.graph.dim > max_dense_dim ? MetricKind::diag_e
-                                                               : MetricKind::dense_e;
+                    cfg.metric = method != "nuts"                   ? MetricKind::unit_e
+                                 : nuts_dense_metric(l.graph.dim) ? MetricKind::dense_e
+                                                                  : MetricKind::diag_e;
                     cfg.seed = o.seed;
                     cfg.chain_id = c + 1;
                     cfg.data_file = args.data;

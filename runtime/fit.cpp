@@ -233,8 +233,8 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
             exact ? exact->joint() : variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
     if (method == "nuts") {
-        if (graph.dim > max_dense_dim) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
-        return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()));
+        if (nuts_dense_metric(graph.dim)) return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()));
+        return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
     }
     if (method == "gibbs") return make_gibbs_kernel(q, o);
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
@@ -289,7 +289,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     r.vb = variational(graph, target->families(), o.vb);
     r.vb_seconds = seconds_since(t0);
     const VbFit& q = r.vb.best_fit();
-    if (o.on_vb) o.on_vb(q);
+    if (o.on_vb) o.on_vb(q, r.method);
 
     r.order = output_order(graph);
     for (int k : r.order) {

@@ -47,6 +47,8 @@ const std::vector<std::string>& method_names();
 // started from the variational variances, regen (whose adaptation needs dense covariances)
 // is refused, and `vbn vb` skips the importance correction (its Newton step forms the Hessian).
 constexpr int max_dense_dim = 2000;
+// NUTS adapts a dense metric on a model of dim weights (else a diagonal one).
+constexpr bool nuts_dense_metric(int dim) { return dim <= max_dense_dim; }
 
 // The method `auto` stands for on this model (and why, in one line).
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why = nullptr);
@@ -76,8 +78,8 @@ struct FitOptions {
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;
     // Called once the variational fit is done, before any chain starts (e.g. to write
-    // output headers that record it).
-    std::function<void(const VbFit&)> on_vb;
+    // output headers that record it), with the method that will run (auto resolved).
+    std::function<void(const VbFit&, const std::string& method)> on_vb;
 };
 
 struct FitResult {

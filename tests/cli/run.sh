@@ -276,6 +276,16 @@ run "nuts beyond dense csv" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --met
   --draws 20 --seed 1 --quiet --output "$tmp/wn.csv" &&
   if grep -q 'metric = diag_e' "$tmp/wn_1.csv" && grep -q '^# Diagonal elements of inverse mass matrix:' "$tmp/wn_1.csv"; then ok; else
     bad "nuts CSV beyond 2,000 parameters: a diagonal metric"; fi
+# auto resolved to nuts (a node with more than 20 weights): the CSV header names hmc/nuts and
+# records the dense metric NUTS adapted, as with --method nuts.
+many=$tmp/many.vbn
+printf 'node x[21] ~ bernoulli(0.5);\nnode y ~ logistic(w * x);\nw ~ normal(0, 1);\n' >"$many"
+"$vbn" simulate "$many" --rows 40 --seed 3 --output "$tmp/many.csv" 2>/dev/null
+run "auto nuts csv" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 50 --draws 20 --seed 1 \
+  --quiet --output "$tmp/an.csv" &&
+  if grep -q 'algorithm = hmc' "$tmp/an_1.csv" && grep -q 'engine = nuts' "$tmp/an_1.csv" &&
+    grep -q 'metric = dense_e' "$tmp/an_1.csv" && grep -q '^# Elements of inverse mass matrix:' "$tmp/an_1.csv"; then ok; else
+    bad "auto resolved to nuts: the CSV header's algorithm and dense metric"; fi
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \
