@@ -124,6 +124,8 @@ void fft_inplace(std::vector<std::complex<double>>& a, const std::vector<std::co
     }
 }
 
+Eigen::MatrixXd fold_about(const DrawsRef& x, double median) { return (x.array() - median).abs().matrix(); }
+
 bool all_equal(std::span<const double> x) {
     return std::all_of(x.begin(), x.end(), [&](double v) { return v == x[0]; });
 }
@@ -133,36 +135,39 @@ bool all_equal(std::span<const double> x) {
 namespace diag {
 namespace {
 
-// Lags computed directly before deciding whether a chain needs all of them.
-constexpr std::size_t kInitialLags = 64;
+// Lags computed directly first; a sequence that runs past them gets twice as many, then
+// (past kMaxDirectLags) every lag at once.
+constexpr std::size_t kInitialLags = 8;
+constexpr std::size_t kMaxDirectLags = 64;
 
-// Mean over chains of the autocovariances at lags 0 … lags−1.
-std::vector<double> mean_autocovariance(const DrawsRef& x, std::size_t lags) {
+// Mean over chains of the autocovariances at lags from … lags−1, written into mean[from …]
+// (mean has at least `lags` entries). Each lag is the same sum however many are asked for,
+// so computing them in rounds gives the same bits as computing them at once.
+void mean_autocovariance(const DrawsRef& x, std::size_t from, std::size_t lags, std::vector<double>& mean) {
     const auto n = static_cast<std::size_t>(x.rows());
-    std::vector<double> mean(lags, 0.0), one(n);
+    std::fill(mean.begin() + static_cast<std::ptrdiff_t>(from), mean.begin() + static_cast<std::ptrdiff_t>(lags), 0.0);
+    std::vector<double> one(lags == n ? n : 0);
     for (Eigen::Index j = 0; j < x.cols(); ++j) {
         const std::span<const double> chain(x.col(j).data(), n);
         if (lags == n) {
             autocovariance(chain, one);
-        } else if (all_equal(chain)) {
-            std::fill(one.begin(), one.end(), 0.0);
-        } else {
+            for (std::size_t k = from; k < lags; ++k) mean[k] += one[k];
+        } else if (!all_equal(chain)) {
             const double mu = std::accumulate(chain.begin(), chain.end(), 0.0) / static_cast<double>(n);
-            for (std::size_t k = 0; k < lags; ++k) {
+            for (std::size_t k = from; k < lags; ++k) {
                 double sum = 0;
                 for (std::size_t i = 0; i + k < n; ++i) sum += (chain[i] - mu) * (chain[i + k] - mu);
-                one[k] = sum / static_cast<double>(n);
+                mean[k] += sum / static_cast<double>(n);
             }
         }
-        for (std::size_t k = 0; k < lags; ++k) mean[k] += one[k];
     }
-    for (double& a : mean) a /= static_cast<double>(x.cols());
-    return mean;
+    for (std::size_t k = from; k < lags; ++k) mean[k] /= static_cast<double>(x.cols());
 }
 
 // τ = −1 + 2 Σ ρ_t from the mean autocovariances, or nothing when Geyer's sequence needs
-// more lags than `acov` holds.
-std::optional<double> geyer_tau(const std::vector<double>& acov, Eigen::Index n, Eigen::Index m, double chain_means_var) {
+// more than the first `lags` of them.
+std::optional<double> geyer_tau(const std::vector<double>& acov, Eigen::Index n, Eigen::Index m, double chain_means_var,
+                                std::size_t lags) {
     const double nd = static_cast<double>(n);
     const double mean_var = acov[0] * nd / (nd - 1);
     double var_plus = mean_var * (nd - 1) / nd;
@@ -179,7 +184,7 @@ std::optional<double> geyer_tau(const std::vector<double>& acov, Eigen::Index n,
     rho[1] = rho_odd;
     while (static_cast<Eigen::Index>(t) < n - 5 && !std::isnan(rho_even + rho_odd) && rho_even + rho_odd > 0) {
         t += 2;
-        if (t + 1 >= acov.size()) return std::nullopt;
+        if (t + 1 >= lags) return std::nullopt;
         rho_even = rho_at(t);
         rho_odd = rho_at(t + 1);
         if (rho_even + rho_odd >= 0) {
@@ -224,11 +229,14 @@ Eigen::MatrixXd split_chains(const DrawsRef& x) {
 
 Eigen::MatrixXd z_scale(const DrawsRef& x) {
     const Eigen::Index size = x.size();
-    std::vector<Eigen::Index> order(static_cast<std::size_t>(size));
-    std::iota(order.begin(), order.end(), Eigen::Index{0});
-    const Eigen::MatrixXd dense = x;  // contiguous column-major copy
-    const double* v = dense.data();
-    std::sort(order.begin(), order.end(), [&](Eigen::Index a, Eigen::Index b) { return v[a] < v[b]; });
+    // (value, position) pairs sorted by value: contiguous, so the sort does not chase indices.
+    std::vector<std::pair<double, Eigen::Index>> order(static_cast<std::size_t>(size));
+    {
+        Eigen::Index k = 0;
+        for (Eigen::Index j = 0; j < x.cols(); ++j)
+            for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) order[static_cast<std::size_t>(k)] = {x(i, j), k};
+    }
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
     Eigen::MatrixXd z(x.rows(), x.cols());
     // Double precision throughout: Boost would otherwise evaluate in long double, several
@@ -237,22 +245,33 @@ Eigen::MatrixXd z_scale(const DrawsRef& x) {
     const boost::math::normal_distribution<double, Policy> normal;
     const double s = static_cast<double>(size);
     constexpr double c = 3.0 / 8.0;
+    // Untied draws of the same number of draws get the same z at the same rank, whatever the
+    // parameter: those are computed once per thread and size.
+    thread_local std::vector<double> untied;
+    if (static_cast<Eigen::Index>(untied.size()) != size) {
+        untied.resize(static_cast<std::size_t>(size));
+        for (Eigen::Index i = 0; i < size; ++i)
+            untied[static_cast<std::size_t>(i)] = boost::math::quantile(normal, (static_cast<double>(i + 1) - c) / (s - 2 * c + 1));
+    }
     for (Eigen::Index i = 0; i < size;) {
         Eigen::Index j = i;
-        while (j + 1 < size && v[order[static_cast<std::size_t>(j + 1)]] == v[order[static_cast<std::size_t>(i)]]) ++j;
-        // Ties share the average of their ranks i+1 … j+1.
-        const double rank = (static_cast<double>(i + 1) + static_cast<double>(j + 1)) / 2.0;
-        const double zr = boost::math::quantile(normal, (rank - c) / (s - 2 * c + 1));
-        for (Eigen::Index k = i; k <= j; ++k) z.data()[order[static_cast<std::size_t>(k)]] = zr;
+        const double v = order[static_cast<std::size_t>(i)].first;
+        while (j + 1 < size && order[static_cast<std::size_t>(j + 1)].first == v) ++j;
+        double zr;
+        if (j == i) {
+            zr = untied[static_cast<std::size_t>(i)];
+        } else {
+            // Ties share the average of their ranks i+1 … j+1.
+            const double rank = (static_cast<double>(i + 1) + static_cast<double>(j + 1)) / 2.0;
+            zr = boost::math::quantile(normal, (rank - c) / (s - 2 * c + 1));
+        }
+        for (Eigen::Index k = i; k <= j; ++k) z.data()[order[static_cast<std::size_t>(k)].second] = zr;
         i = j + 1;
     }
     return z;
 }
 
-Eigen::MatrixXd fold(const DrawsRef& x) {
-    const double med = median_sorted(pooled_sorted(x));
-    return (x.array() - med).abs().matrix();
-}
+Eigen::MatrixXd fold(const DrawsRef& x) { return fold_about(x, median_sorted(pooled_sorted(x))); }
 
 void autocovariance_direct(std::span<const double> x, std::span<double> out) {
     const std::size_t n = x.size();
@@ -316,14 +335,20 @@ double ess_raw(const DrawsRef& x) {
     const double nd = static_cast<double>(n);
     const double chain_means_var = m > 1 ? sample_var(Eigen::VectorXd(x.colwise().mean().transpose())) : 0.0;
 
-    // Well-mixing chains stop Geyer's sequence after a few lags, so the first lags are
-    // computed directly; only a chain that needs more gets every lag (by FFT when long).
-    const std::size_t first = std::min<std::size_t>(static_cast<std::size_t>(n), kInitialLags);
-    std::vector<double> acov = mean_autocovariance(x, first);
-    auto tau = geyer_tau(acov, n, m, chain_means_var);
-    if (!tau) {
-        acov = mean_autocovariance(x, static_cast<std::size_t>(n));
-        tau = geyer_tau(acov, n, m, chain_means_var);
+    // Well-mixing chains stop Geyer's sequence after a few lags, so lags are computed
+    // directly in rounds of doubling length; only a chain that needs more than
+    // kMaxDirectLags gets every lag (by FFT when long).
+    const auto nz = static_cast<std::size_t>(n);
+    std::vector<double> acov(nz, 0.0);
+    std::size_t have = 0;
+    std::optional<double> tau;
+    for (std::size_t want = std::min(nz, kInitialLags);; want = std::min(nz, 2 * want)) {
+        if (want > kMaxDirectLags) want = nz;
+        if (want == nz) have = 0;  // all lags at once, as autocovariance() computes them
+        mean_autocovariance(x, have, want, acov);
+        have = want;
+        tau = geyer_tau(acov, n, m, chain_means_var, have);
+        if (tau || have == nz) break;
     }
     return static_cast<double>(m) * nd / *tau;
 }
@@ -425,10 +450,11 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     d.constant = is_constant(x);
 
     const Eigen::MatrixXd split = diag::split_chains(x);
-    const double bulk = diag::rhat_raw(diag::z_scale(split));
-    const double tail = diag::rhat_raw(diag::z_scale(diag::split_chains(diag::fold(x))));
+    const Eigen::MatrixXd z_split = diag::z_scale(split);
+    const double bulk = diag::rhat_raw(z_split);
+    const double tail = diag::rhat_raw(diag::z_scale(diag::split_chains(fold_about(x, median_sorted(sorted)))));
     d.rhat = std::isnan(bulk) || std::isnan(tail) ? kNaN : std::max(bulk, tail);
-    d.ess_bulk = diag::ess_raw(diag::z_scale(split));
+    d.ess_bulk = diag::ess_raw(z_split);
 
     const double ess_q5 = d.constant ? kNaN : ess_indicator(x, d.q5);
     const double ess_q95 = d.constant ? kNaN : ess_indicator(x, d.q95);

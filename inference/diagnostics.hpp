@@ -80,8 +80,9 @@ void autocovariance_fft(std::span<const double> x, std::span<double> out);
 
 // ESS by Geyer's initial positive sequence with the initial monotone adjustment
 // (Geyer 1992, as in the paper's ESS estimator), on the chains as given (no splitting,
-// no scaling). The first 64 lags are computed directly, which settles well-mixing chains;
-// a chain whose sequence runs longer gets every lag from autocovariance().
+// no scaling). Lags are computed directly in rounds (8, 16, 32, 64), which settles
+// well-mixing chains after the first; a chain whose sequence runs longer gets every lag from
+// autocovariance().
 double ess_raw(const DrawsRef& x);
 // sqrt(((n − 1)/n · W + B/n) / W) on the chains as given.
 double rhat_raw(const DrawsRef& x);
