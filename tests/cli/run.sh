@@ -292,7 +292,8 @@ run "auto nuts csv" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --
   >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 for _ in $(seq 100); do  # wait until both chains have written draws (at most 10 s)
-  [ "$(grep -cv '^#' "$tmp/int_2.csv" 2>/dev/null)" -gt 10 ] && break
+  n=$(grep -cv '^#' "$tmp/int_2.csv" 2>/dev/null || true)  # nothing while the file does not exist yet
+  [ "${n:-0}" -gt 10 ] && break
   sleep 0.1
 done
 kill -INT "$pid"

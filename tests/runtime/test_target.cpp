@@ -589,7 +589,10 @@ TEST_CASE("models from text and data from CSV: exact against brute force, gradie
          "ba ~ normal(0, 1.5);\nwb ~ mvnormal([0.2, -0.1], [[1, 0.4], [0.4, 2]]);\nbc, wc ~ normal(0, 2);\n",
          "z,a,b,c,d\n0.5,1,NA,1,-1\n-1.25,NA,1,-1,1\n0.5,1,-1,1,1\n2,-1,NA,NA,1\n0.5,1,NA,1,-1\n0,NA,NA,1,NA\n"},
     };
-    for (const auto& [model, csv] : cases) {
+    for (const auto& model_csv : cases) {
+        // Named copies, not structured bindings: INFO captures them, which Clang before 16 rejects.
+        const std::string& model = model_csv.first;
+        const std::string& csv = model_csv.second;
         INFO(model);
         const Parsed p = parse_case(model, csv);
         const Target target(p.graph, p.data);
