@@ -110,4 +110,11 @@ double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios) {
     return fit.k;
 }
 
+void weighted_moments(const Eigen::MatrixXd& draws, const Eigen::VectorXd& w, Eigen::VectorXd& mean,
+                      Eigen::MatrixXd& cov) {
+    mean = draws * w;
+    const Eigen::MatrixXd centred = draws.colwise() - mean;
+    cov = centred * w.asDiagonal() * centred.transpose();
+}
+
 }  // namespace vbn::inference

@@ -40,4 +40,9 @@ double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios);
 // ratio. Where pareto_k is +∞ the ratios are left as they are.
 double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios);
 
+// The weighted mean and covariance Σ_i w_i (x_i − mean)(x_i − mean)' of draws x_i (the
+// columns of `draws`) under weights w that sum to one, e.g. normalised smoothed ratios.
+void weighted_moments(const Eigen::MatrixXd& draws, const Eigen::VectorXd& w, Eigen::VectorXd& mean,
+                      Eigen::MatrixXd& cov);
+
 }  // namespace vbn::inference

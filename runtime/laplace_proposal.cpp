@@ -59,9 +59,7 @@ Pilot pilot(const Target& target, int b, GaussianProposal& q, Vec& x, long draws
     Vec w = (log_w.array() - log_w.maxCoeff()).exp();
     w /= w.sum();
     p.ess = 1 / (w.squaredNorm() * static_cast<double>(draws));
-    p.mean = values * w;
-    const Mat centred = values.colwise() - p.mean;
-    p.cov = centred * w.asDiagonal() * centred.transpose();
+    inference::weighted_moments(values, w, p.mean, p.cov);
     return p;
 }
 

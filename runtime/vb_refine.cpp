@@ -196,9 +196,8 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         r.log_evidence = target.log_constant() + top + std::log(total / static_cast<double>(s));
         r.log_evidence_se =
             std::sqrt(std::max(0.0, static_cast<double>(s) * w.squaredNorm() - 1) / static_cast<double>(s));
-        r.mean = draws * w;
+        inference::weighted_moments(draws, w, r.mean, r.cov);
         centred = draws.colwise() - r.mean;
-        r.cov = centred * w.asDiagonal() * centred.transpose();
         r.mcse = (centred.array().square().matrix() * w.cwiseAbs2()).cwiseSqrt();
     }
     r.q5.resize(d);
