@@ -263,6 +263,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     if (graph.dim == 0) throw Error(ErrorKind::usage, "the model has no parameters to sample");
     std::string why;
     r.method = o.method == "auto" ? choose_method(graph, data, &why) : o.method;
+    r.threads = o.threads;
     if (o.method == "auto") r.notes.push_back(fmt::format("method auto chose {}: {}", r.method, why));
     if (r.method == "regen" && graph.dim > max_dense_dim)
         throw Error(ErrorKind::limit, fmt::format("--method regen adapts dense {0} x {0} covariances, too large for {0} "

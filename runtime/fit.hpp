@@ -85,6 +85,7 @@ struct FitOptions {
 struct FitResult {
     std::string method;                            // the resolved method (never "auto")
     std::string kernel;                            // the kernel's description
+    int threads = 1;                               // worker threads the run used (the summary uses as many)
     VbResult vb;
     std::vector<int> order;                        // output_order(graph)
     std::vector<std::string> names;                // reported values as users see them: w[1], W[2,3]

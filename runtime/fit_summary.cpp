@@ -60,7 +60,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
             part.push_back(std::move(d));
         }
         const std::vector<std::string> names(r.names.begin() + first, r.names.begin() + first + count);
-        for (SummaryRow& row : summarize(names, part)) s.rows.push_back(std::move(row));
+        for (SummaryRow& row : summarize(names, part, r.threads)) s.rows.push_back(std::move(row));
         if (count == columns) s.draws = std::move(part);
     }
     return s;

@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace vbn {
 namespace {
@@ -55,7 +57,8 @@ nlohmann::ordered_json optional_or_null(const std::optional<T>& v) {
 
 }  // namespace
 
-std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains) {
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains,
+                                  int threads) {
     if (chains.empty()) throw Error(ErrorKind::data, "no chains to summarise");
     const Eigen::Index draws = chains.front().rows(), params = chains.front().cols();
     for (std::size_t c = 0; c < chains.size(); ++c) {
@@ -67,15 +70,36 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const s
         throw Error(ErrorKind::data, fmt::format("{} names for {} parameter columns", names.size(), params));
     if (draws == 0) throw Error(ErrorKind::data, "the chains hold no draws");
 
-    std::vector<SummaryRow> rows;
-    rows.reserve(names.size());
-    Eigen::MatrixXd x(draws, static_cast<Eigen::Index>(chains.size()));
-    for (Eigen::Index p = 0; p < params; ++p) {
-        for (std::size_t c = 0; c < chains.size(); ++c) x.col(static_cast<Eigen::Index>(c)) = chains[c].col(p);
-        const inference::ScalarDiagnostics d = inference::diagnose(x);
-        rows.push_back(SummaryRow{names[static_cast<std::size_t>(p)], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95,
-                                  d.ess_bulk, d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite});
+    std::vector<SummaryRow> rows(names.size());
+    // Worker t takes columns t, t + T, t + 2T, …; each its own pooled matrix.
+    auto work = [&](Eigen::Index first, Eigen::Index stride) {
+        Eigen::MatrixXd x(draws, static_cast<Eigen::Index>(chains.size()));
+        for (Eigen::Index p = first; p < params; p += stride) {
+            for (std::size_t c = 0; c < chains.size(); ++c) x.col(static_cast<Eigen::Index>(c)) = chains[c].col(p);
+            const inference::ScalarDiagnostics d = inference::diagnose(x);
+            rows[static_cast<std::size_t>(p)] =
+                SummaryRow{names[static_cast<std::size_t>(p)], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95,
+                           d.ess_bulk, d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};
+        }
+    };
+    const auto workers = static_cast<Eigen::Index>(std::clamp<Eigen::Index>(threads, 1, std::max<Eigen::Index>(params, 1)));
+    if (workers == 1) {
+        work(0, 1);
+        return rows;
     }
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+    std::vector<std::thread> pool;
+    for (Eigen::Index t = 0; t < workers; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                work(t, workers);
+            } catch (...) {
+                errors[static_cast<std::size_t>(t)] = std::current_exception();
+            }
+        });
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
     return rows;
 }
 

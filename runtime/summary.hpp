@@ -27,8 +27,10 @@ struct SummaryRow {
 };
 
 // One row per column. `chains` holds one draws × parameters matrix per chain, all the same
-// shape, with one column per name. Throws vbn::Error (data) on mismatched shapes.
-std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains);
+// shape, with one column per name. Throws vbn::Error (data) on mismatched shapes. Columns are
+// independent, so up to `threads` threads share them; the rows do not depend on it.
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains,
+                                  int threads = 1);
 
 struct ChainSeconds {
     double warmup = 0, sampling = 0;

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -577,6 +578,37 @@ TEST_CASE("summarize rejects chains of different shapes with a message") {
     CHECK_THROWS_WITH(summarize({"a"}, {Eigen::MatrixXd::Zero(10, 1), Eigen::MatrixXd::Zero(9, 1)}),
                       doctest::Contains("chain 2 has 9 draws of 1 parameters, chain 1 has 10 of 1"));
     CHECK_THROWS_WITH(summarize({"a", "b"}, {Eigen::MatrixXd::Zero(10, 1)}), doctest::Contains("2 names for 1 parameter"));
+}
+
+TEST_CASE("summarize gives the same rows, bit for bit, whatever the number of threads") {
+    inference::Rng rng(11, 0);
+    std::vector<Eigen::MatrixXd> chains(3, Eigen::MatrixXd(400, 7));
+    for (auto& c : chains)
+        for (Eigen::Index j = 0; j < c.cols(); ++j) {
+            double x = 0;  // AR(1) with a different correlation per column; column 6 constant
+            for (Eigen::Index i = 0; i < c.rows(); ++i) {
+                x = 0.1 * static_cast<double>(j) * x + rng.normal();
+                c(i, j) = j == 6 ? 1.5 : x;
+            }
+        }
+    const std::vector<std::string> names{"a", "b", "c", "d", "e", "f", "g"};
+    const std::vector<SummaryRow> one = summarize(names, chains, 1);
+    for (int threads : {2, 3, 16}) {
+        const std::vector<SummaryRow> many = summarize(names, chains, threads);
+        REQUIRE(many.size() == one.size());
+        for (std::size_t p = 0; p < one.size(); ++p) {
+            INFO("threads " << threads << ", column " << p);
+            CHECK(many[p].name == one[p].name);
+            const SummaryRow &a = many[p], &b = one[p];
+            auto same = [](double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; };  // NaN too
+            CHECK((same(a.mean, b.mean) && same(a.sd, b.sd) && same(a.mcse_mean, b.mcse_mean) && same(a.q5, b.q5) &&
+                   same(a.q50, b.q50) && same(a.q95, b.q95) && same(a.ess_bulk, b.ess_bulk) &&
+                   same(a.ess_tail, b.ess_tail) && same(a.rhat, b.rhat) && same(a.mcse_q5, b.mcse_q5) &&
+                   same(a.mcse_q95, b.mcse_q95)));
+            CHECK(many[p].constant == one[p].constant);
+        }
+    }
+    CHECK(one[6].constant);
 }
 
 TEST_CASE("vbn summary reads the chain files and prints the same table as the in-memory summary") {
