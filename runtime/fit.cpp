@@ -181,6 +181,7 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
         return std::nullopt;
     LaplaceProposalOptions lo = o.laplace;
     lo.seed = o.seed;
+    lo.threads = o.threads;
     std::string why_not;
     std::optional<LaplaceProposal> p = laplace_proposal(target, q, lo, &why_not);
     notes.push_back(p ? p->describe(lo) : fmt::format("independence proposal: the variational fit ({})", why_not));

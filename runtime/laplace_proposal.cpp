@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 namespace vbn {
 
@@ -41,16 +43,42 @@ struct Pilot {
 // Importance draws of block b from q against the block's exact conditional (the rest of x is
 // left as given: a separable block's density does not read it), the k̂ of their weights and
 // their Pareto-smoothed weighted moments.
-Pilot pilot(const Target& target, int b, GaussianProposal& q, Vec& x, long draws, inference::Rng& rng,
-            Target::Workspace& ws) {
+Pilot pilot(const Target& target, int b, GaussianProposal& q, const Vec& x, long draws, int threads, inference::Rng& rng) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Mat values(size, draws);
-    Vec log_w(draws);
     for (long i = 0; i < draws; ++i) {
         auto v = values.col(i);
         q.sample(rng, v);
-        x.segment(off, size) = v;
-        log_w[i] = target.block_log_density(b, x, ws) - q.log_density(v);
+    }
+    // The draws are made first, in order, so the weights do not depend on how many threads
+    // evaluate them: worker t takes draws t, t + T, t + 2T, …, with its own copy of x.
+    Vec log_w(draws);
+    auto work = [&](long first, long stride) {
+        auto ws = target.make_workspace();
+        Vec xt = x;
+        GaussianProposal qt = q;  // its density keeps scratch space
+        for (long i = first; i < draws; i += stride) {
+            xt.segment(off, size) = values.col(i);
+            log_w[i] = target.block_log_density(b, xt, ws) - qt.log_density(values.col(i));
+        }
+    };
+    const long workers = std::clamp<long>(threads, 1, std::max<long>(draws, 1));
+    if (workers == 1) {
+        work(0, 1);
+    } else {
+        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
+        std::vector<std::thread> pool;
+        for (long t = 0; t < workers; ++t)
+            pool.emplace_back([&, t] {
+                try {
+                    work(t, workers);
+                } catch (...) {
+                    errors[static_cast<std::size_t>(t)] = std::current_exception();
+                }
+            });
+        for (auto& th : pool) th.join();
+        for (const auto& e : errors)
+            if (e) std::rethrow_exception(e);
     }
     Pilot p;
     const double top = log_w.maxCoeff();
@@ -114,7 +142,6 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
 
     LaplaceProposal out;
     out.newton_iterations = mode.iterations;
-    auto ws = target.make_workspace();
     inference::Rng rng(o.seed, pilot_stream);
     Vec x = mode.mode;
     for (int b = 0; b < target.blocks(); ++b) {
@@ -130,13 +157,13 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
         // best so far is not good: the last pilot's weighted moments with heavier tails, until
         // two rounds in a row do not improve on the best.
-        Pilot p = pilot(target, b, q, x, o.pilot_draws, rng, ws);
+        Pilot p = pilot(target, b, q, x, o.pilot_draws, o.threads, rng);
         GaussianProposal best = q;
         Pilot best_pilot = p;
         int best_round = 0, round = 0, stale = 0;
         auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
             ++round;
-            p = pilot(target, b, next, x, o.pilot_draws, rng, ws);
+            p = pilot(target, b, next, x, o.pilot_draws, o.threads, rng);
             const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
             if (better) {
                 best = std::move(next);

@@ -52,6 +52,7 @@ struct LaplaceProposalOptions {
     bool recentre = true;    // a good fit also tries its centre moved to the pilot's weighted mean
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted
     std::uint64_t seed = 1;  // pilot draws use Rng(seed, 3)
+    int threads = 1;         // threads that evaluate the pilot draws (the result does not depend on it)
 };
 
 struct LaplaceProposal {

@@ -66,6 +66,17 @@ TEST_CASE("the paper's 10-parent data: one t per block at the exact mode with th
     const auto again = laplace_proposal(target, q);
     REQUIRE(again);
     CHECK(again->blocks[0].mean() == p->blocks[0].mean());
+    // ... whatever the number of threads that evaluate the pilot draws, bit for bit.
+    for (int threads : {2, 3}) {
+        LaplaceProposalOptions o;
+        o.threads = threads;
+        const auto threaded = laplace_proposal(target, q, o);
+        REQUIRE(threaded);
+        CHECK(threaded->blocks[0].mean() == p->blocks[0].mean());
+        CHECK(threaded->blocks[0].scale_matrix() == p->blocks[0].scale_matrix());
+        CHECK(threaded->pareto_k == p->pareto_k);
+        CHECK(threaded->ess == p->ess);
+    }
 }
 
 TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past the dimension limit") {
