@@ -6,6 +6,7 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -23,6 +24,7 @@ std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 // Complete-family patterns are processed in chunks small enough that a chunk of F stays in
 // cache between the product F θ and the product F' r, so F is read from memory once.
 constexpr int chunk_rows = 256;
+constexpr int kLogGroup = 16;  // factors of (1 + e) multiplied before one log
 
 }  // namespace
 
@@ -54,7 +56,27 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     m.w_neg.setZero(rows);
     for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? m.w_pos : m.w_neg)[row_of[sz(t)]] += cf.w[t];
     m.w_total = m.w_pos + m.w_neg;
-    return m;
+    // Rows in runs of equal total weight (their logs are taken of products; see complete_term).
+    std::vector<int> order(sz(rows));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int r, int q) { return m.w_total[r] < m.w_total[q]; });
+    Merged sorted;
+    sorted.f.resize(rows, k);
+    sorted.a.resize(rows);
+    sorted.w_pos.resize(rows);
+    sorted.w_neg.resize(rows);
+    sorted.w_total.resize(rows);
+    for (int r = 0; r < rows; ++r) {
+        const int from = order[sz(r)];
+        sorted.f.row(r) = m.f.row(from);
+        sorted.a[r] = m.a[from];
+        sorted.w_pos[r] = m.w_pos[from];
+        sorted.w_neg[r] = m.w_neg[from];
+        sorted.w_total[r] = m.w_total[from];
+        if (r > 0 && sorted.w_total[r] != sorted.w_total[r - 1]) sorted.run_end.push_back(r);
+    }
+    sorted.run_end.push_back(rows);
+    return sorted;
 }
 
 Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options)
@@ -129,6 +151,7 @@ Target::Workspace Target::make_workspace() const {
     rows = std::min(rows, chunk_rows);
     ws.eta_.resize(rows);
     ws.resid_.resize(rows);
+    ws.prod_.resize(rows / kLogGroup);
     ws.centred_.resize(max_block_);
     ws.eta0_.resize(max_factors_);
     ws.factor_resid_.resize(max_factors_);
@@ -206,8 +229,22 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
         e = (-eta.array().abs()).exp();
-        value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() -
-                 (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
+        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e), one log per
+        // product of kLogGroup factors, each in (1, 2] so that it cannot overflow (a log costs
+        // about as much as an exp; rounding the product costs a few ulps of its log, as summing
+        // the logs does).
+        double logs = 0;
+        for (int from = start; from < start + len;) {
+            const int to = std::min(start + len, *std::upper_bound(m.run_end.begin(), m.run_end.end(), from));
+            const int groups = (to - from) / kLogGroup, rest = to - from - kLogGroup * groups;
+            const auto er = e.segment(from - start, to - from);
+            auto prod = ws.prod_.head(groups).array();
+            prod = 1.0 + er.head(groups);
+            for (int g = 1; g < kLogGroup; ++g) prod *= 1.0 + er.segment(g * groups, groups);
+            logs += m.w_total[from] * (prod.log().sum() + (1.0 + er.tail(rest)).log().sum());
+            from = to;
+        }
+        value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
         if (grad) {
             e = (eta.array() >= 0).select(wp * e - wn, wp - wn * e) / (1.0 + e);
             Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);

@@ -42,6 +42,7 @@ public:
     class Workspace {
         friend class Target;
         Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
+        Eigen::VectorXd prod_;         // per group of equal-weight rows in a chunk: Π (1 + e)
         Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
         Eigen::VectorXd eta0_;         // per factor of a component: the observed part of η
         Eigen::VectorXd coef_;         // per link: its coefficient at θ
@@ -137,6 +138,7 @@ private:
         Eigen::VectorXd w_pos;     // rows with y = +1
         Eigen::VectorXd w_neg;     // rows with y = -1
         Eigen::VectorXd w_total;   // w_pos + w_neg
+        std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
         int rows() const { return static_cast<int>(a.size()); }
     };
     std::vector<Merged> merged_;
