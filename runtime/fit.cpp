@@ -14,6 +14,7 @@
 #include "runtime/posterior_modes.hpp"
 #include "runtime/simulate.hpp"
 #include "runtime/target.hpp"
+#include "runtime/vb_refine.hpp"
 
 #include <fmt/format.h>
 
@@ -191,6 +192,37 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
     return p;
 }
 
+// NUTS starts from the exact posterior's Laplace fit (the mode by Newton from the VB mean and
+// the inverse Hessian there, runtime/vb_refine.hpp) as its metric, when the model has at most
+// FitOptions::laplace.max_dim parameters and Newton reaches a mode: the Jaakkola–Jordan
+// covariance is too narrow and, at 50 weights, off-centre. Each warmup window's covariance
+// estimate is shrunk towards that initial metric with nuts_laplace_pseudo_draws × d
+// pseudo-draws (× 1 for the VB covariance, a poorer guess) rather than towards 1e-3 I: a first
+// window of 25 draws cannot estimate a 50 × 50 covariance, and Stan's shrinkage then left
+// trajectories of 100-170 leapfrog steps for the next 150 iterations, 60% of the warmup's
+// gradients on unimodal_d50. The sampling phase's kernel is fixed as before.
+constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 4 left longer
+                                                  // trees after warmup on unimodal_d50
+std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOptions& o, const ir::Graph& graph,
+                                                    const Target& target) {
+    using namespace inference;
+    const int d = graph.dim;
+    Eigen::MatrixXd cov;
+    NutsOptions no;
+    no.initial_metric_weight = d;
+    if (d <= o.laplace.max_dim) {
+        NewtonMode m = posterior_mode(target, q.mean);
+        if (m.converged) {
+            cov = std::move(m.cov);
+            no.initial_metric_weight = nuts_laplace_pseudo_draws * d;
+        }
+    }
+    const bool laplace = cov.size() > 0;
+    if (nuts_dense_metric(d)) return std::make_unique<NutsKernel>(EuclideanMetric::dense(laplace ? cov : q.dense_cov()), no);
+    return std::make_unique<NutsKernel>(
+        EuclideanMetric::diagonal(laplace ? Eigen::VectorXd(cov.diagonal()) : q.variances()), no);
+}
+
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
                                                 const ir::Graph& graph, const Target& target, bool unobserved,
                                                 const LaplaceProposal* exact) {
@@ -232,10 +264,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         return std::make_unique<RegenerationKernel>(
             exact ? exact->joint() : variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
-    if (method == "nuts") {
-        if (nuts_dense_metric(graph.dim)) return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()));
-        return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
-    }
+    if (method == "nuts") return make_nuts_kernel(q, o, graph, target);
     if (method == "gibbs") return make_gibbs_kernel(q, o);
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
 }
