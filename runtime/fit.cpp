@@ -200,27 +200,26 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
 // pseudo-draws (× 1 for the VB covariance, a poorer guess) rather than towards 1e-3 I: a first
 // window of 25 draws cannot estimate a 50 × 50 covariance, and Stan's shrinkage then left
 // trajectories of 100-170 leapfrog steps for the next 150 iterations, 60% of the warmup's
-// gradients on unimodal_d50. The sampling phase's kernel is fixed as before.
+// gradients on unimodal_d50. The sampling phase's kernel is fixed as before. Above
+// max_dense_dim the metric is diagonal, started from the VB variances and shrunk as Stan does:
+// per-coordinate variances need no help from a guess.
 constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 4 left longer
                                                   // trees after warmup on unimodal_d50
 std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOptions& o, const ir::Graph& graph,
                                                     const Target& target) {
     using namespace inference;
     const int d = graph.dim;
-    Eigen::MatrixXd cov;
+    if (!nuts_dense_metric(d)) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
     NutsOptions no;
-    no.initial_metric_weight = d;
     if (d <= o.laplace.max_dim) {
         NewtonMode m = posterior_mode(target, q.mean);
         if (m.converged) {
-            cov = std::move(m.cov);
             no.initial_metric_weight = nuts_laplace_pseudo_draws * d;
+            return std::make_unique<NutsKernel>(EuclideanMetric::dense(m.cov), no);
         }
     }
-    const bool laplace = cov.size() > 0;
-    if (nuts_dense_metric(d)) return std::make_unique<NutsKernel>(EuclideanMetric::dense(laplace ? cov : q.dense_cov()), no);
-    return std::make_unique<NutsKernel>(
-        EuclideanMetric::diagonal(laplace ? Eigen::VectorXd(cov.diagonal()) : q.variances()), no);
+    no.initial_metric_weight = d;
+    return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()), no);
 }
 
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
