@@ -159,6 +159,17 @@ NutsKernel::NutsKernel(EuclideanMetric metric, NutsOptions options)
     }
     // Checks the window options now rather than at the first warmup.
     AdaptationWindows{}.plan(0, options_.windows);
+    if (!(options_.initial_metric_weight >= 0) || !std::isfinite(options_.initial_metric_weight)) {
+        throw std::invalid_argument(
+            fmt::format("nuts: initial_metric_weight must be >= 0 and finite, got {}", options_.initial_metric_weight));
+    }
+    if (options_.initial_metric_weight > 0) {
+        if (metric_.kind() == MetricKind::diagonal) {
+            metric_adaptation_.shrink_towards_variances(metric_.inverse_diagonal(), options_.initial_metric_weight);
+        } else {
+            metric_adaptation_.shrink_towards_covariance(metric_.inverse(), options_.initial_metric_weight);
+        }
+    }
     allocate();
 }
 

@@ -29,6 +29,10 @@
 //     each slow window (metric_adaptation.hpp), after which the heuristic runs again and dual
 //     averaging restarts around the new metric;
 //   - end_warmup fixes ε at the dual-averaging average exp(x̄).
+// Each window's estimate is shrunk towards 1e-3 I as Stan does, or, with
+// NutsOptions::initial_metric_weight, towards the initial metric: a good initial metric then
+// survives the first short windows, whose estimates alone are rank-deficient once the
+// dimension exceeds the window's draws.
 // With no warmup the kernel uses NutsOptions::stepsize and the given metric unchanged.
 //
 // The initial metric is given as an inverse metric, i.e. a covariance of the target (for
@@ -91,6 +95,11 @@ struct NutsOptions {
     double stepsize = 1;           // ε before adaptation, and the heuristic's start
     bool adapt_stepsize = true;    // heuristic + dual averaging during warmup
     bool adapt_metric = true;      // windowed estimation of M⁻¹ during warmup
+    // Each window's estimate of M⁻¹ from n draws is shrunk towards the initial metric with
+    // this many pseudo-draws, (n S + w M⁻¹₀) / (n + w) (metric_adaptation.hpp); 0 shrinks it
+    // towards 1e-3 I with 5, as Stan does. For an initial metric that is already a good
+    // covariance estimate (a Laplace fit), a weight of the order of the dimension.
+    double initial_metric_weight = 0;
     DualAveragingOptions dual_averaging;
     MetricWindowOptions windows;
 };

@@ -6,11 +6,12 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
-#include <numeric>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numbers>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -25,6 +26,48 @@ std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 // cache between the product F θ and the product F' r, so F is read from memory once.
 constexpr int chunk_rows = 256;
 constexpr int kLogGroup = 16;  // factors of (1 + e) multiplied before one log
+
+// ±1 families: parents per sign group (one byte of signs) and the smallest block packed.
+constexpr int sign_group_bits = 8;
+constexpr int sign_group_size = 1 << sign_group_bits;
+constexpr int sign_min_columns = 8;
+
+int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * sign_group_bits); }
+
+// For each group g of up to 8 consecutive weights θ_{8g..}, the sums Σ_k ±θ_{8g+k} for every
+// sign pattern p (bit k set: +): the all-minus sum, then each pattern from the one without
+// its lowest set bit, plus twice that weight.
+void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, double* sums) {
+    const int k = static_cast<int>(th.size());
+    for (int g = 0; g < groups; ++g) {
+        const int width = sign_group_width(k, g);
+        const double* w = th.data() + g * sign_group_bits;
+        double* t = sums + g * sign_group_size;
+        double all_minus = 0;
+        for (int j = 0; j < width; ++j) all_minus -= w[j];
+        t[0] = all_minus;
+        for (int p = 1; p < (1 << width); ++p) t[p] = t[p & (p - 1)] + 2 * w[std::countr_zero(static_cast<unsigned>(p))];
+    }
+}
+
+// grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set), from the top bit down: the
+// difference of the upper and lower halves, then the upper half folded onto the lower.
+void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
+    for (int g = 0; g < groups; ++g) {
+        const int width = sign_group_width(k, g);
+        double* b = buckets + g * sign_group_size;
+        for (int bit = width - 1; bit >= 0; --bit) {
+            const int half = 1 << bit;
+            double lower = 0, upper = 0;
+            for (int p = 0; p < half; ++p) {
+                lower += b[p];
+                upper += b[p + half];
+                b[p] += b[p + half];
+            }
+            grad[g * sign_group_bits + bit] += upper - lower;
+        }
+    }
+}
 
 }  // namespace
 
@@ -76,6 +119,15 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
         if (r > 0 && sorted.w_total[r] != sorted.w_total[r - 1]) sorted.run_end.push_back(r);
     }
     sorted.run_end.push_back(rows);
+    if (k >= sign_min_columns && ((sorted.f.array() == 1.0) || (sorted.f.array() == -1.0)).all()) {
+        sorted.sign_groups = (k + sign_group_bits - 1) / sign_group_bits;
+        sorted.signs.assign(sz(rows) * sz(sorted.sign_groups), 0);
+        for (int r = 0; r < rows; ++r)
+            for (int j = 0; j < k; ++j)
+                if (sorted.f(r, j) > 0)
+                    sorted.signs[sz(r) * sz(sorted.sign_groups) + sz(j / sign_group_bits)] |=
+                        static_cast<unsigned char>(1u << (j % sign_group_bits));
+    }
     return sorted;
 }
 
@@ -159,6 +211,10 @@ Target::Workspace Target::make_workspace() const {
     ws.coef_.resize(max_links_);
     ws.link_acc_.resize(max_links_);
     ws.x_.resize(sum_out_ ? families_.largest_component : 0);
+    int groups = 0;
+    for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
+    ws.sign_sums_.resize(groups * sign_group_size);
+    ws.sign_buckets_.resize(groups * sign_group_size);
     return ws;
 }
 
@@ -218,13 +274,28 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     const BlockPrior& p = blocks_[sz(b)];
     const auto th = theta.segment(p.offset, p.size);
     const int n = m.rows();
+    const int groups = m.sign_groups;
+    if (groups > 0) {
+        build_sign_sums(th, groups, ws.sign_sums_.data());
+        if (grad) ws.sign_buckets_.head(groups * sign_group_size).setZero();
+    }
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
         const auto rows = m.f.middleRows(start, len);
         auto eta = ws.eta_.head(len);
-        eta.noalias() = rows * th;
-        eta += m.a.segment(start, len);
+        if (groups > 0) {
+            const unsigned char* sign = m.signs.data() + sz(start) * sz(groups);
+            const double* sums = ws.sign_sums_.data();
+            for (int t = 0; t < len; ++t, sign += groups) {
+                double v = m.a[start + t];
+                for (int g = 0; g < groups; ++g) v += sums[g * sign_group_size + sign[g]];
+                eta[t] = v;
+            }
+        } else {
+            eta.noalias() = rows * th;
+            eta += m.a.segment(start, len);
+        }
         const auto wp = m.w_pos.segment(start, len).array();
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
@@ -236,20 +307,30 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         double logs = 0;
         for (int from = start; from < start + len;) {
             const int to = std::min(start + len, *std::upper_bound(m.run_end.begin(), m.run_end.end(), from));
-            const int groups = (to - from) / kLogGroup, rest = to - from - kLogGroup * groups;
+            const int packs = (to - from) / kLogGroup, rest = to - from - kLogGroup * packs;
             const auto er = e.segment(from - start, to - from);
-            auto prod = ws.prod_.head(groups).array();
-            prod = 1.0 + er.head(groups);
-            for (int g = 1; g < kLogGroup; ++g) prod *= 1.0 + er.segment(g * groups, groups);
+            auto prod = ws.prod_.head(packs).array();
+            prod = 1.0 + er.head(packs);
+            for (int g = 1; g < kLogGroup; ++g) prod *= 1.0 + er.segment(g * packs, packs);
             logs += m.w_total[from] * (prod.log().sum() + (1.0 + er.tail(rest)).log().sum());
             from = to;
         }
         value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
         if (grad) {
             e = (eta.array() >= 0).select(wp * e - wn, wp - wn * e) / (1.0 + e);
-            Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);
+            if (groups > 0) {
+                const unsigned char* sign = m.signs.data() + sz(start) * sz(groups);
+                double* buckets = ws.sign_buckets_.data();
+                for (int t = 0; t < len; ++t, sign += groups) {
+                    const double r = ws.resid_[t];
+                    for (int g = 0; g < groups; ++g) buckets[g * sign_group_size + sign[g]] += r;
+                }
+            } else {
+                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);
+            }
         }
     }
+    if (grad && groups > 0) add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
     return value;
 }
 

@@ -50,6 +50,8 @@ public:
         Eigen::VectorXd link_acc_;     // per link: Σ_x p(x) x_j g(-x_j η_j) x_var, rescaled online
         Eigen::VectorXd factor_resid_; // per factor, at the current configuration
         Eigen::VectorXd x_;            // the current configuration, ±1
+        Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents, θ's signed sums
+        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign pattern
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
@@ -139,6 +141,13 @@ private:
         Eigen::VectorXd w_neg;     // rows with y = -1
         Eigen::VectorXd w_total;   // w_pos + w_neg
         std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
+        // When every entry of f is ±1 (binary parents, all observed) and there are at least
+        // 8 columns: f's signs packed 8 columns to a byte, row-major (rows × sign_groups), bit
+        // k of byte g set where f(t, 8g + k) = +1. F θ is then a sum of sign_groups table
+        // look-ups per row and F' r a sum of residuals per sign pattern (see complete_term):
+        // the same numbers to rounding, with a fraction of the arithmetic.
+        std::vector<unsigned char> signs;
+        int sign_groups = 0;
         int rows() const { return static_cast<int>(a.size()); }
     };
     std::vector<Merged> merged_;

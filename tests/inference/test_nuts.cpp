@@ -270,6 +270,103 @@ TEST_CASE("metric adaptation shrinks each window's estimate towards 1e-3 with we
     for (int i = 0; i < 2; ++i) CHECK(diag.variance()(i) == doctest::Approx(n / (n + 5) * s(i) + 1e-3 * 5 / (n + 5)));
 }
 
+TEST_CASE("metric adaptation shrinks towards a given target with w pseudo-draws: (n S + w T) / (n + w)") {
+    Rng rng(5);
+    Eigen::MatrixXd draws(150, 3);
+    for (int it = 0; it < 150; ++it) draws.row(it) << rng.normal(), 2 * rng.normal(), 0.5 * rng.normal();
+    WelfordCovariance reference(3);
+    for (int it = 75; it <= 99; ++it) reference.add(draws.row(it).transpose());
+    Eigen::MatrixXd s(3, 3);
+    reference.sample_covariance(s);
+    Eigen::MatrixXd t(3, 3);
+    t << 4, 1, 0, 1, 3, -1, 0, -1, 2;
+    const double n = 25, w = 30;
+
+    MetricAdaptation dense(3, MetricKind::dense);
+    dense.shrink_towards_covariance(t, w);
+    CHECK(dense.shrinkage_weight() == w);
+    MetricAdaptation diag(3, MetricKind::diagonal);
+    diag.shrink_towards_variances(Eigen::VectorXd(t.diagonal()), w);
+    for (MetricAdaptation* m : {&dense, &diag}) {
+        m->begin(150, {});  // one window: iterations 75..99
+        int closed = 0;
+        for (int it = 0; it < 150; ++it) closed += m->observe(it, draws.row(it).transpose()) ? 1 : 0;
+        CHECK(closed == 1);
+    }
+    const Eigen::MatrixXd expected = (n * s + w * t) / (n + w);
+    CHECK((dense.covariance() - expected).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((diag.variance() - expected.diagonal()).cwiseAbs().maxCoeff() < 1e-12);
+    // The default is Stan's: 5 pseudo-draws of 1e-3 I.
+    CHECK(MetricAdaptation(3, MetricKind::dense).shrinkage_weight() == 5);
+
+    // Bad targets and weights are refused.
+    CHECK_THROWS_AS(dense.shrink_towards_covariance(t, 0), std::invalid_argument);
+    CHECK_THROWS_AS(dense.shrink_towards_covariance(t, kNaN), std::invalid_argument);
+    CHECK_THROWS_AS(dense.shrink_towards_covariance(Eigen::MatrixXd::Identity(2, 2), 1), std::invalid_argument);
+    CHECK_THROWS_AS(dense.shrink_towards_variances(Eigen::VectorXd::Ones(3), 1), std::invalid_argument);
+    CHECK_THROWS_AS(diag.shrink_towards_variances(Eigen::Vector3d(1, 0, 1), 1), std::invalid_argument);
+    CHECK_THROWS_AS(diag.shrink_towards_variances(Eigen::Vector3d(1, kNaN, 1), 1), std::invalid_argument);
+    CHECK_THROWS_AS(diag.shrink_towards_covariance(t, 1), std::invalid_argument);
+}
+
+// 50 dimensions, more than the first window's 25 draws: Stan's shrinkage towards 1e-3 I leaves
+// the metric of the next windows with ~26 directions of variance 1e-3, so their trajectories
+// need far more leapfrog steps; shrinking towards a good initial metric keeps them short.
+TEST_CASE("with initial_metric_weight, a good initial metric keeps warmup trajectories short in 50-D") {
+    const int d = 50;
+    Eigen::VectorXd mean(d), sd(d);
+    for (int i = 0; i < d; ++i) {
+        mean(i) = 0.1 * i;
+        sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
+    }
+    Eigen::MatrixXd cov(d, d);
+    for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    GaussianDensity target(mean, cov);
+    // Iterations 100..249: the windows after the first one, with its estimate as metric.
+    auto leapfrogs_after_first_window = [](const Run& r) {
+        long n = 0;
+        for (std::size_t i = 100; i < 250; ++i) n += r.warmup[i].n_leapfrog;
+        return static_cast<double>(n) / 150.0;
+    };
+    NutsOptions stan;
+    NutsKernel plain(EuclideanMetric::dense(cov), stan);
+    const Run a = run(plain, target, mean, 1000, 0, 71);
+    NutsOptions shrunk;
+    shrunk.initial_metric_weight = 10.0 * d;
+    NutsKernel kept(EuclideanMetric::dense(cov), shrunk);
+    Rng start(72);
+    const Run b = run(kept, target, exact_draw(target, start), 1000, 4000, 73);
+    MESSAGE("mean leapfrog steps, iterations 100-249: towards 1e-3 I ", leapfrogs_after_first_window(a),
+            ", towards the initial metric ", leapfrogs_after_first_window(b));
+    // A metric equal to the covariance makes the target isotropic: depth 3-4 trees.
+    CHECK(leapfrogs_after_first_window(b) < 16);
+    CHECK(leapfrogs_after_first_window(a) > 3 * leapfrogs_after_first_window(b));
+    // The adapted metric stays near the initial one, and the chain samples the target.
+    const Eigen::MatrixXd m = kept.metric().inverse();
+    for (int i = 0; i < d; ++i) CHECK(std::abs(m(i, i) / cov(i, i) - 1) < 0.2);
+    // Means and variances (100 checks at 4 MCSE; the 1,275 covariances are left to the lower-
+    // dimensional tests), and the whitened squared norm, chi-squared with d degrees of freedom.
+    const Eigen::MatrixXd centred = b.draws.rowwise() - mean.transpose();
+    for (int i = 0; i < d; ++i) {
+        CAPTURE(i);
+        const Eigen::VectorXd xi = centred.col(i);
+        CHECK(std::abs(xi.mean()) <= 4 * batch_means_mcse(xi));
+        const Eigen::VectorXd sq = xi.cwiseAbs2();
+        CHECK(std::abs(sq.mean() - cov(i, i)) <= 4 * batch_means_mcse(sq));
+    }
+    const Eigen::MatrixXd whitened = cov.llt().matrixL().solve(centred.transpose());
+    const Eigen::VectorXd r2 = whitened.colwise().squaredNorm().transpose();
+    CHECK(std::abs(r2.mean() - d) <= 4 * batch_means_mcse(r2));
+    CHECK(count_divergent(b.infos) == 0);
+
+    NutsOptions bad;
+    bad.initial_metric_weight = -1;
+    CHECK_THROWS_AS(NutsKernel(d, MetricKind::dense, bad), std::invalid_argument);
+    bad.initial_metric_weight = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(NutsKernel(d, MetricKind::diagonal, bad), std::invalid_argument);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Invariance
 
@@ -577,7 +674,11 @@ TEST_CASE("NUTS does not allocate in step() after the first call, window ends in
     GaussianDensity target = vbn::test::correlated_10d();
     for (MetricKind kind : {MetricKind::diagonal, MetricKind::dense}) {
         CAPTURE(static_cast<int>(kind));
-        NutsKernel kernel(10, kind);
+      for (double weight : {0.0, 20.0}) {
+        CAPTURE(weight);
+        NutsOptions options;
+        options.initial_metric_weight = weight;
+        NutsKernel kernel(10, kind, options);
         Rng rng(97);
         State state{Eigen::VectorXd::Zero(10), 0};
         state.lp = target.log_density(state.x);
@@ -589,6 +690,7 @@ TEST_CASE("NUTS does not allocate in step() after the first call, window ends in
         kernel.end_warmup();
         for (int i = 0; i < 300; ++i) kernel.step(state, target, rng, info);
         CHECK(vbn::test::allocation_count() - before == 0);
+      }
     }
 }
 
