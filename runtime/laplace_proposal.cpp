@@ -1,5 +1,6 @@
 #include "runtime/laplace_proposal.hpp"
 
+#include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/vb_refine.hpp"
@@ -9,10 +10,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 namespace vbn {
 
@@ -51,35 +50,17 @@ Pilot pilot(const Target& target, int b, GaussianProposal& q, const Vec& x, long
         q.sample(rng, v);
     }
     // The draws are made first, in order, so the weights do not depend on how many threads
-    // evaluate them: worker t takes draws t, t + T, t + 2T, …, with its own copy of x.
+    // evaluate them; each thread has its own copy of x and of q (whose density keeps scratch).
     Vec log_w(draws);
-    auto work = [&](long first, long stride) {
+    inference::parallel_ranges(threads, static_cast<std::size_t>(draws), [&](std::size_t begin, std::size_t end, std::size_t) {
         auto ws = target.make_workspace();
         Vec xt = x;
-        GaussianProposal qt = q;  // its density keeps scratch space
-        for (long i = first; i < draws; i += stride) {
+        GaussianProposal qt = q;
+        for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
             xt.segment(off, size) = values.col(i);
             log_w[i] = target.block_log_density(b, xt, ws) - qt.log_density(values.col(i));
         }
-    };
-    const long workers = std::clamp<long>(threads, 1, std::max<long>(draws, 1));
-    if (workers == 1) {
-        work(0, 1);
-    } else {
-        std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
-        std::vector<std::thread> pool;
-        for (long t = 0; t < workers; ++t)
-            pool.emplace_back([&, t] {
-                try {
-                    work(t, workers);
-                } catch (...) {
-                    errors[static_cast<std::size_t>(t)] = std::current_exception();
-                }
-            });
-        for (auto& th : pool) th.join();
-        for (const auto& e : errors)
-            if (e) std::rethrow_exception(e);
-    }
+    });
     Pilot p;
     const double top = log_w.maxCoeff();
     if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;

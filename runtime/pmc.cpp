@@ -3,6 +3,7 @@
 #include "inference/math.hpp"
 
 #include "inference/gaussian.hpp"
+#include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "lang/ir.hpp"
 #include "runtime/target.hpp"
@@ -14,7 +15,6 @@
 #include <limits>
 #include <numbers>
 #include <stdexcept>
-#include <thread>
 
 namespace vbn {
 
@@ -172,18 +172,6 @@ std::vector<Vec> seed_centres(const Mat& x, const std::vector<double>& w, const 
     return centres;
 }
 
-// Runs body(begin, end, part) over [0, n) split into `threads` contiguous parts, part 0 on
-// the calling thread. Each index is handled by exactly one part, so results written per index
-// do not depend on the number of threads.
-template <class Body>
-void parallel_ranges(int threads, std::size_t n, Body body) {
-    const auto parts = static_cast<std::size_t>(std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(n, 1)))));
-    std::vector<std::thread> pool;
-    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back([&, p] { body(n * p / parts, n * (p + 1) / parts, p); });
-    body(0, n / parts, 0);
-    for (std::thread& t : pool) t.join();
-}
-
 // Weighted EM for a mixture of t's with fixed df on draws x (rows) with normalised weights w.
 // Components left with too little weight to estimate a covariance are dropped.
 void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations, int threads) {
@@ -211,7 +199,7 @@ void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations,
         // M-step, one component per index.
         std::vector<TComponent> fitted(static_cast<std::size_t>(k_count));
         std::vector<char> kept(static_cast<std::size_t>(k_count), 0);
-        parallel_ranges(threads, static_cast<std::size_t>(k_count), [&](std::size_t begin, std::size_t end, std::size_t) {
+        inference::parallel_ranges(threads, static_cast<std::size_t>(k_count), [&](std::size_t begin, std::size_t end, std::size_t) {
             for (std::size_t k = begin; k < end; ++k) {
                 const auto kk = static_cast<Eigen::Index>(k);
                 const double s0 = resp.col(kk).sum();
@@ -337,7 +325,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
             x.row(static_cast<Eigen::Index>(i)) = draw.transpose();
         }
         q.log_density(x, log_q, terms, delta, scratch);
-        parallel_ranges(threads, n, [&](std::size_t begin, std::size_t end, std::size_t part) {
+        inference::parallel_ranges(threads, n, [&](std::size_t begin, std::size_t end, std::size_t part) {
             Vec xi(d);
             for (std::size_t i = begin; i < end; ++i) {
                 xi = x.row(static_cast<Eigen::Index>(i)).transpose();

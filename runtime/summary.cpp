@@ -2,6 +2,7 @@
 #include "runtime/summary.hpp"
 
 #include "inference/diagnostics.hpp"
+#include "inference/parallel.hpp"
 #include "runtime/error.hpp"
 #include "runtime/output_csv.hpp"
 
@@ -10,11 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 namespace vbn {
 namespace {
@@ -71,35 +70,16 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const s
     if (draws == 0) throw Error(ErrorKind::data, "the chains hold no draws");
 
     std::vector<SummaryRow> rows(names.size());
-    // Worker t takes columns t, t + T, t + 2T, …; each its own pooled matrix.
-    auto work = [&](Eigen::Index first, Eigen::Index stride) {
+    inference::parallel_ranges(threads, static_cast<std::size_t>(params), [&](std::size_t begin, std::size_t end, std::size_t) {
         Eigen::MatrixXd x(draws, static_cast<Eigen::Index>(chains.size()));
-        for (Eigen::Index p = first; p < params; p += stride) {
-            for (std::size_t c = 0; c < chains.size(); ++c) x.col(static_cast<Eigen::Index>(c)) = chains[c].col(p);
+        for (std::size_t p = begin; p < end; ++p) {
+            for (std::size_t c = 0; c < chains.size(); ++c)
+                x.col(static_cast<Eigen::Index>(c)) = chains[c].col(static_cast<Eigen::Index>(p));
             const inference::ScalarDiagnostics d = inference::diagnose(x);
-            rows[static_cast<std::size_t>(p)] =
-                SummaryRow{names[static_cast<std::size_t>(p)], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95,
-                           d.ess_bulk, d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};
+            rows[p] = SummaryRow{names[p], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95, d.ess_bulk,
+                                 d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};
         }
-    };
-    const auto workers = static_cast<Eigen::Index>(std::clamp<Eigen::Index>(threads, 1, std::max<Eigen::Index>(params, 1)));
-    if (workers == 1) {
-        work(0, 1);
-        return rows;
-    }
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(workers));
-    std::vector<std::thread> pool;
-    for (Eigen::Index t = 0; t < workers; ++t)
-        pool.emplace_back([&, t] {
-            try {
-                work(t, workers);
-            } catch (...) {
-                errors[static_cast<std::size_t>(t)] = std::current_exception();
-            }
-        });
-    for (auto& th : pool) th.join();
-    for (const auto& e : errors)
-        if (e) std::rethrow_exception(e);
+    });
     return rows;
 }
 
