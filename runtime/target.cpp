@@ -119,13 +119,14 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
         if (r > 0 && sorted.w_total[r] != sorted.w_total[r - 1]) sorted.run_end.push_back(r);
     }
     sorted.run_end.push_back(rows);
+    sorted.product_logs = rows >= kLogGroup * static_cast<int>(sorted.run_end.size());
     if (k >= sign_min_columns && ((sorted.f.array() == 1.0) || (sorted.f.array() == -1.0)).all()) {
         sorted.sign_groups = (k + sign_group_bits - 1) / sign_group_bits;
         sorted.signs.assign(sz(rows) * sz(sorted.sign_groups), 0);
         for (int r = 0; r < rows; ++r)
             for (int j = 0; j < k; ++j)
                 if (sorted.f(r, j) > 0)
-                    sorted.signs[sz(r) * sz(sorted.sign_groups) + sz(j / sign_group_bits)] |=
+                    sorted.signs[sz(j / sign_group_bits) * sz(rows) + sz(r)] |=
                         static_cast<unsigned char>(1u << (j % sign_group_bits));
     }
     return sorted;
@@ -285,12 +286,23 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const auto rows = m.f.middleRows(start, len);
         auto eta = ws.eta_.head(len);
         if (groups > 0) {
-            const unsigned char* sign = m.signs.data() + sz(start) * sz(groups);
-            const double* sums = ws.sign_sums_.data();
-            for (int t = 0; t < len; ++t, sign += groups) {
-                double v = m.a[start + t];
-                for (int g = 0; g < groups; ++g) v += sums[g * sign_group_size + sign[g]];
-                eta[t] = v;
+            // One group at a time over the chunk's rows: each row's additions are independent
+            // of the next row's (a row at a time made one chain of dependent adds per row), in
+            // the same order as before (a, then groups 0, 1, ...), so the same bits.
+            // Two groups per pass, so that η is loaded and stored half as often.
+            const auto group_signs = [&](int g) { return m.signs.data() + sz(g) * sz(n) + sz(start); };
+            const auto group_table = [&](int g) { return ws.sign_sums_.data() + g * sign_group_size; };
+            for (int t = 0; t < len; ++t) eta[t] = m.a[start + t];
+            int g = 0;
+            for (; g + 1 < groups; g += 2) {
+                const unsigned char *s0 = group_signs(g), *s1 = group_signs(g + 1);
+                const double *t0 = group_table(g), *t1 = group_table(g + 1);
+                for (int t = 0; t < len; ++t) eta[t] = (eta[t] + t0[s0[t]]) + t1[s1[t]];
+            }
+            if (g < groups) {
+                const unsigned char* s0 = group_signs(g);
+                const double* t0 = group_table(g);
+                for (int t = 0; t < len; ++t) eta[t] += t0[s0[t]];
             }
         } else {
             eta.noalias() = rows * th;
@@ -304,8 +316,12 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         // product of kLogGroup factors, each in (1, 2] so that it cannot overflow (a log costs
         // about as much as an exp; rounding the product costs a few ulps of its log, as summing
         // the logs does).
+        // With short runs (few rows per distinct weight, as with few parents and many rows
+        // per pattern) the products would hold a factor or two and leave a scalar log per
+        // row: there the logs are taken a packet at a time and weighted instead.
         double logs = 0;
-        for (int from = start; from < start + len;) {
+        if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
+        for (int from = start; m.product_logs && from < start + len;) {
             const int to = std::min(start + len, *std::upper_bound(m.run_end.begin(), m.run_end.end(), from));
             const int packs = (to - from) / kLogGroup, rest = to - from - kLogGroup * packs;
             const auto er = e.segment(from - start, to - from);
@@ -317,13 +333,23 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         }
         value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
         if (grad) {
-            e = (eta.array() >= 0).select(wp * e - wn, wp - wn * e) / (1.0 + e);
+            // A plain loop rather than Eigen's select, which this Eigen evaluates a scalar at a
+            // time (with a scalar division); the compiler vectorises the loop with a blend.
+            {
+                const double* __restrict wpos = m.w_pos.data() + start;
+                const double* __restrict wneg = m.w_neg.data() + start;
+                const double* __restrict et = eta.data();
+                double* __restrict r = ws.resid_.data();
+                for (int t = 0; t < len; ++t) {
+                    const double ev = r[t];
+                    r[t] = (et[t] >= 0 ? wpos[t] * ev - wneg[t] : wpos[t] - wneg[t] * ev) / (1.0 + ev);
+                }
+            }
             if (groups > 0) {
-                const unsigned char* sign = m.signs.data() + sz(start) * sz(groups);
-                double* buckets = ws.sign_buckets_.data();
-                for (int t = 0; t < len; ++t, sign += groups) {
-                    const double r = ws.resid_[t];
-                    for (int g = 0; g < groups; ++g) buckets[g * sign_group_size + sign[g]] += r;
+                for (int g = 0; g < groups; ++g) {
+                    const unsigned char* sign = m.signs.data() + sz(g) * sz(n) + sz(start);
+                    double* bucket = ws.sign_buckets_.data() + g * sign_group_size;
+                    for (int t = 0; t < len; ++t) bucket[sign[t]] += ws.resid_[t];
                 }
             } else {
                 Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);

@@ -141,9 +141,11 @@ private:
         Eigen::VectorXd w_neg;     // rows with y = -1
         Eigen::VectorXd w_total;   // w_pos + w_neg
         std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
+        bool product_logs = false; // runs long enough (kLogGroup rows on average) for one log
+                                   // per product of kLogGroup factors; else one log per row
         // When every entry of f is ±1 (binary parents, all observed) and there are at least
-        // 8 columns: f's signs packed 8 columns to a byte, row-major (rows × sign_groups), bit
-        // k of byte g set where f(t, 8g + k) = +1. F θ is then a sum of sign_groups table
+        // 8 columns: f's signs packed 8 columns to a byte, group-major (sign_groups × rows, so
+        // that one group's bytes are contiguous), bit k of byte (g, t) set where f(t, 8g + k) = +1. F θ is then a sum of sign_groups table
         // look-ups per row and F' r a sum of residuals per sign pattern (see complete_term):
         // the same numbers to rounding, with a fraction of the arithmetic.
         std::vector<unsigned char> signs;
