@@ -227,18 +227,27 @@ Eigen::MatrixXd split_chains(const DrawsRef& x) {
     return out;
 }
 
-Eigen::MatrixXd z_scale(const DrawsRef& x) {
-    const Eigen::Index size = x.size();
-    // (value, position) pairs sorted by value: contiguous, so the sort does not chase indices.
-    std::vector<std::pair<double, Eigen::Index>> order(static_cast<std::size_t>(size));
-    {
-        Eigen::Index k = 0;
-        for (Eigen::Index j = 0; j < x.cols(); ++j)
-            for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) order[static_cast<std::size_t>(k)] = {x(i, j), k};
-    }
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+namespace {
 
-    Eigen::MatrixXd z(x.rows(), x.cols());
+using Ranked = std::vector<std::pair<double, Eigen::Index>>;  // (value, position), by value
+
+// (value, position) pairs of x's entries sorted by value: contiguous, so the sort does not
+// chase indices.
+Ranked ranked(const DrawsRef& x) {
+    Ranked order(static_cast<std::size_t>(x.size()));
+    Eigen::Index k = 0;
+    for (Eigen::Index j = 0; j < x.cols(); ++j)
+        for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) order[static_cast<std::size_t>(k)] = {x(i, j), k};
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return order;
+}
+
+// The z-scale of a rows × cols matrix whose entries, in position order, `order` ranks. Only
+// the sequence of values and the positions of each run of equal values matter, so any order
+// among ties gives the same result.
+Eigen::MatrixXd z_scale_ranked(const Ranked& order, Eigen::Index rows, Eigen::Index cols) {
+    const auto size = static_cast<Eigen::Index>(order.size());
+    Eigen::MatrixXd z(rows, cols);
     // Double precision throughout: Boost would otherwise evaluate in long double, several
     // times slower for no visible gain at double output.
     using Policy = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
@@ -270,6 +279,29 @@ Eigen::MatrixXd z_scale(const DrawsRef& x) {
     }
     return z;
 }
+
+// The ranking of |x − median| from the ranking of x, without a second sort: the entries at or
+// above the median in ascending order, and those below it in descending order, each rise in
+// |x − median|; the two runs are merged. The values are those fold_about computes.
+Ranked ranked_fold(const Ranked& order, double median) {
+    const auto n = static_cast<std::ptrdiff_t>(order.size());
+    std::ptrdiff_t up = std::lower_bound(order.begin(), order.end(), median,
+                                         [](const auto& a, double m) { return a.first < m; }) -
+                        order.begin();
+    std::ptrdiff_t down = up - 1;
+    Ranked folded(order.size());
+    for (auto& out : folded) {
+        const bool take_up = down < 0 || (up < n && std::abs(order[static_cast<std::size_t>(up)].first - median) <=
+                                                          std::abs(order[static_cast<std::size_t>(down)].first - median));
+        const auto& from = order[static_cast<std::size_t>(take_up ? up++ : down--)];
+        out = {std::abs(from.first - median), from.second};
+    }
+    return folded;
+}
+
+}  // namespace
+
+Eigen::MatrixXd z_scale(const DrawsRef& x) { return z_scale_ranked(ranked(x), x.rows(), x.cols()); }
 
 Eigen::MatrixXd fold(const DrawsRef& x) { return fold_about(x, median_sorted(pooled_sorted(x))); }
 
@@ -437,7 +469,18 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     d.sd = pooled_sd(x);
     d.nonfinite = any_nonfinite(x);
 
-    const std::vector<double> sorted = pooled_sorted(x);
+    // One sort serves the quantiles, the bulk z-scale and (by a merge) the folded one: split
+    // chains hold every draw when the chains' length is even.
+    const Eigen::MatrixXd split = diag::split_chains(x);
+    const bool one_sort = split.size() == x.size() && !x.hasNaN();
+    const diag::Ranked order = one_sort ? diag::ranked(split) : diag::Ranked{};
+    std::vector<double> sorted;
+    if (one_sort) {
+        sorted.reserve(order.size());
+        for (const auto& [value, position] : order) sorted.push_back(value);
+    } else {
+        sorted = pooled_sorted(x);
+    }
     const bool has_nan = x.hasNaN();
     d.q5 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.05);
     d.q50 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.5);
@@ -449,10 +492,12 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     }
     d.constant = is_constant(x);
 
-    const Eigen::MatrixXd split = diag::split_chains(x);
-    const Eigen::MatrixXd z_split = diag::z_scale(split);
+    const double median = median_sorted(sorted);
+    const Eigen::MatrixXd z_split =
+        one_sort ? diag::z_scale_ranked(order, split.rows(), split.cols()) : diag::z_scale(split);
     const double bulk = diag::rhat_raw(z_split);
-    const double tail = diag::rhat_raw(diag::z_scale(diag::split_chains(fold_about(x, median_sorted(sorted)))));
+    const double tail = diag::rhat_raw(one_sort ? diag::z_scale_ranked(diag::ranked_fold(order, median), split.rows(), split.cols())
+                                                : diag::z_scale(diag::split_chains(fold_about(x, median))));
     d.rhat = std::isnan(bulk) || std::isnan(tail) ? kNaN : std::max(bulk, tail);
     d.ess_bulk = diag::ess_raw(z_split);
 
