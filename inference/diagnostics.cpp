@@ -11,13 +11,17 @@
 #include <boost/math/special_functions/beta.hpp>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 namespace vbn::inference {
 namespace {
@@ -231,14 +235,34 @@ namespace {
 
 using Ranked = std::vector<std::pair<double, Eigen::Index>>;  // (value, position), by value
 
-// (value, position) pairs of x's entries sorted by value: contiguous, so the sort does not
-// chase indices.
+// A double's bits as an unsigned key in the same order as the value (negative values with all
+// bits flipped, the others with the sign bit set); -0 sorts just below +0, a tie for the
+// callers, which compare values.
+std::uint64_t sort_key(double v) {
+    const auto u = std::bit_cast<std::uint64_t>(v);
+    return u >> 63 ? ~u : u | (std::uint64_t{1} << 63);
+}
+
+// (value, position) pairs of x's entries sorted by value: contiguous, and sorted a byte of
+// the key at a time (least significant first, stable), skipping the bytes all keys share
+// (the sign and exponent of draws of one parameter mostly): thousands of draws sort several
+// times faster than by comparisons, whose outcomes a branch predictor cannot guess.
 Ranked ranked(const DrawsRef& x) {
-    Ranked order(static_cast<std::size_t>(x.size()));
+    const auto n = static_cast<std::size_t>(x.size());
+    Ranked order(n), buffer(n);
     Eigen::Index k = 0;
     for (Eigen::Index j = 0; j < x.cols(); ++j)
         for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) order[static_cast<std::size_t>(k)] = {x(i, j), k};
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::array<std::size_t, 256> count;
+    for (int shift = 0; shift < 64; shift += 8) {
+        count.fill(0);
+        for (const auto& e : order) ++count[(sort_key(e.first) >> shift) & 0xff];
+        if (std::find(count.begin(), count.end(), n) != count.end()) continue;  // one byte value
+        std::size_t sum = 0;
+        for (auto& c : count) sum += std::exchange(c, sum);
+        for (const auto& e : order) buffer[count[(sort_key(e.first) >> shift) & 0xff]++] = e;
+        order.swap(buffer);
+    }
     return order;
 }
 

@@ -315,6 +315,14 @@ TEST_CASE("split chains drop the middle draw of an odd length; z-scores are symm
     CHECK(z(1, 0) == z(1, 1));                           // the two 2s tie
     CHECK(z(0, 0) == doctest::Approx(-z(2, 0)));         // smallest and largest mirror
     CHECK(z(0, 0) < z(1, 0));
+
+    // Negative and positive zero are equal values, so they tie; negative values rank below.
+    Eigen::MatrixXd w(2, 2);
+    w << -0.0, -1e-300, 0.0, -3.0;
+    const Eigen::MatrixXd zw = diag::z_scale(w);
+    CHECK(zw(0, 0) == zw(1, 0));
+    CHECK(zw(1, 1) < zw(0, 1));
+    CHECK(zw(0, 1) < zw(0, 0));
 }
 
 // diagnose() ranks the split draws once and derives the quantiles and the folded ranking from
