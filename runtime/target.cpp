@@ -215,7 +215,7 @@ Target::Workspace Target::make_workspace() const {
     int groups = 0;
     for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
     ws.sign_sums_.resize(groups * sign_group_size);
-    ws.sign_buckets_.resize(groups * sign_group_size);
+    ws.sign_buckets_.resize(2 * groups * sign_group_size);  // even and odd rows
     return ws;
 }
 
@@ -278,7 +278,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     const int groups = m.sign_groups;
     if (groups > 0) {
         build_sign_sums(th, groups, ws.sign_sums_.data());
-        if (grad) ws.sign_buckets_.head(groups * sign_group_size).setZero();
+        if (grad) ws.sign_buckets_.head(2 * groups * sign_group_size).setZero();
     }
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
@@ -354,14 +354,26 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                 for (int g = 0; g < groups; ++g) {
                     const unsigned char* sign = m.signs.data() + sz(g) * sz(n) + sz(start);
                     double* bucket = ws.sign_buckets_.data() + g * sign_group_size;
-                    for (int t = 0; t < len; ++t) bucket[sign[t]] += ws.resid_[t];
+                    // Even and odd rows into two sets of buckets, added at the end: two
+                    // independent chains of read-add-writes instead of one.
+                    double* bucket2 = bucket + groups * sign_group_size;
+                    int t = 0;
+                    for (; t + 1 < len; t += 2) {
+                        bucket[sign[t]] += ws.resid_[t];
+                        bucket2[sign[t + 1]] += ws.resid_[t + 1];
+                    }
+                    if (t < len) bucket[sign[t]] += ws.resid_[t];
                 }
             } else {
                 Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);
             }
         }
     }
-    if (grad && groups > 0) add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
+    if (grad && groups > 0) {
+        const int size = groups * sign_group_size;
+        ws.sign_buckets_.head(size) += ws.sign_buckets_.segment(size, size);
+        add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
+    }
     return value;
 }
 

@@ -51,7 +51,7 @@ public:
         Eigen::VectorXd factor_resid_; // per factor, at the current configuration
         Eigen::VectorXd x_;            // the current configuration, ±1
         Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents, θ's signed sums
-        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign pattern
+        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign pattern (even rows, then odd rows)
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
