@@ -186,11 +186,29 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
     std::string why_not;
     std::optional<LaplaceProposal> p = laplace_proposal(target, q, lo, &why_not);
     notes.push_back(p ? p->describe(lo) : fmt::format("independence proposal: the variational fit ({})", why_not));
-    if (p && !(p->max_k() <= 0.7))
+    // varblock's split blocks are not proposed whole, so their pilot k̂ says nothing about them.
+    double k = 0;
+    if (p) {
+        for (std::size_t b = 0; b < p->blocks.size(); ++b)
+            if (method != "varblock" || !o.varblock_split.splits(p->blocks[b].dim())) k = std::max(k, p->pareto_k[b]);
+    }
+    if (p && !(k <= 0.7))
         notes.push_back(fmt::format("the independence proposal fits the posterior poorly (pilot k-hat {:.2f} > 0.7): "
                                     "expect sticky chains; --method nuts or rwm may mix better",
-                                    p->max_k()));
+                                    k));
     return p;
+}
+
+// varblock: which nodes' blocks are moved in whitened sub-blocks (nothing when none is).
+std::optional<std::string> split_note(const ir::Graph& graph, const inference::BlockSplit& split) {
+    std::string nodes;
+    for (const auto& b : graph.blocks) {
+        if (!split.splits(b.size)) continue;
+        nodes += fmt::format("{}{} ({} weights in {} sub-blocks)", nodes.empty() ? "" : ", ",
+                             graph.elements[static_cast<std::size_t>(b.element)].name, b.size, split.parts(b.size));
+    }
+    if (nodes.empty()) return std::nullopt;
+    return fmt::format("varblock: nodes with more than {} weights move in {}: {}", split.above, split.describe(), nodes);
 }
 
 // NUTS starts from the exact posterior's Laplace fit (the mode by Newton from the VB mean and
@@ -234,14 +252,14 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     }
     // The block moves of varblock and varmix: from the exact posterior's proposal when there
     // is one, else from the variational marginals.
-    auto block_moves = [&]() {
-        return exact ? std::make_unique<BlockIndependenceMH>(exact->blocks)
-                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
+    auto block_moves = [&](BlockSplit split = {}) {
+        return exact ? std::make_unique<BlockIndependenceMH>(exact->blocks, split)
+                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation), split);
     };
     if (method == "varmh")
         return std::make_unique<IndependenceMH>(exact ? exact->joint()
                                                       : variational_proposal(q, o.proposal_df, o.proposal_inflation));
-    if (method == "varblock") return block_moves();
+    if (method == "varblock") return block_moves(o.varblock_split);
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
@@ -339,6 +357,8 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
 
     const std::optional<LaplaceProposal> exact = exact_proposal(r.method, *target, q, o, r.notes);
+    if (r.method == "varblock")
+        if (auto note = split_note(graph, o.varblock_split)) r.notes.push_back(std::move(*note));
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data),
                                                                    exact ? &*exact : nullptr);
     r.kernel = kernel->name();
