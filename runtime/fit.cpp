@@ -51,9 +51,12 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
 // factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
 // Laplace covariance fits closely (runtime/laplace_proposal.hpp), and block independence MH
-// beats NUTS per second while blocks are small (2-6x at 10-20 weights); it
-// loses by orders of magnitude once a block is large (the importance weights of a t proposal
-// in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50). Hidden or missing values in a
+// beats NUTS per second while blocks are small (2-6x at 10-20 weights); a t proposal for a
+// whole block of 50 weights sticks (its importance weights vary too much: ESS 17 of 4,000),
+// and varblock's whitened sub-blocks for such blocks (FitOptions::varblock_split) mix but
+// still reach only 0.8-0.9x NUTS's bulk-ESS per CPU second there (docs/methods.md), so large
+// blocks keep NUTS. Splitting 20 weights into 2-3 sub-blocks loses to the whole-block move
+// (about 19,000 and 15,000 against 26,000 ESS/s on unimodal_d20), hence the threshold. Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
 // and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
 // modes. Larger models with unobserved values: varmix's variational block moves mixed with a
@@ -72,7 +75,9 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
             return "varblock";
         }
         if (why)
-            *why = fmt::format("a node has {} weights, too many for independence proposals: NUTS", largest_block);
+            *why = fmt::format("a node has {} weights, too many for one independence proposal (varblock's whitened "
+                               "sub-blocks are slower there): NUTS",
+                               largest_block);
         return "nuts";
     }
     if (why)
