@@ -197,37 +197,44 @@ void BlockIndependenceMH::step(State& state, Density& target, Rng& rng, Transiti
     proposal_ = state.x;
     info.accept_stat = sweep_blocks(blocks_, [&](int b) { return move(b, state, target, rng); });
     info.kernel = 0;
-    if (warmup_left_ > 0) {
-        // After a sweep every split block's z is the state's.
-        if (warmup_left_ <= warmup_counting_) {
+    if (warmup_step_ >= 0) {
+        // After a sweep every split block's z is the state's. Two windows: [T/10, T/5), whose
+        // mean becomes the centre at step T/5, and [T/2, T), at the end of warmup.
+        const int i = warmup_step_++, t = warmup_total_;
+        if ((i >= t / 10 && i < t / 5) || i >= t / 2) {
             for (Whitened& w : whitened_) w.z_sum += w.z;
             ++centre_draws_;
         }
-        --warmup_left_;
+        if (i + 1 == t / 5) recentre();
     }
 }
 
 void BlockIndependenceMH::begin_warmup(int iterations) {
     if (!split_.recentre) return;
-    warmup_left_ = iterations;
-    warmup_counting_ = iterations / 2;
+    warmup_step_ = 0;
+    warmup_total_ = iterations;
     centre_draws_ = 0;
     for (Whitened& w : whitened_) w.z_sum.setZero();
 }
 
 void BlockIndependenceMH::end_warmup() {
-    if (warmup_left_ < 0) return;
-    warmup_left_ = -1;
-    if (centre_draws_ < min_centre_draws) return;
-    // μ_j += L z̄: the new centre is the mean of the draws; z is recomputed at the next move.
-    for (Whitened& w : whitened_) {
-        auto shift = shift_.head(w.size);
-        shift = w.z_sum / static_cast<double>(centre_draws_);
-        w.proposed.noalias() = w.lower.triangularView<Eigen::Lower>() * shift;
-        w.mean += w.proposed;
-        w.cached = false;
-        w.z_sum.setZero();
+    if (warmup_step_ < 0) return;
+    warmup_step_ = -1;
+    recentre();
+}
+
+void BlockIndependenceMH::recentre() {
+    if (centre_draws_ >= min_centre_draws) {
+        // μ_j += L z̄: the new centre is the mean of the draws; z is recomputed at the next move.
+        for (Whitened& w : whitened_) {
+            auto shift = shift_.head(w.size);
+            shift = w.z_sum / static_cast<double>(centre_draws_);
+            w.proposed.noalias() = w.lower.triangularView<Eigen::Lower>() * shift;
+            w.mean += w.proposed;
+            w.cached = false;
+        }
     }
+    for (Whitened& w : whitened_) w.z_sum.setZero();
     centre_draws_ = 0;
 }
 

@@ -24,7 +24,9 @@
 // solve whenever θ_j changed outside this kernel.
 //
 // With BlockSplit::recentre, the warmup moves μ_j (in place of the mode a Laplace fit gives) to
-// the mean of the chain's own draws over the second half of the warmup steps this kernel takes:
+// the mean of the chain's own draws twice: after a fifth of the warmup steps this kernel takes,
+// to the mean over the tenth before (so that the rest of the warmup already mixes well), and
+// at the end of warmup to the mean over its second half:
 // on the 50-parent model the posterior mean lies 1.7 whitened units from the mode, most of it
 // in the first coordinates of z, which capped their sub-block's acceptance at 0.4. L is kept
 // (a 50 × 50 covariance from a few hundred correlated draws is worse than the Laplace one).
@@ -121,8 +123,10 @@ private:
     Eigen::VectorXd proposal_;  // x with one block replaced
     BlockValueCache current_;   // the state's block terms, so a move evaluates only the proposal
     KernelStats stats_;
-    int warmup_left_ = -1;      // warmup steps still to come (-1: not in warmup)
-    int warmup_counting_ = 0;   // of which the last this many count towards the new centre
+    void recentre();            // μ_j += L z̄ over the draws summed so far, if enough
+
+    int warmup_step_ = -1;      // steps taken in this warmup (-1: not in warmup)
+    int warmup_total_ = 0;      // the warmup's iterations
     long centre_draws_ = 0;     // steps summed into Whitened::z_sum
     Eigen::VectorXd shift_;     // scratch for the re-centring
 };

@@ -54,7 +54,7 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 // beats NUTS per second while blocks are small (2-6x at 10-20 weights); a t proposal for a
 // whole block of 50 weights sticks (its importance weights vary too much: ESS 17 of 4,000),
 // and varblock's whitened sub-blocks for such blocks (FitOptions::varblock_split) mix but
-// still reach only 0.8-0.9x NUTS's bulk-ESS per CPU second there (docs/methods.md), so large
+// still reach only 0.9-1.0x NUTS's bulk-ESS per second there (docs/methods.md), so large
 // blocks keep NUTS. Splitting 20 weights into 2-3 sub-blocks loses to the whole-block move
 // (about 19,000 and 15,000 against 26,000 ESS/s on unimodal_d20), hence the threshold. Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
