@@ -26,11 +26,11 @@
 // With BlockSplit::recentre, the warmup moves μ_j (in place of the mode a Laplace fit gives) to
 // the mean of the chain's own draws twice: after a fifth of the warmup steps this kernel takes,
 // to the mean over the tenth before (so that the rest of the warmup already mixes well), and
-// at the end of warmup to the mean over its second half:
-// on the 50-parent model the posterior mean lies 1.7 whitened units from the mode, most of it
-// in the first coordinates of z, which capped their sub-block's acceptance at 0.4. L is kept
-// (a 50 × 50 covariance from a few hundred correlated draws is worse than the Laplace one).
-// Nothing changes after the warmup.
+// at the end of warmup to the mean over its second half. On the 50-parent model the posterior
+// mean lies 1.7 whitened units from the mode, most of it in the first coordinates of z, which
+// capped their sub-block's acceptance at 0.4. L is kept (a 50 × 50 covariance from a few
+// hundred correlated draws is worse than the Laplace one). Nothing changes after the warmup; a
+// kernel inside a mixture counts only its own steps against the warmup's iterations.
 #pragma once
 
 #include "inference/gaussian.hpp"
