@@ -1,18 +1,45 @@
 #include "inference/block_mh.hpp"
 
-#include "inference/metropolis.hpp"
-
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
 namespace vbn::inference {
 
-BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint) : joint_(std::move(joint)) { stats_.name = name(); }
+namespace {
+// A re-centring needs at least this many warmup draws (a kernel inside a mixture may get few).
+constexpr long min_centre_draws = 20;
 
-BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block) : given_(std::move(per_block)) {
+void check_split(const BlockSplit& s) {
+    if (s.above < 0 || (s.above > 0 && s.max_size < 1) || !(s.df >= 0) || !(s.scale > 0) || !std::isfinite(s.scale)) {
+        throw std::invalid_argument(fmt::format(
+            "block independence mh: invalid sub-block split (above {}, max_size {}, df {}, scale {})", s.above,
+            s.max_size, s.df, s.scale));
+    }
+}
+}  // namespace
+
+int BlockSplit::parts(int size) const { return splits(size) ? (size + max_size - 1) / max_size : 1; }
+
+std::string BlockSplit::describe() const {
+    const std::string family = df == 0 ? "the block proposal's t" : std::isinf(df) ? "Gaussian" : fmt::format("t({})", df);
+    return fmt::format("sub-blocks of at most {} whitened coordinates ({}, scale x {}{})", max_size, family, scale,
+                       recentre ? ", re-centred in warmup" : "");
+}
+
+BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split)
+    : joint_(std::move(joint)), split_(split) {
+    check_split(split_);
+    stats_.name = name();
+}
+
+BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block, BlockSplit split)
+    : given_(std::move(per_block)), split_(split) {
     if (given_.empty()) throw std::invalid_argument("block independence mh: no block proposals given");
+    check_split(split_);
     stats_.name = name();
 }
 
@@ -28,9 +55,12 @@ void BlockIndependenceMH::setup(const Density& target) {
             fmt::format("block independence mh: {} block proposals given but the target has {} blocks", given_.size(), nb));
     }
     blocks_.clear();
+    whitened_.clear();
+    int widest = 0;
     for (int b = 0; b < nb; ++b) {
         const BlockRange r = target.block(b);
         Block block;
+        block.target_block = b;
         block.offset = r.offset;
         block.size = r.size;
         if (given_.empty()) {
@@ -43,17 +73,72 @@ void BlockIndependenceMH::setup(const Density& target) {
                     block.q.dim(), r.size));
             }
         }
-        block.cached_x.setZero(r.size);
-        blocks_.push_back(std::move(block));
+        if (!split_.splits(r.size)) {
+            block.cached_x.setZero(r.size);
+            blocks_.push_back(std::move(block));
+            continue;
+        }
+        Whitened w;
+        w.offset = r.offset;
+        w.size = r.size;
+        w.mean = block.q.mean();
+        w.lower = block.q.cholesky();
+        w.z.setZero(r.size);
+        w.proposed.setZero(r.size);
+        w.cached_x.setZero(r.size);
+        w.z_sum.setZero(r.size);
+        widest = std::max(widest, r.size);
+        // Sub-blocks as equal as possible: the first (size mod parts) one coordinate larger.
+        const double df = split_.df > 0 ? split_.df : block.q.df();
+        const int parts = split_.parts(r.size);
+        for (int k = 0, first = 0; k < parts; ++k) {
+            const int n = r.size / parts + (k < r.size % parts ? 1 : 0);
+            Block s;
+            s.target_block = b;
+            s.offset = r.offset;
+            s.size = n;
+            s.whitened = static_cast<int>(whitened_.size());
+            s.sub_offset = first;
+            s.q = GaussianProposal(Eigen::VectorXd::Zero(n), split_.scale * split_.scale * Eigen::MatrixXd::Identity(n, n), df);
+            blocks_.push_back(std::move(s));
+            first += n;
+        }
+        whitened_.push_back(std::move(w));
     }
+    shift_.setZero(widest);
+    centre_draws_ = 0;
     proposal_.setZero(d);
     current_.reset(nb);
     ready_ = true;
 }
 
-// One MH move of block b against its exact conditional; returns min(1, ratio).
+MetropolisDecision BlockIndependenceMH::decide(Block& block, State& state, Density& target, Rng& rng, double log_q_new,
+                                               double log_q_now) {
+    const int b = block.target_block;
+    const BlockRange r = target.block(b);
+    const double current = current_.current(target, b, r, state.x);
+    require_finite_current(current, "block independence mh");
+    const double proposed = proposal_log_density(target.block_log_density(b, proposal_));
+    // Fig. 6: MH for block j with invariant p(θ_j | θ_-j); the conditional's normaliser cancels.
+    const MetropolisDecision decision = metropolis((proposed - log_q_new) - (current - log_q_now), rng);
+    ++block.proposed;
+    ++stats_.proposed;
+    if (decision.accept) {
+        ++block.accepted;
+        ++stats_.accepted;
+        state.x.segment(r.offset, r.size) = proposal_.segment(r.offset, r.size);
+        state.lp += proposed - current;
+        current_.store(target, b, state.x, proposed);
+    } else {
+        proposal_.segment(r.offset, r.size) = state.x.segment(r.offset, r.size);
+    }
+    return decision;
+}
+
+// One MH move of blocks_[b] against its exact conditional; returns min(1, ratio).
 double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng) {
     Block& block = blocks_[static_cast<std::size_t>(b)];
+    if (block.whitened >= 0) return move_whitened(block, state, target, rng);
     const auto current_x = state.x.segment(block.offset, block.size);
     if (!block.cached || current_x != block.cached_x) {
         block.cached_x = current_x;
@@ -63,24 +148,40 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
     auto seg = proposal_.segment(block.offset, block.size);
     block.q.sample(rng, seg);
     const double log_q = block.q.log_density(seg);
-
-    const double current = current_.current(target, b, {block.offset, block.size}, state.x);
-    require_finite_current(current, "block independence mh");
-    const double proposed = proposal_log_density(target.block_log_density(b, proposal_));
-    // Fig. 6: MH for block j with invariant p(θ_j | θ_-j); the conditional's normaliser cancels.
-    const MetropolisDecision decision = metropolis((proposed - log_q) - (current - block.cached_log_q), rng);
-    ++block.proposed;
-    ++stats_.proposed;
+    const MetropolisDecision decision = decide(block, state, target, rng, log_q, block.cached_log_q);
     if (decision.accept) {
-        ++block.accepted;
-        ++stats_.accepted;
-        state.x.segment(block.offset, block.size) = seg;
-        state.lp += proposed - current;
         block.cached_x = seg;
         block.cached_log_q = log_q;
-        current_.store(target, b, state.x, proposed);
+    }
+    return decision.probability;
+}
+
+// One move of a whitened sub-block S: z*_S from its standard proposal, the rest of z kept,
+// θ*_j = μ_j + L z*.
+double BlockIndependenceMH::move_whitened(Block& block, State& state, Density& target, Rng& rng) {
+    Whitened& w = whitened_[static_cast<std::size_t>(block.whitened)];
+    const auto current_x = state.x.segment(w.offset, w.size);
+    if (!w.cached || current_x != w.cached_x) {
+        w.cached_x = current_x;
+        w.z = current_x - w.mean;
+        w.lower.triangularView<Eigen::Lower>().solveInPlace(w.z);
+        w.proposed = w.z;
+        w.cached = true;
+    }
+    auto z_new = w.proposed.segment(block.sub_offset, block.size);
+    const auto z_now = w.z.segment(block.sub_offset, block.size);
+    block.q.sample(rng, z_new);
+    const double log_q_new = block.q.log_density(z_new);
+    const double log_q_now = block.q.log_density(z_now);
+    auto seg = proposal_.segment(w.offset, w.size);
+    seg.noalias() = w.lower.triangularView<Eigen::Lower>() * w.proposed;
+    seg += w.mean;
+    const MetropolisDecision decision = decide(block, state, target, rng, log_q_new, log_q_now);
+    if (decision.accept) {
+        w.z.segment(block.sub_offset, block.size) = z_new;
+        w.cached_x = seg;
     } else {
-        seg = current_x;
+        z_new = z_now;
     }
     return decision.probability;
 }
@@ -95,6 +196,45 @@ void BlockIndependenceMH::step(State& state, Density& target, Rng& rng, Transiti
     proposal_ = state.x;
     info.accept_stat = sweep_blocks(blocks_, [&](int b) { return move(b, state, target, rng); });
     info.kernel = 0;
+    if (warmup_step_ >= 0) {
+        // After a sweep every split block's z is the state's. Two windows: [T/10, T/5), whose
+        // mean becomes the centre at step T/5, and [T/2, T), at the end of warmup.
+        const int i = warmup_step_++, t = warmup_total_;
+        if ((i >= t / 10 && i < t / 5) || i >= t / 2) {
+            for (Whitened& w : whitened_) w.z_sum += w.z;
+            ++centre_draws_;
+        }
+        if (i + 1 == t / 5) recentre();
+    }
+}
+
+void BlockIndependenceMH::begin_warmup(int iterations) {
+    if (!split_.recentre) return;
+    warmup_step_ = 0;
+    warmup_total_ = iterations;
+    centre_draws_ = 0;
+    for (Whitened& w : whitened_) w.z_sum.setZero();
+}
+
+void BlockIndependenceMH::end_warmup() {
+    if (warmup_step_ < 0) return;
+    warmup_step_ = -1;
+    recentre();
+}
+
+void BlockIndependenceMH::recentre() {
+    if (centre_draws_ >= min_centre_draws) {
+        // μ_j += L z̄: the new centre is the mean of the draws; z is recomputed at the next move.
+        for (Whitened& w : whitened_) {
+            auto shift = shift_.head(w.size);
+            shift = w.z_sum / static_cast<double>(centre_draws_);
+            w.proposed.noalias() = w.lower.triangularView<Eigen::Lower>() * shift;
+            w.mean += w.proposed;
+            w.cached = false;
+        }
+    }
+    for (Whitened& w : whitened_) w.z_sum.setZero();
+    centre_draws_ = 0;
 }
 
 std::unique_ptr<Kernel> BlockIndependenceMH::clone() const { return std::make_unique<BlockIndependenceMH>(*this); }

@@ -51,9 +51,12 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
 // factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
 // Laplace covariance fits closely (runtime/laplace_proposal.hpp), and block independence MH
-// beats NUTS per second while blocks are small (2-6x at 10-20 weights); it
-// loses by orders of magnitude once a block is large (the importance weights of a t proposal
-// in 50 dimensions vary too much: ESS 17 of 4,000 at d = 50). Hidden or missing values in a
+// beats NUTS per second while blocks are small (2-6x at 10-20 weights); a t proposal for a
+// whole block of 50 weights sticks (its importance weights vary too much: ESS 17 of 4,000),
+// and varblock's whitened sub-blocks for such blocks (FitOptions::varblock_split) mix but
+// still reach only 0.9-1.0x NUTS's bulk-ESS per second there (docs/methods.md), so large
+// blocks keep NUTS. Splitting 20 weights into 2-3 sub-blocks loses to the whole-block move
+// (about 19,000 and 15,000 against 26,000 ESS/s on unimodal_d20), hence the threshold. Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
 // and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
 // modes. Larger models with unobserved values: varmix's variational block moves mixed with a
@@ -72,7 +75,9 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
             return "varblock";
         }
         if (why)
-            *why = fmt::format("a node has {} weights, too many for independence proposals: NUTS", largest_block);
+            *why = fmt::format("a node has {} weights, too many for one independence proposal (varblock's whitened "
+                               "sub-blocks are slower there): NUTS",
+                               largest_block);
         return "nuts";
     }
     if (why)
@@ -186,11 +191,29 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
     std::string why_not;
     std::optional<LaplaceProposal> p = laplace_proposal(target, q, lo, &why_not);
     notes.push_back(p ? p->describe(lo) : fmt::format("independence proposal: the variational fit ({})", why_not));
-    if (p && !(p->max_k() <= 0.7))
+    // varblock's split blocks are not proposed whole, so their pilot k̂ says nothing about them.
+    double k = 0;
+    if (p) {
+        for (std::size_t b = 0; b < p->blocks.size(); ++b)
+            if (method != "varblock" || !o.varblock_split.splits(p->blocks[b].dim())) k = std::max(k, p->pareto_k[b]);
+    }
+    if (p && !(k <= 0.7))
         notes.push_back(fmt::format("the independence proposal fits the posterior poorly (pilot k-hat {:.2f} > 0.7): "
                                     "expect sticky chains; --method nuts or rwm may mix better",
-                                    p->max_k()));
+                                    k));
     return p;
+}
+
+// varblock: which nodes' blocks are moved in whitened sub-blocks (nothing when none is).
+std::optional<std::string> split_note(const ir::Graph& graph, const inference::BlockSplit& split) {
+    std::string nodes;
+    for (const auto& b : graph.blocks) {
+        if (!split.splits(b.size)) continue;
+        nodes += fmt::format("{}{} ({} weights in {} sub-blocks)", nodes.empty() ? "" : ", ",
+                             graph.elements[static_cast<std::size_t>(b.element)].name, b.size, split.parts(b.size));
+    }
+    if (nodes.empty()) return std::nullopt;
+    return fmt::format("varblock: nodes with more than {} weights move in {}: {}", split.above, split.describe(), nodes);
 }
 
 // NUTS starts from the exact posterior's Laplace fit (the mode by Newton from the VB mean and
@@ -234,14 +257,14 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     }
     // The block moves of varblock and varmix: from the exact posterior's proposal when there
     // is one, else from the variational marginals.
-    auto block_moves = [&]() {
-        return exact ? std::make_unique<BlockIndependenceMH>(exact->blocks)
-                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation));
+    auto block_moves = [&](BlockSplit split = {}) {
+        return exact ? std::make_unique<BlockIndependenceMH>(exact->blocks, split)
+                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation), split);
     };
     if (method == "varmh")
         return std::make_unique<IndependenceMH>(exact ? exact->joint()
                                                       : variational_proposal(q, o.proposal_df, o.proposal_inflation));
-    if (method == "varblock") return block_moves();
+    if (method == "varblock") return block_moves(o.varblock_split);
     if (method == "varmix") {
         RandomWalkOptions ro;
         ro.mode = BlockMode::per_block;
@@ -339,6 +362,8 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
 
     const std::optional<LaplaceProposal> exact = exact_proposal(r.method, *target, q, o, r.notes);
+    if (r.method == "varblock")
+        if (auto note = split_note(graph, o.varblock_split)) r.notes.push_back(std::move(*note));
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data),
                                                                    exact ? &*exact : nullptr);
     r.kernel = kernel->name();

@@ -5,7 +5,8 @@
 //   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
 //             covariance, scale tuned in warmup
 //   varmh     independence MH with one proposal for all of θ (§4.1)
-//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6)
+//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
+//             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split)
 //             (the proposals of varmh, varblock, varmix's block moves and regen's start come
 //             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
 //             blocks are separable; else, or with FitOptions::proposal "vb", from the
@@ -23,6 +24,7 @@
 //   auto      the default; see choose_method()
 #pragma once
 
+#include "inference/block_mh.hpp"
 #include "inference/chains.hpp"
 #include "lang/ir.hpp"
 #include "runtime/dataset.hpp"
@@ -74,6 +76,10 @@ struct FitOptions {
     // the variational fit with proposal_df and proposal_inflation (the paper's VarMCMC).
     std::string proposal = "laplace";
     LaplaceProposalOptions laplace;
+    // varblock: blocks of more than 20 weights are moved in whitened sub-blocks of at most 10
+    // coordinates, re-centred on the warmup's draws (inference/block_mh.hpp); an independence
+    // proposal for a whole block of 50 weights sticks (docs/methods.md, "Whitened sub-blocks").
+    inference::BlockSplit varblock_split{20, 10, 0, 1.1, true};
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;

@@ -87,6 +87,10 @@ std::vector<NamedKernel> all_kernels(const GaussianDensity& t) {
     ks.push_back({"independence mh gaussian", std::make_unique<IndependenceMH>(nearby_proposal(t, 1.5))});
     ks.push_back({"independence mh t5", std::make_unique<IndependenceMH>(nearby_proposal(t, 1.0, 5.0))});
     ks.push_back({"block independence mh", block_imh.clone()});
+    // Blocks of 3 and 4 moved in whitened sub-blocks of at most 2 (the 2-D target's blocks of 1
+    // are not split), re-centred in warmup.
+    ks.push_back({"block independence mh, whitened sub-blocks",
+                  std::make_unique<BlockIndependenceMH>(nearby_proposal(t, 1.5), BlockSplit{2, 2, 0, 1.0, true})});
     ks.push_back({"mixture", std::make_unique<Mixture>(0.5, block_imh, rw_block)});
     ks.push_back({"cycle", make_cycle(block_imh, rw_whole)});
     ks.push_back({"mixture independence mh", std::make_unique<MixtureIndependenceMH>(MixtureProposal(
@@ -641,4 +645,80 @@ TEST_CASE("block kernels evaluate the current state's terms only when they may h
         CHECK(target.block_calls > 2L * steps);
         CHECK(target.block_calls <= 4L * steps);
     }
+}
+
+namespace {
+// The correlated targets as one block each, so that the whitened sub-blocks cut across them.
+GaussianDensity one_block(const GaussianDensity& t) { return GaussianDensity(t.mean(), t.covariance()); }
+}  // namespace
+
+TEST_CASE("whitened sub-blocks of one block leave correlated 2-D and 10-D Gaussians invariant") {
+    std::uint64_t seed = 300;
+    for (const bool ten : {false, true}) {
+        GaussianDensity target = one_block(ten ? vbn::test::correlated_10d() : vbn::test::correlated_2d());
+        // 2-D: two sub-blocks of 1; 10-D: sub-blocks of 4, 3 and 3.
+        const int max_size = ten ? 4 : 1;
+        for (const double df : {GaussianProposal::gaussian_df, 5.0}) {
+            for (const bool recentre : {false, true}) {
+                INFO(target.dim() << "-D, df " << df << ", recentre " << recentre);
+                BlockIndependenceMH k(nearby_proposal(target, 1.5, df), BlockSplit{1, max_size, 0, 1.0, recentre});
+                const RunResult r = run_kernel(k, target, 2000, 40000, ++seed);
+                const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
+                CHECK_MESSAGE(failures.empty(), failures);
+                CHECK(r.max_lp_error < 1e-10);
+                const std::vector<double> acc = k.block_acceptance();
+                CHECK(acc.size() == (ten ? 3u : 2u));
+                for (double a : acc) CHECK(a > 0.3);
+            }
+        }
+    }
+}
+
+TEST_CASE("whitened sub-blocks: re-centring on the warmup's draws raises acceptance from a proposal off-centre") {
+    GaussianDensity target = one_block(vbn::test::correlated_10d());
+    // Centred 0.5 sd off in every coordinate, alternating signs: a poor independence proposal.
+    const GaussianProposal off = vbn::test::shifted_proposal(target, 0.5, 1.0, 10.0);
+    double accept[2];
+    for (const bool recentre : {false, true}) {
+        BlockIndependenceMH k(off, BlockSplit{1, 4, 0, 1.0, recentre});
+        const RunResult r = run_kernel(k, target, 2000, 20000, 11);
+        const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
+        CHECK_MESSAGE(failures.empty(), failures);
+        accept[recentre] = r.accept_rate;
+    }
+    MESSAGE("acceptance from 0.5 sd off: ", accept[0], " fixed, ", accept[1], " re-centred");
+    CHECK(accept[1] > accept[0] + 0.2);
+}
+
+TEST_CASE("whitened sub-blocks: the same seed gives the same draws, a clone the same as the original") {
+    GaussianDensity target = one_block(vbn::test::correlated_10d());
+    const BlockIndependenceMH k(nearby_proposal(target, 1.5, 10.0), BlockSplit{1, 4, 0, 1.0, true});
+    auto a = k.clone(), b = k.clone(), c = k.clone();
+    const RunResult ra = run_kernel(*a, target, 200, 500, 5);
+    const RunResult rb = run_kernel(*b, target, 200, 500, 5);
+    const RunResult rc = run_kernel(*c, target, 200, 500, 6);
+    CHECK(ra.draws == rb.draws);
+    CHECK(ra.draws != rc.draws);
+}
+
+TEST_CASE("whitened sub-blocks: sizes as equal as possible; invalid splits are refused") {
+    const BlockSplit s{20, 10, 0, 1.1, true};
+    CHECK(s.parts(20) == 1);
+    CHECK(s.parts(21) == 3);
+    CHECK(s.parts(50) == 5);
+    CHECK(s.parts(51) == 6);
+    CHECK(BlockSplit{}.parts(1000) == 1);
+    const GaussianProposal q(Eigen::VectorXd::Zero(3), Eigen::MatrixXd::Identity(3, 3));
+    CHECK_THROWS_AS(BlockIndependenceMH(q, BlockSplit{2, 0, 0, 1.0, false}), std::invalid_argument);
+    CHECK_THROWS_AS(BlockIndependenceMH(q, BlockSplit{2, 2, -1, 1.0, false}), std::invalid_argument);
+    CHECK_THROWS_AS(BlockIndependenceMH(q, BlockSplit{2, 2, 0, 0.0, false}), std::invalid_argument);
+    // Split 7 = 3 + 2 + 2: every sub-block moves once per step.
+    GaussianDensity target(Eigen::VectorXd::Zero(7), Eigen::MatrixXd::Identity(7, 7));
+    BlockIndependenceMH k(GaussianProposal(Eigen::VectorXd::Zero(7), Eigen::MatrixXd::Identity(7, 7)), BlockSplit{1, 3});
+    run_kernel(k, target, 0, 100, 1);
+    CHECK(k.block_acceptance().size() == 3);
+    std::vector<KernelStats> stats;
+    k.collect_stats(stats);
+    CHECK(stats.front().proposed == 300);
+    CHECK(target.block_calls <= 2 * 300);
 }

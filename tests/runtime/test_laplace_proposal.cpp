@@ -164,3 +164,29 @@ TEST_CASE("10 parents: the independence kernels from the Laplace proposal agree 
         }
     }
 }
+
+TEST_CASE("10 parents in whitened sub-blocks: varblock agrees with a long NUTS run and says how it split the block") {
+    const Example e("unimodal_d10");
+    std::ifstream in(std::string(VBN_SOURCE_DIR) + "/tests/runtime/fixtures/unimodal_d10_nuts.json");
+    REQUIRE(in);
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    FitOptions o;  // the defaults: 4 chains of 1,000 + 1,000
+    o.seed = 5;
+    o.method = "varblock";
+    o.varblock_split.above = 5;  // the node's 10 weights in sub-blocks of 4, 3 and 3
+    o.varblock_split.max_size = 4;
+    const FitResult r = fit(e.g, e.data, o);
+    bool noted = false;
+    for (const auto& n : r.notes) noted |= n.find("y (10 weights in 3 sub-blocks)") != std::string::npos;
+    CHECK(noted);
+    const auto rows = summarize_fit(r, "unimodal_d10", o.warmup, o.draws).rows;
+    REQUIRE(rows.size() == ref["parameters"].size());
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        const auto& p = ref["parameters"][k];
+        CAPTURE(rows[k].name);
+        CHECK(std::abs(rows[k].mean - p["mean"].get<double>()) < 4 * rows[k].mcse_mean);
+        CHECK(std::abs(rows[k].sd / p["sd"].get<double>() - 1) < 4 / std::sqrt(2 * rows[k].ess_bulk));
+        CHECK(rows[k].rhat < 1.01);
+        CHECK(rows[k].ess_bulk > 1000);
+    }
+}
