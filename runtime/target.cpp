@@ -286,10 +286,10 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const auto rows = m.f.middleRows(start, len);
         auto eta = ws.eta_.head(len);
         if (groups > 0) {
-            // One group at a time over the chunk's rows: each row's additions are independent
-            // of the next row's (a row at a time made one chain of dependent adds per row), in
-            // the same order as before (a, then groups 0, 1, ...), so the same bits.
-            // Two groups per pass, so that η is loaded and stored half as often.
+            // Groups in the outer loop, two per pass over the chunk's rows: the rows' sums are
+            // independent of each other (row by row they were one chain of dependent adds), and
+            // η is loaded and stored once per two groups. Each row still adds a, then group 0,
+            // 1, ... in order.
             const auto group_signs = [&](int g) { return m.signs.data() + sz(g) * sz(n) + sz(start); };
             const auto group_table = [&](int g) { return ws.sign_sums_.data() + g * sign_group_size; };
             for (int t = 0; t < len; ++t) eta[t] = m.a[start + t];

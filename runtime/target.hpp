@@ -51,7 +51,8 @@ public:
         Eigen::VectorXd factor_resid_; // per factor, at the current configuration
         Eigen::VectorXd x_;            // the current configuration, ±1
         Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents, θ's signed sums
-        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign pattern (even rows, then odd rows)
+        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign
+                                       // pattern; a set for even rows, then one for odd rows
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
@@ -145,9 +146,10 @@ private:
                                    // per product of kLogGroup factors; else one log per row
         // When every entry of f is ±1 (binary parents, all observed) and there are at least
         // 8 columns: f's signs packed 8 columns to a byte, group-major (sign_groups × rows, so
-        // that one group's bytes are contiguous), bit k of byte (g, t) set where f(t, 8g + k) = +1. F θ is then a sum of sign_groups table
-        // look-ups per row and F' r a sum of residuals per sign pattern (see complete_term):
-        // the same numbers to rounding, with a fraction of the arithmetic.
+        // that one group's bytes are contiguous), bit k of byte (g, t) set where
+        // f(t, 8g + k) = +1. F θ is then a sum of sign_groups table look-ups per row and F' r a
+        // sum of residuals per sign pattern (see complete_term): the same numbers to rounding,
+        // with a fraction of the arithmetic.
         std::vector<unsigned char> signs;
         int sign_groups = 0;
         int rows() const { return static_cast<int>(a.size()); }
