@@ -87,49 +87,48 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
         if (inserted) first.push_back(t);
         row_of[sz(t)] = it->second;
     }
-    Merged m;
     const int rows = static_cast<int>(first.size());
-    m.f.resize(rows, k);
-    m.a.resize(rows);
-    for (int r = 0; r < rows; ++r) {
-        m.f.row(r) = cf.f.row(first[sz(r)]);
-        m.a[r] = cf.a[first[sz(r)]];
-    }
-    m.w_pos.setZero(rows);
-    m.w_neg.setZero(rows);
-    for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? m.w_pos : m.w_neg)[row_of[sz(t)]] += cf.w[t];
-    m.w_total = m.w_pos + m.w_neg;
-    // Rows in runs of equal total weight (their logs are taken of products; see complete_term).
+    Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
+    for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? w_pos : w_neg)[row_of[sz(t)]] += cf.w[t];
+    const Eigen::VectorXd w_total = w_pos + w_neg;
+    // Rows in runs of equal total weight (their logs are taken of products; see complete_term),
+    // taken straight from the family's rows: each merged row r is family row first[order[r]].
     std::vector<int> order(sz(rows));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int r, int q) { return m.w_total[r] < m.w_total[q]; });
-    Merged sorted;
-    sorted.f.resize(rows, k);
-    sorted.a.resize(rows);
-    sorted.w_pos.resize(rows);
-    sorted.w_neg.resize(rows);
-    sorted.w_total.resize(rows);
+    std::stable_sort(order.begin(), order.end(), [&](int r, int q) { return w_total[r] < w_total[q]; });
+    Merged m;
+    m.a.resize(rows);
+    m.w_pos.resize(rows);
+    m.w_neg.resize(rows);
+    m.w_total.resize(rows);
     for (int r = 0; r < rows; ++r) {
         const int from = order[sz(r)];
-        sorted.f.row(r) = m.f.row(from);
-        sorted.a[r] = m.a[from];
-        sorted.w_pos[r] = m.w_pos[from];
-        sorted.w_neg[r] = m.w_neg[from];
-        sorted.w_total[r] = m.w_total[from];
-        if (r > 0 && sorted.w_total[r] != sorted.w_total[r - 1]) sorted.run_end.push_back(r);
+        m.a[r] = cf.a[first[sz(from)]];
+        m.w_pos[r] = w_pos[from];
+        m.w_neg[r] = w_neg[from];
+        m.w_total[r] = w_total[from];
+        if (r > 0 && m.w_total[r] != m.w_total[r - 1]) m.run_end.push_back(r);
     }
-    sorted.run_end.push_back(rows);
-    sorted.product_logs = rows >= kLogGroup * static_cast<int>(sorted.run_end.size());
-    if (k >= sign_min_columns && ((sorted.f.array() == 1.0) || (sorted.f.array() == -1.0)).all()) {
-        sorted.sign_groups = (k + sign_group_bits - 1) / sign_group_bits;
-        sorted.signs.assign(sz(rows) * sz(sorted.sign_groups), 0);
+    m.run_end.push_back(rows);
+    m.product_logs = rows >= kLogGroup * static_cast<int>(m.run_end.size());
+    const auto family_row = [&](int r) { return cf.f.row(first[sz(order[sz(r)])]); };
+    bool signs = k >= sign_min_columns;
+    for (int r = 0; signs && r < rows; ++r)
+        signs = ((family_row(r).array() == 1.0) || (family_row(r).array() == -1.0)).all();
+    if (signs) {
+        // Packed signs only: the dense rows are not kept (complete_term reads one or the other).
+        m.sign_groups = (k + sign_group_bits - 1) / sign_group_bits;
+        m.signs.assign(sz(rows) * sz(m.sign_groups), 0);
         for (int r = 0; r < rows; ++r)
             for (int j = 0; j < k; ++j)
-                if (sorted.f(r, j) > 0)
-                    sorted.signs[sz(j / sign_group_bits) * sz(rows) + sz(r)] |=
+                if (cf.f(first[sz(order[sz(r)])], j) > 0)
+                    m.signs[sz(j / sign_group_bits) * sz(rows) + sz(r)] |=
                         static_cast<unsigned char>(1u << (j % sign_group_bits));
+    } else {
+        m.f.resize(rows, k);
+        for (int r = 0; r < rows; ++r) m.f.row(r) = family_row(r);
     }
-    return sorted;
+    return m;
 }
 
 Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options)
@@ -283,7 +282,6 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
-        const auto rows = m.f.middleRows(start, len);
         auto eta = ws.eta_.head(len);
         if (groups > 0) {
             // Groups in the outer loop, two per pass over the chunk's rows: the rows' sums are
@@ -305,7 +303,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                 for (int t = 0; t < len; ++t) eta[t] += t0[s0[t]];
             }
         } else {
-            eta.noalias() = rows * th;
+            eta.noalias() = m.f.middleRows(start, len) * th;
             eta += m.a.segment(start, len);
         }
         const auto wp = m.w_pos.segment(start, len).array();
@@ -365,7 +363,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                     if (t < len) bucket[sign[t]] += ws.resid_[t];
                 }
             } else {
-                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += rows.transpose() * ws.resid_.head(len);
+                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
             }
         }
     }

@@ -136,7 +136,7 @@ private:
     // share |η_t| and so one exp and one log: log g(η) = min(η, 0) - log(1 + e^{-|η|}) and
     // log g(-η) = min(-η, 0) - log(1 + e^{-|η|}). Built from families_.complete.
     struct Merged {
-        Eigen::MatrixXd f;         // rows × block size
+        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed
         Eigen::VectorXd a;         // offsets
         Eigen::VectorXd w_pos;     // rows with y = +1
         Eigen::VectorXd w_neg;     // rows with y = -1
