@@ -40,8 +40,10 @@ CsvReader::CsvReader(std::string& text, std::string name)
 CsvReader::CsvReader(std::istream& in, std::string name, std::size_t chunk)
     : pos_(nullptr), end_(nullptr), in_(&in), chunk_(std::max<std::size_t>(chunk, 1)), at_end_(false),
       name_(std::move(name)) {
-    buffer_.assign(1, '\0');
-    pos_ = end_ = buffer_.data();
+    buffer_ = std::make_unique_for_overwrite<char[]>(1);
+    buffer_size_ = 1;
+    buffer_[0] = '\0';
+    pos_ = end_ = buffer_.get();
     // The checks of the first bytes look at up to 64 KiB.
     while (!at_end_ && end_ - pos_ < 64 * 1024) refill();
     sniff();
@@ -65,14 +67,15 @@ void CsvReader::refill() {
     const auto keep = static_cast<std::size_t>(end_ - pos_);
     // A record longer than a chunk doubles what is read, so it costs O(its length) to gather.
     const std::size_t want = std::max(chunk_, keep);
-    if (buffer_.size() < keep + want + 1) {
-        std::string grown(keep + want + 1, '\0');
-        std::memcpy(grown.data(), pos_, keep);
-        buffer_.swap(grown);
+    if (buffer_size_ < keep + want + 1) {
+        auto grown = std::make_unique_for_overwrite<char[]>(keep + want + 1);
+        std::memcpy(grown.get(), pos_, keep);
+        buffer_ = std::move(grown);
+        buffer_size_ = keep + want + 1;
     } else {
-        std::memmove(buffer_.data(), pos_, keep);
+        std::memmove(buffer_.get(), pos_, keep);
     }
-    char* const base = buffer_.data();
+    char* const base = buffer_.get();
     in_->read(base + keep, static_cast<std::streamsize>(want));
     const auto got = static_cast<std::size_t>(in_->gcount());
     if (in_->bad()) throw Error(ErrorKind::io, fmt::format("cannot read data '{}'", name_));

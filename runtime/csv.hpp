@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <istream>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,7 +59,10 @@ private:
     char* pos_;
     char* end_;
     std::istream* in_ = nullptr;  // null: the whole text is in memory
-    std::string buffer_;          // from a stream: the text read and not yet consumed, then '\0'
+    // From a stream: the text read and not yet consumed, then '\0'. Not zero-filled on
+    // allocation, so the pages of a chunk that a short file never reaches are never touched.
+    std::unique_ptr<char[]> buffer_;
+    std::size_t buffer_size_ = 0;
     std::size_t chunk_ = 0;
     bool at_end_ = true;          // nothing more to read after end_
     std::string name_;
