@@ -38,7 +38,7 @@ std::string BlockSplit::describe() const {
 }
 
 std::string BlockRecentre::describe() const {
-    return fmt::format("whole blocks re-centred in warmup (the initial centre counted as {} draws)", prior_draws);
+    return fmt::format("re-centred in warmup on each chain's own draws (the initial centre counted as {} draws)", prior_draws);
 }
 
 BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split, BlockRecentre recentre)

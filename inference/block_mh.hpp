@@ -80,7 +80,7 @@ struct BlockRecentre {
     bool enabled = false;
     double prior_draws = 0;  // w: the initial centre counts as this many draws
 
-    // "whole blocks re-centred in warmup (the initial centre counted as 300 draws)"
+    // "re-centred in warmup on each chain's own draws (the initial centre counted as 300 draws)"
     std::string describe() const;
 };
 

@@ -273,9 +273,10 @@ std::optional<std::string> whole_block_note(const LaplaceProposal& exact, const 
     int changed = 0;
     if (o.varblock_df > 0)
         for (const auto& q : varblock_proposals(exact, o)) changed += !o.varblock_split.splits(q.dim()) && q.df() == o.varblock_df;
-    std::string out = fmt::format("varblock: {} of {} whole blocks proposed from a t({})", changed, whole, o.varblock_df);
-    if (changed == 0) out = "varblock: whole blocks proposed from the pilot's t";
-    if (o.varblock_recentre.enabled) out += "; " + o.varblock_recentre.describe();
+    std::string out = changed == 0 ? std::string("varblock: whole blocks propose from the pilot's t")
+                                   : fmt::format("varblock: whole blocks ({} of {}) propose from that t with {} degrees of freedom",
+                                                 changed, whole, o.varblock_df);
+    if (o.varblock_recentre.enabled) out += ", " + o.varblock_recentre.describe();
     return out;
 }
 
