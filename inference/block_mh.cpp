@@ -91,7 +91,8 @@ void BlockIndependenceMH::setup(const Density& target) {
             block.cached_x.setZero(r.size);
             if (whole_recentre_.enabled) {
                 block.centre = static_cast<int>(centres_.size());
-                centres_.push_back(Centre{WelfordMean(r.size), block.q.mean(), Eigen::VectorXd::Zero(r.size)});
+                centres_.push_back(
+                    Centre{WelfordMean(r.size), block.q.mean(), block.q.cholesky(), Eigen::VectorXd::Zero(r.size)});
             }
             blocks_.push_back(std::move(block));
             continue;
@@ -262,7 +263,7 @@ void BlockIndependenceMH::recentre_whole() {
         if (c.draws.count() < min_centre_draws) continue;
         const double n = static_cast<double>(c.draws.count());
         c.x = (n * c.draws.mean() + w * c.initial) / (n + w);
-        block.q.assign(c.x, block.q.cholesky());
+        block.q.assign(c.x, c.lower);
         block.cached = false;
     }
 }

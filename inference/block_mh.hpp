@@ -142,7 +142,8 @@ private:
     struct Centre {
         WelfordMean draws;
         Eigen::VectorXd initial;
-        Eigen::VectorXd x;  // scratch: the block's value
+        Eigen::MatrixXd lower;  // the proposal's Cholesky factor, kept (assign() then does not allocate)
+        Eigen::VectorXd x;      // scratch: the block's value
     };
 
     void setup(const Density& target);

@@ -246,9 +246,9 @@ std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOpt
     return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()), no);
 }
 
-// varblock's proposals from the exact posterior (only these are re-centred in warmup: without
-// them the posterior may have several modes, and a chain that spent its warmup in one would
-// pull its proposal there): each whole block whose pilot kept the Laplace
+// varblock's proposals from the exact posterior (only these are re-centred in warmup; the
+// variational proposal, where summed-out values couple blocks or with --proposal vb, stays as
+// the paper's VarMCMC uses it): each whole block whose pilot kept the Laplace
 // fit (as is or re-centred; re-fits have heavier refit_df tails and keep them) becomes a t with
 // FitOptions::varblock_df degrees of freedom. In 20 dimensions the radius of a t(30) spreads
 // wider than the posterior's: on unimodal_d20, with the centre and scale matrix of a long run,
