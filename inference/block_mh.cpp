@@ -20,6 +20,13 @@ void check_split(const BlockSplit& s) {
             s.max_size, s.df, s.scale));
     }
 }
+
+void check_recentre(const BlockRecentre& r) {
+    if (!(r.prior_draws >= 0) || !std::isfinite(r.prior_draws)) {
+        throw std::invalid_argument(
+            fmt::format("block independence mh: invalid block re-centring (prior draws {})", r.prior_draws));
+    }
+}
 }  // namespace
 
 int BlockSplit::parts(int size) const { return splits(size) ? (size + max_size - 1) / max_size : 1; }
@@ -30,16 +37,22 @@ std::string BlockSplit::describe() const {
                        recentre ? ", re-centred in warmup" : "");
 }
 
-BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split)
-    : joint_(std::move(joint)), split_(split) {
+std::string BlockRecentre::describe() const {
+    return fmt::format("re-centred in warmup on each chain's own draws (the initial centre counted as {} draws)", prior_draws);
+}
+
+BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split, BlockRecentre recentre)
+    : joint_(std::move(joint)), split_(split), whole_recentre_(recentre) {
     check_split(split_);
+    check_recentre(whole_recentre_);
     stats_.name = name();
 }
 
-BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block, BlockSplit split)
-    : given_(std::move(per_block)), split_(split) {
+BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block, BlockSplit split, BlockRecentre recentre)
+    : given_(std::move(per_block)), split_(split), whole_recentre_(recentre) {
     if (given_.empty()) throw std::invalid_argument("block independence mh: no block proposals given");
     check_split(split_);
+    check_recentre(whole_recentre_);
     stats_.name = name();
 }
 
@@ -56,6 +69,7 @@ void BlockIndependenceMH::setup(const Density& target) {
     }
     blocks_.clear();
     whitened_.clear();
+    centres_.clear();
     int widest = 0;
     for (int b = 0; b < nb; ++b) {
         const BlockRange r = target.block(b);
@@ -75,6 +89,11 @@ void BlockIndependenceMH::setup(const Density& target) {
         }
         if (!split_.splits(r.size)) {
             block.cached_x.setZero(r.size);
+            if (whole_recentre_.enabled) {
+                block.centre = static_cast<int>(centres_.size());
+                centres_.push_back(
+                    Centre{WelfordMean(r.size), block.q.mean(), block.q.cholesky(), Eigen::VectorXd::Zero(r.size)});
+            }
             blocks_.push_back(std::move(block));
             continue;
         }
@@ -200,26 +219,53 @@ void BlockIndependenceMH::step(State& state, Density& target, Rng& rng, Transiti
         // After a sweep every split block's z is the state's. Two windows: [T/10, T/5), whose
         // mean becomes the centre at step T/5, and [T/2, T), at the end of warmup.
         const int i = warmup_step_++, t = warmup_total_;
-        if ((i >= t / 10 && i < t / 5) || i >= t / 2) {
-            for (Whitened& w : whitened_) w.z_sum += w.z;
-            ++centre_draws_;
+        if (split_.recentre) {
+            if ((i >= t / 10 && i < t / 5) || i >= t / 2) {
+                for (Whitened& w : whitened_) w.z_sum += w.z;
+                ++centre_draws_;
+            }
+            if (i + 1 == t / 5) recentre();
         }
-        if (i + 1 == t / 5) recentre();
+        if (whole_recentre_.enabled && i >= t / 10) {
+            // Whole blocks: every draw from the tenth on, re-centred halfway and at the end.
+            for (const Block& block : blocks_) {
+                if (block.centre < 0) continue;
+                Centre& c = centres_[static_cast<std::size_t>(block.centre)];
+                c.x = state.x.segment(block.offset, block.size);
+                c.draws.add(c.x);
+            }
+            if (i + 1 == t / 2) recentre_whole();
+        }
     }
 }
 
 void BlockIndependenceMH::begin_warmup(int iterations) {
-    if (!split_.recentre) return;
+    if (!split_.recentre && !whole_recentre_.enabled) return;
     warmup_step_ = 0;
     warmup_total_ = iterations;
     centre_draws_ = 0;
     for (Whitened& w : whitened_) w.z_sum.setZero();
+    for (Centre& c : centres_) c.draws.restart();
 }
 
 void BlockIndependenceMH::end_warmup() {
     if (warmup_step_ < 0) return;
     warmup_step_ = -1;
-    recentre();
+    if (split_.recentre) recentre();
+    if (whole_recentre_.enabled) recentre_whole();
+}
+
+void BlockIndependenceMH::recentre_whole() {
+    const double w = whole_recentre_.prior_draws;
+    for (Block& block : blocks_) {
+        if (block.centre < 0) continue;
+        Centre& c = centres_[static_cast<std::size_t>(block.centre)];
+        if (c.draws.count() < min_centre_draws) continue;
+        const double n = static_cast<double>(c.draws.count());
+        c.x = (n * c.draws.mean() + w * c.initial) / (n + w);
+        block.q.assign(c.x, c.lower);
+        block.cached = false;
+    }
 }
 
 void BlockIndependenceMH::recentre() {
@@ -243,6 +289,13 @@ void BlockIndependenceMH::collect_stats(std::vector<KernelStats>& out) const { o
 
 std::vector<double> BlockIndependenceMH::block_acceptance() const {
     return block_acceptance_rates(blocks_);
+}
+
+std::vector<GaussianProposal> BlockIndependenceMH::block_proposals() const {
+    std::vector<GaussianProposal> out;
+    for (const Block& block : blocks_)
+        if (block.whitened < 0) out.push_back(block.q);
+    return out;
 }
 
 }  // namespace vbn::inference

@@ -6,7 +6,8 @@
 //             covariance, scale tuned in warmup
 //   varmh     independence MH with one proposal for all of θ (§4.1)
 //   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
-//             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split)
+//             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split), the
+//             others from a t(100) re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
 //             (the proposals of varmh, varblock, varmix's block moves and regen's start come
 //             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
 //             blocks are separable; else, or with FitOptions::proposal "vb", from the
@@ -80,6 +81,12 @@ struct FitOptions {
     // coordinates, re-centred on the warmup's draws (inference/block_mh.hpp); an independence
     // proposal for a whole block of 50 weights sticks (docs/methods.md, "Whitened sub-blocks").
     inference::BlockSplit varblock_split{20, 10, 0, 1.1, true};
+    // varblock's whole blocks (at most varblock_split.above weights) whose proposal is the
+    // exact posterior's Laplace fit: a t with varblock_df degrees of freedom rather than
+    // laplace.df (0: laplace.df), re-centred on each chain's warmup draws (inference/block_mh.hpp;
+    // docs/methods.md, "Whole blocks re-centred in warmup").
+    double varblock_df = 100;
+    inference::BlockRecentre varblock_recentre{true, 300};
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;

@@ -154,6 +154,9 @@ run "fit laplace proposal" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --see
 run "fit --proposal vb" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --proposal vb --seed 3 --warmup 100 --draws 100 &&
   if grep -q "independence proposal" "$tmp/err"; then bad "--proposal vb still notes the Laplace proposal"; else ok; fi
 run "unknown proposal" 1 -- "$vbn" fit "$m" --data "$d" --proposal magic && expect "unknown proposal" err "proposal"
+# varblock's whole blocks: that t with 100 degrees of freedom, re-centred in warmup, and a note says so.
+run "varblock whole blocks" 0 -- "$vbn" fit "$m" --data "$d" --method varblock --seed 3 --warmup 100 --draws 100 &&
+  expect "varblock whole-block note" err "varblock: whole blocks \(1 of 1\) propose from that t with 100 degrees of freedom, re-centred in warmup"
 # varblock moves a node with more than 20 weights in whitened sub-blocks, and says so.
 run "varblock sub-blocks" 0 -- "$vbn" fit "$ex/paper/unimodal_d50.vbn" --data "$ex/paper/unimodal_d50.csv" --method varblock --seed 3 --chains 2 --warmup 100 --draws 100 &&
   expect "varblock sub-block note" err "note: varblock: nodes with more than 20 weights move in sub-blocks of at most 10 whitened coordinates .*: y \(50 weights in 5 sub-blocks\)" &&

@@ -190,3 +190,31 @@ TEST_CASE("10 parents in whitened sub-blocks: varblock agrees with a long NUTS r
         CHECK(rows[k].ess_bulk > 1000);
     }
 }
+
+TEST_CASE("varblock: whole blocks from a t(100) re-centred in warmup give the same draws with 1 or 2 threads") {
+    const Example e("unimodal_d5");
+    FitOptions o;
+    o.method = "varblock";
+    o.chains = 3;
+    o.warmup = 200;
+    o.draws = 200;
+    o.seed = 8;
+    o.threads = 1;
+    const FitResult one = fit(e.g, e.data, o);
+    o.threads = 2;
+    const FitResult two = fit(e.g, e.data, o);
+    bool noted = false;
+    for (const auto& n : one.notes)
+        noted |= n.find("whole blocks (1 of 1) propose from that t with 100 degrees of freedom, re-centred in warmup") !=
+                  std::string::npos;
+    CHECK(noted);
+    REQUIRE(one.chains.size() == two.chains.size());
+    for (std::size_t c = 0; c < one.chains.size(); ++c) {
+        CHECK(one.chains[c].draws == two.chains[c].draws);
+        CHECK(one.chains[c].lp == two.chains[c].lp);
+    }
+    CHECK(one.chains[0].draws != one.chains[1].draws);
+    // Without the re-centring the same seed gives other draws: the re-centring is in use.
+    o.varblock_recentre.enabled = false;
+    CHECK(fit(e.g, e.data, o).chains[0].draws != one.chains[0].draws);
+}
