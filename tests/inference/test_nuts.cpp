@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -128,6 +129,22 @@ Eigen::VectorXd exact_draw(const GaussianDensity& g, Rng& rng) {
     Eigen::VectorXd z(g.mean().size());
     for (Eigen::Index i = 0; i < z.size(); ++i) z(i) = rng.normal();
     return g.mean() + l * z;
+}
+
+// A d-D Gaussian with means 0.1 i, scales from 0.1 to 10 and correlation 0.5^|i−j|: far from
+// the unit metric, so warmup has something to adapt.
+Eigen::VectorXd graded_mean(int d) {
+    Eigen::VectorXd mean(d);
+    for (int i = 0; i < d; ++i) mean(i) = 0.1 * i;
+    return mean;
+}
+Eigen::MatrixXd graded_covariance(int d) {
+    Eigen::VectorXd sd(d);
+    for (int i = 0; i < d; ++i) sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
+    Eigen::MatrixXd cov(d, d);
+    for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    return cov;
 }
 
 struct Run {
@@ -318,14 +335,8 @@ TEST_CASE("metric adaptation shrinks towards a given target with w pseudo-draws:
 // need far more leapfrog steps; shrinking towards a good initial metric keeps them short.
 TEST_CASE("with initial_metric_weight, a good initial metric keeps warmup trajectories short in 50-D") {
     const int d = 50;
-    Eigen::VectorXd mean(d), sd(d);
-    for (int i = 0; i < d; ++i) {
-        mean(i) = 0.1 * i;
-        sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
-    }
-    Eigen::MatrixXd cov(d, d);
-    for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    const Eigen::VectorXd mean = graded_mean(d);
+    const Eigen::MatrixXd cov = graded_covariance(d);
     GaussianDensity target(mean, cov);
     // Iterations 100..249: the windows after the first one, with its estimate as metric.
     auto leapfrogs_after_first_window = [](const Run& r) {
@@ -376,19 +387,20 @@ TEST_CASE("without restarts before the last window, warmup costs fewer leapfrog 
     // starts NUTS from a Laplace fit. Over four seeds, Stan's schedule (restart after every
     // window) against restarting only before the terminal buffer.
     const int d = 50;
-    Eigen::VectorXd mean(d), sd(d);
-    for (int i = 0; i < d; ++i) {
-        mean(i) = 0.1 * i;
-        sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
-    }
-    Eigen::MatrixXd cov(d, d);
-    for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    const Eigen::VectorXd mean = graded_mean(d);
+    const Eigen::MatrixXd cov = graded_covariance(d);
     GaussianDensity target(mean, cov);
     const auto leapfrogs = [](const std::vector<TransitionInfo>& infos, std::size_t from, std::size_t to) {
         long n = 0;
         for (std::size_t i = from; i < to; ++i) n += infos[i].n_leapfrog;
         return n;
+    };
+    // Dual averaging restarted after window end e: iteration e + 1 ran at the search's ε and
+    // the first update then set log ε = log 10 ε − (δ − α) / ((1 + t0) γ).
+    const auto restarted_after = [](const std::vector<TransitionInfo>& w, std::size_t e) {
+        const double alpha = std::min(w[e + 1].accept_stat, 1.0);
+        const double first = 10 * w[e + 1].stepsize * std::exp(-(0.8 - alpha) / (11 * 0.05));
+        return std::abs(w[e + 2].stepsize / first - 1) < 1e-9;
     };
     long warmup_stan = 0, warmup_carried = 0, windows_stan = 0, windows_carried = 0;
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
@@ -405,6 +417,11 @@ TEST_CASE("without restarts before the last window, warmup costs fewer leapfrog 
         const Run rb = run(b, target, x0, 1000, 1000, 200 + seed);
         // Identical up to the first window's end (iteration 99), apart from then on.
         for (std::size_t i = 0; i < 100; ++i) REQUIRE(ra.warmup[i].stepsize == rb.warmup[i].stepsize);
+        for (const std::size_t e : {99, 149, 249, 449, 949}) {
+            CAPTURE(e);
+            CHECK(restarted_after(ra.warmup, e));
+            CHECK(restarted_after(rb.warmup, e) == (e == 949));
+        }
         warmup_stan += leapfrogs(ra.warmup, 0, 1000);
         warmup_carried += leapfrogs(rb.warmup, 0, 1000);
         // The slow windows after the first one, where the restarts differ.
