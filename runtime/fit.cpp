@@ -228,8 +228,8 @@ std::optional<std::string> split_note(const ir::Graph& graph, const inference::B
 // max_dense_dim the metric is diagonal, started from the VB variances and shrunk as Stan does:
 // per-coordinate variances need no help from a guess.
 // With that shrinkage the windows before the last (25-200 draws against 10 d pseudo-draws)
-// move the metric at most 29% of the way to their estimate at d = 50, so the step size learnt
-// so far still fits: dual averaging carries on across them and restarts, with Stan's step
+// move the metric 5-29% of the way to their estimate at d = 50 (20-67% at d = 10), so the
+// step size learnt so far still fits: dual averaging carries on across them and restarts, with Stan's step
 // size search, only before the terminal buffer (NutsOptions::restart_stepsize_each_window
 // false), which so fixes the sampling phase's step size as Stan does. Each of Stan's four
 // earlier restarts started from 10 ε at near-zero acceptance and then over-corrected to
