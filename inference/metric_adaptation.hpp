@@ -85,6 +85,9 @@ public:
     // A slow window closes after this iteration.
     bool window_end(int iteration) const { return std::binary_search(ends_.begin(), ends_.end(), iteration); }
 
+    // The last slow window closes after this iteration.
+    bool last_window_end(int iteration) const { return !ends_.empty() && iteration == ends_.back(); }
+
     // Last iteration of each slow window, increasing.
     const std::vector<int>& window_ends() const { return ends_; }
 

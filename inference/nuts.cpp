@@ -222,8 +222,10 @@ void NutsKernel::adapt(Density& target, Rng& rng, double accept_stat) {
             metric_.set_inverse(metric_adaptation_.covariance());
         }
         // A new metric changes the scale the step size lives on: search again from the
-        // current point and restart dual averaging around the result.
-        if (options_.adapt_stepsize) {
+        // current point and restart dual averaging around the result (unless the metric only
+        // adjusts a good initial one, and this is not the last window).
+        if (options_.adapt_stepsize && (options_.restart_stepsize_each_window ||
+                                        metric_adaptation_.windows().last_window_end(warmup_iteration_))) {
             find_initial_stepsize(target, rng);
             dual_averaging_.restart(std::log(10 * stepsize_));
         }

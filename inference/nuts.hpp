@@ -27,7 +27,8 @@
 //     the user's ε instead, its later runs the heuristic's as here);
 //   - the inverse metric M⁻¹ (diagonal or dense) is re-estimated from the draws at the end of
 //     each slow window (metric_adaptation.hpp), after which the heuristic runs again and dual
-//     averaging restarts around the new metric;
+//     averaging restarts around the new metric (with NutsOptions::restart_stepsize_each_window
+//     false, only after the last slow window);
 //   - end_warmup fixes ε at the dual-averaging average exp(x̄).
 // Each window's estimate is shrunk towards 1e-3 I as Stan does, or, with
 // NutsOptions::initial_metric_weight, towards the initial metric: a good initial metric then
@@ -100,6 +101,14 @@ struct NutsOptions {
     // towards 1e-3 I with 5, as Stan does. For an initial metric that is already a good
     // covariance estimate (a Laplace fit), a weight of the order of the dimension.
     double initial_metric_weight = 0;
+    // Stan searches the step size again and restarts dual averaging after every slow window.
+    // false: only the last window's end does (so the terminal buffer fixes the sampling step
+    // size exactly as Stan's does); after the earlier windows dual averaging carries on, its
+    // iterates steadied by what it has learnt. For an initial metric that the windows only
+    // adjust (a Laplace fit with initial_metric_weight of the order of the dimension or more):
+    // each restart re-explores from 10 ε, and its low acceptance sends the next iterates to
+    // trajectories several times the adapted length.
+    bool restart_stepsize_each_window = true;
     DualAveragingOptions dual_averaging;
     MetricWindowOptions windows;
 };

@@ -227,6 +227,14 @@ std::optional<std::string> split_note(const ir::Graph& graph, const inference::B
 // gradients on unimodal_d50. The sampling phase's kernel is fixed as before. Above
 // max_dense_dim the metric is diagonal, started from the VB variances and shrunk as Stan does:
 // per-coordinate variances need no help from a guess.
+// With that shrinkage the windows before the last (25-200 draws against 10 d pseudo-draws)
+// move the metric 5-29% of the way to their estimate at d = 50 (20-67% at d = 10), so the
+// step size learnt so far still fits: dual averaging carries on across them and restarts, with Stan's step
+// size search, only before the terminal buffer (NutsOptions::restart_stepsize_each_window
+// false), which so fixes the sampling phase's step size as Stan does. Each of Stan's four
+// earlier restarts started from 10 ε at near-zero acceptance and then over-corrected to
+// trajectories of 31-63 steps; carrying on cut warmup's leapfrog steps by 8-12% on the
+// unimodal examples with 10-50 parents (docs/methods.md).
 constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 4 left longer
                                                   // trees after warmup on unimodal_d50
 std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOptions& o, const ir::Graph& graph,
@@ -239,6 +247,7 @@ std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOpt
         NewtonMode m = posterior_mode(target, q.mean);
         if (m.converged) {
             no.initial_metric_weight = nuts_laplace_pseudo_draws * d;
+            no.restart_stepsize_each_window = false;
             return std::make_unique<NutsKernel>(EuclideanMetric::dense(m.cov), no);
         }
     }

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -130,6 +131,22 @@ Eigen::VectorXd exact_draw(const GaussianDensity& g, Rng& rng) {
     return g.mean() + l * z;
 }
 
+// A d-D Gaussian with means 0.1 i, scales from 0.1 to 10 and correlation 0.5^|i−j|: far from
+// the unit metric, so warmup has something to adapt.
+Eigen::VectorXd graded_mean(int d) {
+    Eigen::VectorXd mean(d);
+    for (int i = 0; i < d; ++i) mean(i) = 0.1 * i;
+    return mean;
+}
+Eigen::MatrixXd graded_covariance(int d) {
+    Eigen::VectorXd sd(d);
+    for (int i = 0; i < d; ++i) sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
+    Eigen::MatrixXd cov(d, d);
+    for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    return cov;
+}
+
 struct Run {
     Eigen::MatrixXd draws;               // sampling draws, one per row
     std::vector<TransitionInfo> infos;   // sampling transitions
@@ -208,6 +225,9 @@ TEST_CASE("adaptation windows follow Stan's schedule") {
     CHECK_FALSE(w.collecting(950));
     CHECK(w.window_end(249));
     CHECK_FALSE(w.window_end(250));
+    CHECK(w.last_window_end(949));
+    CHECK_FALSE(w.last_window_end(449));
+    CHECK_FALSE(w.last_window_end(950));
 
     w.plan(2000, {});
     CHECK(w.window_ends() == std::vector<int>{99, 149, 249, 449, 849, 1949});
@@ -222,6 +242,7 @@ TEST_CASE("adaptation windows follow Stan's schedule") {
 
     w.plan(19, {});  // too short for any metric estimation
     CHECK(w.window_ends().empty());
+    CHECK_FALSE(w.last_window_end(-1));
     CHECK_FALSE(w.collecting(10));
 
     CHECK_THROWS_AS(w.plan(1000, MetricWindowOptions{75, 50, 0}), std::invalid_argument);
@@ -314,14 +335,8 @@ TEST_CASE("metric adaptation shrinks towards a given target with w pseudo-draws:
 // need far more leapfrog steps; shrinking towards a good initial metric keeps them short.
 TEST_CASE("with initial_metric_weight, a good initial metric keeps warmup trajectories short in 50-D") {
     const int d = 50;
-    Eigen::VectorXd mean(d), sd(d);
-    for (int i = 0; i < d; ++i) {
-        mean(i) = 0.1 * i;
-        sd(i) = std::pow(10.0, -1.0 + 2.0 * i / (d - 1.0));
-    }
-    Eigen::MatrixXd cov(d, d);
-    for (int i = 0; i < d; ++i)
-        for (int j = 0; j < d; ++j) cov(i, j) = sd(i) * sd(j) * std::pow(0.5, std::abs(i - j));
+    const Eigen::VectorXd mean = graded_mean(d);
+    const Eigen::MatrixXd cov = graded_covariance(d);
     GaussianDensity target(mean, cov);
     // Iterations 100..249: the windows after the first one, with its estimate as metric.
     auto leapfrogs_after_first_window = [](const Run& r) {
@@ -365,6 +380,70 @@ TEST_CASE("with initial_metric_weight, a good initial metric keeps warmup trajec
     CHECK_THROWS_AS(NutsKernel(d, MetricKind::dense, bad), std::invalid_argument);
     bad.initial_metric_weight = std::numeric_limits<double>::infinity();
     CHECK_THROWS_AS(NutsKernel(d, MetricKind::diagonal, bad), std::invalid_argument);
+}
+
+TEST_CASE("without restarts before the last window, warmup costs fewer leapfrog steps for the same step size") {
+    // The 50-D Gaussian above, started from its covariance with 10 d pseudo-draws, as vbn fit
+    // starts NUTS from a Laplace fit. Over four seeds, Stan's schedule (restart after every
+    // window) against restarting only before the terminal buffer.
+    const int d = 50;
+    const Eigen::VectorXd mean = graded_mean(d);
+    const Eigen::MatrixXd cov = graded_covariance(d);
+    GaussianDensity target(mean, cov);
+    const auto leapfrogs = [](const std::vector<TransitionInfo>& infos, std::size_t from, std::size_t to) {
+        long n = 0;
+        for (std::size_t i = from; i < to; ++i) n += infos[i].n_leapfrog;
+        return n;
+    };
+    // Dual averaging restarted after window end e: iteration e + 1 ran at the search's ε and
+    // the first update then set log ε = log 10 ε − (δ − α) / ((1 + t0) γ).
+    const auto restarted_after = [](const std::vector<TransitionInfo>& w, std::size_t e) {
+        const double alpha = std::min(w[e + 1].accept_stat, 1.0);
+        const double first = 10 * w[e + 1].stepsize * std::exp(-(0.8 - alpha) / (11 * 0.05));
+        return std::abs(w[e + 2].stepsize / first - 1) < 1e-9;
+    };
+    long warmup_stan = 0, warmup_carried = 0, windows_stan = 0, windows_carried = 0;
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+        CAPTURE(seed);
+        Rng start(100 + seed);
+        const Eigen::VectorXd x0 = exact_draw(target, start);
+        NutsOptions stan;
+        stan.initial_metric_weight = 10.0 * d;
+        NutsOptions carried = stan;
+        carried.restart_stepsize_each_window = false;
+        NutsKernel a(EuclideanMetric::dense(cov), stan);
+        NutsKernel b(EuclideanMetric::dense(cov), carried);
+        const Run ra = run(a, target, x0, 1000, 1000, 200 + seed);
+        const Run rb = run(b, target, x0, 1000, 1000, 200 + seed);
+        // Identical up to the first window's end (iteration 99), apart from then on.
+        for (std::size_t i = 0; i < 100; ++i) REQUIRE(ra.warmup[i].stepsize == rb.warmup[i].stepsize);
+        for (const std::size_t e : {99, 149, 249, 449, 949}) {
+            CAPTURE(e);
+            CHECK(restarted_after(ra.warmup, e));
+            CHECK(restarted_after(rb.warmup, e) == (e == 949));
+        }
+        warmup_stan += leapfrogs(ra.warmup, 0, 1000);
+        warmup_carried += leapfrogs(rb.warmup, 0, 1000);
+        // The slow windows after the first one, where the restarts differ.
+        windows_stan += leapfrogs(ra.warmup, 100, 950);
+        windows_carried += leapfrogs(rb.warmup, 100, 950);
+        // The terminal buffer restarts dual averaging in both: the step sizes it fixes are
+        // alike and give acceptance near delta = 0.8.
+        CHECK(b.stepsize() / a.stepsize() > 0.75);
+        CHECK(b.stepsize() / a.stepsize() < 1.33);
+        CHECK(std::abs(mean_accept_stat(rb.infos) - 0.8) < 0.1);
+        CHECK(count_divergent(rb.infos) == 0);
+        // The chain samples the target: the whitened squared norm is chi-squared with d
+        // degrees of freedom.
+        const Eigen::MatrixXd centred = rb.draws.rowwise() - mean.transpose();
+        const Eigen::MatrixXd whitened = cov.llt().matrixL().solve(centred.transpose());
+        const Eigen::VectorXd r2 = whitened.colwise().squaredNorm().transpose();
+        CHECK(std::abs(r2.mean() - d) <= 4 * batch_means_mcse(r2));
+    }
+    MESSAGE("warmup leapfrog steps per chain, Stan's restarts ", warmup_stan / 4, ", carried on ", warmup_carried / 4,
+            "; iterations 100-949: ", windows_stan / 4, ", ", windows_carried / 4);
+    CHECK(windows_carried < 0.9 * windows_stan);
+    CHECK(warmup_carried < 0.93 * warmup_stan);
 }
 
 // ---------------------------------------------------------------------------------------------
