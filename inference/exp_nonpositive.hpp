@@ -1,0 +1,57 @@
+// exp(x) for x <= 0, written so that a plain loop over an array of arguments vectorises
+// (no branch, no division, no table, no call): the logistic terms of a log density need
+// e = exp(-|η|) once per data pattern, and this is most of their cost.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace vbn::inference {
+
+// exp(x) for x <= 0 (or -0), accurate to 1 ulp of the result (tests/inference/test_exp_nonpositive.cpp
+// sweeps millions of arguments over [-746, 0] against long double std::exp; the largest error it
+// finds is below 0.6 ulp), subnormal results included, with the exact value's ulp there being
+// 2^-1074. x below -746 gives 0, as exp does after rounding; NaN gives NaN. Arguments above 0
+// are outside its contract (they are not checked: the result would be wrong above about 709).
+//
+// x = n ln 2 + r with n = round(x / ln 2) and |r| <= ln 2 / 2 (Cody–Waite: n ln2_hi is exact,
+// so x - n ln2_hi is exact, and only r's last rounding is an error); exp(r) = 1 + r + r² q(r)
+// with q a degree-9 polynomial (Chebyshev fit of (e^r - 1 - r) / r² on [-ln 2 / 2, ln 2 / 2],
+// approximation error below 2e-17 relative) evaluated by Horner's rule with fused
+// multiply-adds; then times 2^n1 · 2^n2 with n1 = round(n / 2) and n2 = n - n1, both in
+// [-538, 0], so both powers are normal (built from their exponent bits) and the first product
+// is exact: a subnormal result is rounded once. (max(n, -1022) would do as n1, but GCC then
+// leaves a branch in the loop and does not vectorise it.)
+inline double exp_nonpositive(double x) {
+    constexpr double round_shift = 0x1.8p52;  // adding it rounds a double below 2^51 to an integer
+    constexpr double log2e = 0x1.71547652b82fep0;
+    constexpr double ln2_hi = 0x1.62e42fee00000p-1;  // 32 significant bits: n ln2_hi is exact for |n| < 2^20
+    constexpr double ln2_lo = 0x1.a39ef35793c76p-33;
+    x = std::max(x, -746.0);  // keeps NaN (std::max returns its first argument unless it is less)
+    const double shifted = std::fma(x, log2e, round_shift);
+    const double n = shifted - round_shift;
+    double r = std::fma(n, -ln2_hi, x);
+    r = std::fma(n, -ln2_lo, r);
+    double q = 0x1.af389ecfc4b9cp-26;
+    q = std::fma(q, r, 0x1.28917c89a43a7p-22);
+    q = std::fma(q, r, 0x1.71de0db2f6b19p-19);
+    q = std::fma(q, r, 0x1.a019b9149a41cp-16);
+    q = std::fma(q, r, 0x1.a01a01a7c2efep-13);
+    q = std::fma(q, r, 0x1.6c16c17889ef1p-10);
+    q = std::fma(q, r, 0x1.11111111109b5p-7);
+    q = std::fma(q, r, 0x1.5555555553d68p-5);
+    q = std::fma(q, r, 0x1.5555555555556p-3);
+    q = std::fma(q, r, 0x1.0000000000001p-1);
+    const double p = std::fma(std::fma(q, r, 1.0), r, 1.0);
+    // 2^m for an integer m in [-1022, 0]: m + round_shift holds m in its low bits, and the low
+    // 11 bits of that plus the exponent bias, shifted into the exponent field, are 2^m.
+    const double n1 = std::fma(n, 0.5, round_shift) - round_shift, n2 = n - n1;
+    const auto power = [&](double m) {
+        return std::bit_cast<double>((std::bit_cast<std::uint64_t>(m + round_shift) + 1023) << 52);
+    };
+    return p * power(n1) * power(n2);
+}
+
+}  // namespace vbn::inference
