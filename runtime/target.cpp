@@ -26,7 +26,8 @@ std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 // Complete-family patterns are processed in chunks small enough that a chunk of F stays in
 // cache between the product F θ and the product F' r, so F is read from memory once.
 constexpr int chunk_rows = 256;
-constexpr int kLogGroup = 16;  // factors of (1 + e) multiplied before one log
+static_assert(chunk_rows <= 1000, "a product of chunk_rows factors in (1, 2] must not overflow");
+constexpr int kLogGroup = 16;  // the shortest average run of equal weights given one log per run
 
 // ±1 families: parents per sign group (one byte of signs) and the smallest block packed.
 constexpr int sign_group_bits = 8;
@@ -204,7 +205,6 @@ Target::Workspace Target::make_workspace() const {
     rows = std::min(rows, chunk_rows);
     ws.eta_.resize(rows);
     ws.resid_.resize(rows);
-    ws.prod_.resize(rows / kLogGroup);
     ws.centred_.resize(max_block_);
     ws.eta0_.resize(max_factors_);
     ws.factor_resid_.resize(max_factors_);
@@ -287,12 +287,21 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         if (groups > 0) {
             // Groups in the outer loop, two per pass over the chunk's rows: the rows' sums are
             // independent of each other (row by row they were one chain of dependent adds), and
-            // η is loaded and stored once per two groups. Each row still adds a, then group 0,
-            // 1, ... in order.
+            // η is loaded and stored once per two groups; the first pass starts from a instead
+            // of η. Each row still adds a, then group 0, 1, ... in order.
             const auto group_signs = [&](int g) { return m.signs.data() + sz(g) * sz(n) + sz(start); };
             const auto group_table = [&](int g) { return ws.sign_sums_.data() + g * sign_group_size; };
-            for (int t = 0; t < len; ++t) eta[t] = m.a[start + t];
-            int g = 0;
+            const double* a = m.a.data() + start;
+            int g = std::min(groups, 2);
+            if (groups >= 2) {
+                const unsigned char *s0 = group_signs(0), *s1 = group_signs(1);
+                const double *t0 = group_table(0), *t1 = group_table(1);
+                for (int t = 0; t < len; ++t) eta[t] = (a[t] + t0[s0[t]]) + t1[s1[t]];
+            } else {
+                const unsigned char* s0 = group_signs(0);
+                const double* t0 = group_table(0);
+                for (int t = 0; t < len; ++t) eta[t] = a[t] + t0[s0[t]];
+            }
             for (; g + 1 < groups; g += 2) {
                 const unsigned char *s0 = group_signs(g), *s1 = group_signs(g + 1);
                 const double *t0 = group_table(g), *t1 = group_table(g + 1);
@@ -316,23 +325,18 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
             double* __restrict ev = ws.resid_.data();
             for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
         }
-        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e), one log per
-        // product of kLogGroup factors, each in (1, 2] so that it cannot overflow (a log costs
-        // about as much as an exp; rounding the product costs a few ulps of its log, as summing
-        // the logs does).
-        // With short runs (few rows per distinct weight, as with few parents and many rows
-        // per pattern) the products would hold a factor or two and leave a scalar log per
-        // row: there the logs are taken a packet at a time and weighted instead.
+        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e): one log per run
+        // within the chunk, of a product of at most chunk_rows factors in (1, 2], which cannot
+        // overflow (2^256). Eigen multiplies the factors a packet at a time; rounding the
+        // product costs a few ulps of its log per factor, as summing the logs does.
+        // With short runs (fewer than kLogGroup rows per distinct weight on average, as with
+        // few parents and many rows per pattern) the products would hold a factor or two and
+        // leave a scalar log per row: there the logs are taken a packet at a time and weighted.
         double logs = 0;
         if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
         for (int from = start; m.product_logs && from < start + len;) {
             const int to = std::min(start + len, *std::upper_bound(m.run_end.begin(), m.run_end.end(), from));
-            const int packs = (to - from) / kLogGroup, rest = to - from - kLogGroup * packs;
-            const auto er = e.segment(from - start, to - from);
-            auto prod = ws.prod_.head(packs).array();
-            prod = 1.0 + er.head(packs);
-            for (int g = 1; g < kLogGroup; ++g) prod *= 1.0 + er.segment(g * packs, packs);
-            logs += m.w_total[from] * (prod.log().sum() + (1.0 + er.tail(rest)).log().sum());
+            logs += m.w_total[from] * std::log((1.0 + e.segment(from - start, to - from)).prod());
             from = to;
         }
         value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
