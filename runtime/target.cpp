@@ -37,8 +37,9 @@ constexpr int sign_min_columns = 8;
 int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * sign_group_bits); }
 
 // For each group g of up to 8 consecutive weights θ_{8g..}, the sums Σ_k ±θ_{8g+k} for every
-// sign pattern p (bit k set: +): the all-minus sum, then each pattern from the one without
-// its lowest set bit, plus twice that weight.
+// sign pattern p (bit k set: +): the all-minus sum, then, weight by weight, the patterns with
+// bit k set from those below 2^k, plus twice that weight (contiguous runs of adds, which the
+// compiler vectorises).
 void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, double* sums) {
     const int k = static_cast<int>(th.size());
     for (int g = 0; g < groups; ++g) {
@@ -48,7 +49,11 @@ void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, do
         double all_minus = 0;
         for (int j = 0; j < width; ++j) all_minus -= w[j];
         t[0] = all_minus;
-        for (int p = 1; p < (1 << width); ++p) t[p] = t[p & (p - 1)] + 2 * w[std::countr_zero(static_cast<unsigned>(p))];
+        for (int j = 0; j < width; ++j) {
+            const int half = 1 << j;
+            const double step = 2 * w[j];
+            for (int p = 0; p < half; ++p) t[half + p] = t[p] + step;
+        }
     }
 }
 
