@@ -36,14 +36,16 @@ inline double mul_add(double a, double b, double c) {
 // [-538, 0], so both powers are normal (built from their exponent bits) and the first product
 // is exact: a subnormal result is rounded once. (max(n, -1022) would do as n1, but GCC then
 // leaves a branch in the loop and does not vectorise it.)
-inline double exp_nonpositive(double x) {
-    constexpr double round_shift = 0x1.8p52;  // adding it rounds a double below 2^51 to an integer
+namespace exp_detail {
+
+constexpr double round_shift = 0x1.8p52;  // adding it rounds a double below 2^51 to an integer
+
+// exp(r) · 2^-n for x = n ln 2 + r, and n.
+inline double reduced(double x, double& n) {
     constexpr double log2e = 0x1.71547652b82fep0;
     constexpr double ln2_hi = 0x1.62e42fee00000p-1;  // 32 significant bits: n ln2_hi is exact for |n| < 2^20
     constexpr double ln2_lo = 0x1.a39ef35793c76p-33;
-    x = std::max(x, -746.0);  // keeps NaN (std::max returns its first argument unless it is less)
-    const double shifted = mul_add(x, log2e, round_shift);
-    const double n = shifted - round_shift;
+    n = mul_add(x, log2e, round_shift) - round_shift;
     double r = mul_add(n, -ln2_hi, x);
     r = mul_add(n, -ln2_lo, r);
     double q = 0x1.af389ecfc4b9cp-26;
@@ -56,14 +58,33 @@ inline double exp_nonpositive(double x) {
     q = mul_add(q, r, 0x1.5555555553d68p-5);
     q = mul_add(q, r, 0x1.5555555555556p-3);
     q = mul_add(q, r, 0x1.0000000000001p-1);
-    const double p = mul_add(mul_add(q, r, 1.0), r, 1.0);
-    // 2^m for an integer m in [-1022, 0]: m + round_shift holds m in its low bits, and the low
-    // 11 bits of that plus the exponent bias, shifted into the exponent field, are 2^m.
-    const double n1 = mul_add(n, 0.5, round_shift) - round_shift, n2 = n - n1;
-    const auto power = [&](double m) {
-        return std::bit_cast<double>((std::bit_cast<std::uint64_t>(m + round_shift) + 1023) << 52);
-    };
-    return p * power(n1) * power(n2);
+    return mul_add(mul_add(q, r, 1.0), r, 1.0);
+}
+
+// 2^m for an integer m in [-1022, 0]: m + round_shift holds m in its low bits, and the low
+// 11 bits of that plus the exponent bias, shifted into the exponent field, are 2^m.
+inline double power_of_two(double m) {
+    return std::bit_cast<double>((std::bit_cast<std::uint64_t>(m + round_shift) + 1023) << 52);
+}
+
+}  // namespace exp_detail
+
+inline double exp_nonpositive(double x) {
+    x = std::max(x, -746.0);  // keeps NaN (std::max returns its first argument unless it is less)
+    double n = 0;
+    const double p = exp_detail::reduced(x, n);
+    const double n1 = mul_add(n, 0.5, exp_detail::round_shift) - exp_detail::round_shift, n2 = n - n1;
+    return p * exp_detail::power_of_two(n1) * exp_detail::power_of_two(n2);
+}
+
+// exp_nonpositive for x in [-708, 0], where exp(x) is a normal double: the same value, with
+// one power of two and no clamp (about a quarter fewer operations), and the same bound (the
+// test's sweep over [-708, 0] finds the same largest error). Outside that range its result is
+// wrong, except that NaN still gives NaN.
+inline double exp_nonpositive_normal(double x) {
+    double n = 0;
+    const double p = exp_detail::reduced(x, n);
+    return p * exp_detail::power_of_two(n);
 }
 
 }  // namespace vbn::inference

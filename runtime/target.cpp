@@ -326,10 +326,15 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
         {
-            // e = exp(-|η|) by a plain loop the compiler vectorises (Eigen's exp divides).
+            // e = exp(-|η|) by a plain loop the compiler vectorises (Eigen's exp divides); the
+            // cheaper form where every e is a normal double, as it is unless |η| > 708. (Where
+            // η holds a NaN, the maximum may miss a larger |η|; the log density is NaN anyway.)
             const double* __restrict et = eta.data();
             double* __restrict ev = ws.resid_.data();
-            for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
+            if (eta.cwiseAbs().maxCoeff() <= 708.0)
+                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive_normal(-std::abs(et[t]));
+            else
+                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
         }
         // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e): one log per run
         // within the chunk, of a product of at most chunk_rows factors in (1, 2], which cannot

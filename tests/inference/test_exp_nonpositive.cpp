@@ -11,6 +11,7 @@
 #include <vector>
 
 using vbn::inference::exp_nonpositive;
+using vbn::inference::exp_nonpositive_normal;
 
 namespace {
 
@@ -24,12 +25,13 @@ long double ulp_at(long double v) {
 }
 
 struct Sweep {
+    double (*f)(double) = exp_nonpositive;
     long double worst = 0;
     double at = 0;
     long count = 0;
     void add(double x) {
         const long double exact = std::exp(static_cast<long double>(x));
-        const long double err = std::abs(static_cast<long double>(exp_nonpositive(x)) - exact) / ulp_at(exact);
+        const long double err = std::abs(static_cast<long double>(f(x)) - exact) / ulp_at(exact);
         if (err > worst) {
             worst = err;
             at = x;
@@ -69,6 +71,34 @@ TEST_CASE("exp_nonpositive is within 1 ulp of exp over [-746, 0] (1.5 without FM
 #else
     CHECK(s.worst <= 1.5L);
 #endif
+    MESSAGE("largest error " << static_cast<double>(s.worst) << " ulp at x = " << s.at << " over " << s.count
+                             << " arguments");
+}
+
+TEST_CASE("exp_nonpositive_normal is within 1 ulp of exp over [-708, 0] (1.5 without FMA)") {
+    Sweep s;
+    s.f = exp_nonpositive_normal;
+    const long grid = 1'000'000;
+    for (long i = 0; i <= grid; ++i) s.add(-708.0 * static_cast<double>(i) / grid);
+    vbn::inference::Rng rng(1123);
+    for (int i = 0; i < 500'000; ++i) s.add(-708.0 * rng.uniform());
+    for (int i = 0; i < 100'000; ++i) s.add(-700.0 - 8.0 * rng.uniform());
+    for (int e = -1074; e <= 0; ++e)
+        for (int i = 0; i < 100; ++i) s.add(-std::ldexp(1.0 + rng.uniform(), e));
+    s.add(-0.0);
+    s.add(-708.0);
+    for (int m = 0; m <= 1020; ++m) {
+        const double x = -(m + 0.5) * 0.6931471805599453;
+        for (double step = -8; step <= 8; ++step) s.add(x + step * std::abs(x) * 0x1p-52);
+    }
+    CAPTURE(s.at);
+    CAPTURE(static_cast<double>(s.worst));
+#ifdef FP_FAST_FMA
+    CHECK(s.worst <= 1.0L);
+#else
+    CHECK(s.worst <= 1.5L);
+#endif
+    CHECK(std::isnan(exp_nonpositive_normal(std::numeric_limits<double>::quiet_NaN())));
     MESSAGE("largest error " << static_cast<double>(s.worst) << " ulp at x = " << s.at << " over " << s.count
                              << " arguments");
 }
