@@ -291,32 +291,30 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const int len = std::min(chunk_rows, n - start);
         auto eta = ws.eta_.head(len);
         if (groups > 0) {
-            // Groups in the outer loop, two per pass over the chunk's rows: the rows' sums are
-            // independent of each other (row by row they were one chain of dependent adds), and
-            // η is loaded and stored once per two groups; the first pass starts from a instead
-            // of η. Each row still adds a, then group 0, 1, ... in order.
-            const auto group_signs = [&](int g) { return m.signs.data() + sz(g) * sz(n) + sz(start); };
-            const auto group_table = [&](int g) { return ws.sign_sums_.data() + g * sign_group_size; };
-            const double* a = m.a.data() + start;
-            int g = std::min(groups, 2);
-            if (groups >= 2) {
-                const unsigned char *s0 = group_signs(0), *s1 = group_signs(1);
-                const double *t0 = group_table(0), *t1 = group_table(1);
-                for (int t = 0; t < len; ++t) eta[t] = (a[t] + t0[s0[t]]) + t1[s1[t]];
-            } else {
-                const unsigned char* s0 = group_signs(0);
-                const double* t0 = group_table(0);
-                for (int t = 0; t < len; ++t) eta[t] = a[t] + t0[s0[t]];
-            }
-            for (; g + 1 < groups; g += 2) {
-                const unsigned char *s0 = group_signs(g), *s1 = group_signs(g + 1);
-                const double *t0 = group_table(g), *t1 = group_table(g + 1);
-                for (int t = 0; t < len; ++t) eta[t] = (eta[t] + t0[s0[t]]) + t1[s1[t]];
-            }
-            if (g < groups) {
-                const unsigned char* s0 = group_signs(g);
-                const double* t0 = group_table(g);
-                for (int t = 0; t < len; ++t) eta[t] += t0[s0[t]];
+            // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
+            // sums are independent of each other (row by row they were one chain of dependent
+            // adds), and η is loaded and stored once per pass; the first pass starts from a
+            // instead of η. Each row still adds a, then group 0, 1, ... in order.
+            const double* from = m.a.data() + start;
+            double* out = eta.data();
+            for (int g = 0; g < groups; g += 4) {
+                const unsigned char* s[4] = {};
+                const double* tb[4] = {};
+                const int take = std::min(4, groups - g);
+                for (int i = 0; i < take; ++i) {
+                    s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                    tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
+                }
+                if (take == 4)
+                    for (int t = 0; t < len; ++t)
+                        out[t] = (((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]]) + tb[3][s[3][t]];
+                else if (take == 3)
+                    for (int t = 0; t < len; ++t) out[t] = ((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]];
+                else if (take == 2)
+                    for (int t = 0; t < len; ++t) out[t] = (from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]];
+                else
+                    for (int t = 0; t < len; ++t) out[t] = from[t] + tb[0][s[0][t]];
+                from = out;
             }
         } else {
             eta.noalias() = m.f.middleRows(start, len) * th;
