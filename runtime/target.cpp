@@ -7,7 +7,6 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
