@@ -195,7 +195,7 @@ void BM_Floor(benchmark::State& state) {
 }
 
 void unimodal_args(benchmark::internal::Benchmark* b) {
-    b->Args({5, 1000})->Args({10, 1000})->Args({50, 1000})->Args({50, 1000000})->Unit(benchmark::kMicrosecond);
+    b->Args({5, 1000})->Args({10, 1000})->Args({20, 1000})->Args({50, 1000})->Args({50, 1000000})->Unit(benchmark::kMicrosecond);
 }
 
 // Building the target: reading the patterns into per-node families (the data set given).

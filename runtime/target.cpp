@@ -1,12 +1,12 @@
 #include "runtime/target.hpp"
 
+#include "inference/exp_nonpositive.hpp"
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
 
 #include <Eigen/Cholesky>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -25,7 +25,8 @@ std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 // Complete-family patterns are processed in chunks small enough that a chunk of F stays in
 // cache between the product F θ and the product F' r, so F is read from memory once.
 constexpr int chunk_rows = 256;
-constexpr int kLogGroup = 16;  // factors of (1 + e) multiplied before one log
+static_assert(chunk_rows <= 1000, "a product of chunk_rows factors in (1, 2] must not overflow");
+constexpr int kLogGroup = 16;  // the shortest average run of equal weights given one log per run
 
 // ±1 families: parents per sign group (one byte of signs) and the smallest block packed.
 constexpr int sign_group_bits = 8;
@@ -35,8 +36,9 @@ constexpr int sign_min_columns = 8;
 int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * sign_group_bits); }
 
 // For each group g of up to 8 consecutive weights θ_{8g..}, the sums Σ_k ±θ_{8g+k} for every
-// sign pattern p (bit k set: +): the all-minus sum, then each pattern from the one without
-// its lowest set bit, plus twice that weight.
+// sign pattern p (bit k set: +): the all-minus sum, then, weight by weight, the patterns with
+// bit k set from those below 2^k, plus twice that weight (contiguous runs of adds, which the
+// compiler vectorises).
 void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, double* sums) {
     const int k = static_cast<int>(th.size());
     for (int g = 0; g < groups; ++g) {
@@ -46,7 +48,11 @@ void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, do
         double all_minus = 0;
         for (int j = 0; j < width; ++j) all_minus -= w[j];
         t[0] = all_minus;
-        for (int p = 1; p < (1 << width); ++p) t[p] = t[p & (p - 1)] + 2 * w[std::countr_zero(static_cast<unsigned>(p))];
+        for (int j = 0; j < width; ++j) {
+            const int half = 1 << j;
+            const double step = 2 * w[j];
+            for (int p = 0; p < half; ++p) t[half + p] = t[p] + step;
+        }
     }
 }
 
@@ -203,7 +209,6 @@ Target::Workspace Target::make_workspace() const {
     rows = std::min(rows, chunk_rows);
     ws.eta_.resize(rows);
     ws.resid_.resize(rows);
-    ws.prod_.resize(rows / kLogGroup);
     ws.centred_.resize(max_block_);
     ws.eta0_.resize(max_factors_);
     ws.factor_resid_.resize(max_factors_);
@@ -265,10 +270,11 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
 // rows: with η = a + F θ_i and e = exp(-|η|),
 //     value = Σ w_pos min(η, 0) - w_neg max(η, 0) - (w_pos + w_neg) log(1 + e),
 //     ∂/∂η  = w_pos g(-η) - w_neg g(η),  g(-|η|) = e / (1 + e), g(|η|) = 1 / (1 + e).
-// Written as whole-array expressions so Eigen evaluates exp and log a packet at a time; the
-// value is the same expression with and without the gradient, so both give the same bits.
-// log(1 + e) for e in (0, 1] is accurate to an ulp of 1 in absolute terms, all a log density
-// needs.
+// e comes from exp_nonpositive (inference/exp_nonpositive.hpp: within 1 ulp, in a loop the
+// compiler vectorises); the logs are one per run of equal weights (of a product) or, with
+// short runs, one per row (Eigen's packet log). The value is the same code with and without
+// the gradient, so both give the same bits. log(1 + e) for e in (0, 1] is accurate to an ulp
+// of 1 in absolute terms, all a log density needs.
 double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const {
     const Merged& m = merged_[sz(b)];
     const BlockPrior& p = blocks_[sz(b)];
@@ -284,23 +290,30 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const int len = std::min(chunk_rows, n - start);
         auto eta = ws.eta_.head(len);
         if (groups > 0) {
-            // Groups in the outer loop, two per pass over the chunk's rows: the rows' sums are
-            // independent of each other (row by row they were one chain of dependent adds), and
-            // η is loaded and stored once per two groups. Each row still adds a, then group 0,
-            // 1, ... in order.
-            const auto group_signs = [&](int g) { return m.signs.data() + sz(g) * sz(n) + sz(start); };
-            const auto group_table = [&](int g) { return ws.sign_sums_.data() + g * sign_group_size; };
-            for (int t = 0; t < len; ++t) eta[t] = m.a[start + t];
-            int g = 0;
-            for (; g + 1 < groups; g += 2) {
-                const unsigned char *s0 = group_signs(g), *s1 = group_signs(g + 1);
-                const double *t0 = group_table(g), *t1 = group_table(g + 1);
-                for (int t = 0; t < len; ++t) eta[t] = (eta[t] + t0[s0[t]]) + t1[s1[t]];
-            }
-            if (g < groups) {
-                const unsigned char* s0 = group_signs(g);
-                const double* t0 = group_table(g);
-                for (int t = 0; t < len; ++t) eta[t] += t0[s0[t]];
+            // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
+            // sums are independent of each other (row by row they were one chain of dependent
+            // adds), and η is loaded and stored once per pass; the first pass starts from a
+            // instead of η. Each row still adds a, then group 0, 1, ... in order.
+            const double* from = m.a.data() + start;
+            double* out = eta.data();
+            for (int g = 0; g < groups; g += 4) {
+                const unsigned char* s[4] = {};
+                const double* tb[4] = {};
+                const int take = std::min(4, groups - g);
+                for (int i = 0; i < take; ++i) {
+                    s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                    tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
+                }
+                if (take == 4)
+                    for (int t = 0; t < len; ++t)
+                        out[t] = (((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]]) + tb[3][s[3][t]];
+                else if (take == 3)
+                    for (int t = 0; t < len; ++t) out[t] = ((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]];
+                else if (take == 2)
+                    for (int t = 0; t < len; ++t) out[t] = (from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]];
+                else
+                    for (int t = 0; t < len; ++t) out[t] = from[t] + tb[0][s[0][t]];
+                from = out;
             }
         } else {
             eta.noalias() = m.f.middleRows(start, len) * th;
@@ -309,24 +322,29 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const auto wp = m.w_pos.segment(start, len).array();
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
-        e = (-eta.array().abs()).exp();
-        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e), one log per
-        // product of kLogGroup factors, each in (1, 2] so that it cannot overflow (a log costs
-        // about as much as an exp; rounding the product costs a few ulps of its log, as summing
-        // the logs does).
-        // With short runs (few rows per distinct weight, as with few parents and many rows
-        // per pattern) the products would hold a factor or two and leave a scalar log per
-        // row: there the logs are taken a packet at a time and weighted instead.
+        {
+            // e = exp(-|η|) by a plain loop the compiler vectorises (Eigen's exp divides); the
+            // cheaper form where every e is a normal double, as it is unless |η| > 708. (Where
+            // η holds a NaN, the maximum may miss a larger |η|; the log density is NaN anyway.)
+            const double* __restrict et = eta.data();
+            double* __restrict ev = ws.resid_.data();
+            if (eta.cwiseAbs().maxCoeff() <= 708.0)
+                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive_normal(-std::abs(et[t]));
+            else
+                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
+        }
+        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e): one log per run
+        // within the chunk, of a product of at most chunk_rows factors in (1, 2], which cannot
+        // overflow (2^256). Eigen multiplies the factors a packet at a time; rounding the
+        // product costs a few ulps of its log per factor, as summing the logs does.
+        // With short runs (fewer than kLogGroup rows per distinct weight on average, as with
+        // few parents and many rows per pattern) the products would hold a factor or two and
+        // leave a scalar log per row: there the logs are taken a packet at a time and weighted.
         double logs = 0;
         if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
         for (int from = start; m.product_logs && from < start + len;) {
             const int to = std::min(start + len, *std::upper_bound(m.run_end.begin(), m.run_end.end(), from));
-            const int packs = (to - from) / kLogGroup, rest = to - from - kLogGroup * packs;
-            const auto er = e.segment(from - start, to - from);
-            auto prod = ws.prod_.head(packs).array();
-            prod = 1.0 + er.head(packs);
-            for (int g = 1; g < kLogGroup; ++g) prod *= 1.0 + er.segment(g * packs, packs);
-            logs += m.w_total[from] * (prod.log().sum() + (1.0 + er.tail(rest)).log().sum());
+            logs += m.w_total[from] * std::log((1.0 + e.segment(from - start, to - from)).prod());
             from = to;
         }
         value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;

@@ -42,7 +42,6 @@ public:
     class Workspace {
         friend class Target;
         Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
-        Eigen::VectorXd prod_;         // per group of equal-weight rows in a chunk: Π (1 + e)
         Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
         Eigen::VectorXd eta0_;         // per factor of a component: the observed part of η
         Eigen::VectorXd coef_;         // per link: its coefficient at θ
@@ -143,7 +142,7 @@ private:
         Eigen::VectorXd w_total;   // w_pos + w_neg
         std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
         bool product_logs = false; // runs long enough (kLogGroup rows on average) for one log
-                                   // per product of kLogGroup factors; else one log per row
+                                   // per run of a chunk (of a product); else one log per row
         // When every entry of f is ±1 (binary parents, all observed) and there are at least
         // 8 columns: f's signs packed 8 columns to a byte, group-major (sign_groups × rows, so
         // that one group's bytes are contiguous), bit k of byte (g, t) set where
