@@ -247,6 +247,11 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         FitOptions o;
         o.method = args.method;
         o.proposal = args.proposal;
+        if (args.adapt_delta) {
+            // 0 means "automatic" to FitOptions; from the command line it is out of range.
+            if (*args.adapt_delta == 0) throw Error(ErrorKind::usage, "--adapt-delta must lie strictly between 0 and 1, got 0");
+            o.adapt_delta = *args.adapt_delta;
+        }
         o.chains = args.chains;
         o.warmup = args.warmup;
         o.draws = args.draws;
@@ -296,6 +301,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                     cfg.chain_id = c + 1;
                     cfg.data_file = args.data;
                     cfg.extra = {{"vb_elbo", fmt::format("{}", q.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
+                    if (method == "nuts") cfg.extra.emplace_back("delta", fmt::format("{}", nuts_adapt_delta(l.graph, l.data, o.adapt_delta)));
                     writers.push_back(std::make_unique<CsvWriter>(chain_file_path(*args.output, c + 1), cfg, csv_names));
                 }
             };

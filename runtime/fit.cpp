@@ -47,6 +47,15 @@ bool has_unobserved_values(const ir::Graph& graph, const Dataset& data) {
 }
 }  // namespace
 
+double nuts_adapt_delta(const ir::Graph& graph, const Dataset& data, double requested) {
+    if (requested != 0) {
+        if (!(requested > 0 && requested < 1))
+            throw Error(ErrorKind::usage, fmt::format("--adapt-delta must lie strictly between 0 and 1, got {}", requested));
+        return requested;
+    }
+    return graph.dim > nuts_low_delta_above && !has_unobserved_values(graph, data) ? 0.65 : 0.8;
+}
+
 // By the figures of bench/speed_table and the grid and SBC checks (docs/methods.md,
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
 // factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
@@ -238,11 +247,12 @@ std::optional<std::string> split_note(const ir::Graph& graph, const inference::B
 constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 4 left longer
                                                   // trees after warmup on unimodal_d50
 std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOptions& o, const ir::Graph& graph,
-                                                    const Target& target) {
+                                                    const Target& target, double adapt_delta) {
     using namespace inference;
     const int d = graph.dim;
-    if (!nuts_dense_metric(d)) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()));
     NutsOptions no;
+    no.dual_averaging.delta = adapt_delta;
+    if (!nuts_dense_metric(d)) return std::make_unique<NutsKernel>(EuclideanMetric::diagonal(q.variances()), no);
     if (d <= o.laplace.max_dim) {
         NewtonMode m = posterior_mode(target, q.mean);
         if (m.converged) {
@@ -291,7 +301,7 @@ std::optional<std::string> whole_block_note(const LaplaceProposal& exact, const 
 
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
                                                 const ir::Graph& graph, const Target& target, bool unobserved,
-                                                const LaplaceProposal* exact) {
+                                                const LaplaceProposal* exact, double adapt_delta) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
@@ -335,7 +345,7 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         return std::make_unique<RegenerationKernel>(
             exact ? exact->joint() : variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
     }
-    if (method == "nuts") return make_nuts_kernel(q, o, graph, target);
+    if (method == "nuts") return make_nuts_kernel(q, o, graph, target, adapt_delta);
     if (method == "gibbs") return make_gibbs_kernel(q, o);
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
 }
@@ -350,6 +360,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     if (o.warmup < 0) throw Error(ErrorKind::usage, "--warmup must not be negative");
     if (o.draws < 1) throw Error(ErrorKind::usage, "--draws must be at least 1");
     if (o.threads < 1) throw Error(ErrorKind::usage, "--threads must be at least 1");
+    nuts_adapt_delta(graph, data, o.adapt_delta);  // throws on a value outside (0, 1)
     if (o.proposal != "laplace" && o.proposal != "vb")
         throw Error(ErrorKind::usage, fmt::format("unknown proposal '{}'; choose laplace or vb", o.proposal));
     const auto& names = method_names();
@@ -414,8 +425,15 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         if (auto note = split_note(graph, o.varblock_split)) r.notes.push_back(std::move(*note));
     if (r.method == "varblock" && exact)
         if (auto note = whole_block_note(*exact, o)) r.notes.push_back(std::move(*note));
+    if (r.method == "nuts") {
+        r.adapt_delta = nuts_adapt_delta(graph, data, o.adapt_delta);
+        if (o.adapt_delta == 0 && r.adapt_delta != 0.8)
+            r.notes.push_back(fmt::format("nuts: target acceptance {} (log-concave posterior: every node observed, {} parameters); "
+                                          "--adapt-delta sets it",
+                                          r.adapt_delta, graph.dim));
+    }
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data),
-                                                                   exact ? &*exact : nullptr);
+                                                                   exact ? &*exact : nullptr, r.adapt_delta);
     r.kernel = kernel->name();
     std::unique_ptr<GibbsModel> gibbs_model;
     std::unique_ptr<inference::DensityFactory> factory;

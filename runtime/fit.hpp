@@ -87,6 +87,9 @@ struct FitOptions {
     // docs/methods.md, "Whole blocks re-centred in warmup").
     double varblock_df = 100;
     inference::BlockRecentre varblock_recentre{true, 300};
+    // NUTS's target mean acceptance statistic (Stan's adapt_delta), in (0, 1); 0: automatic,
+    // nuts_adapt_delta below.
+    double adapt_delta = 0;
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     inference::ChainCallbacks callbacks;
@@ -95,9 +98,22 @@ struct FitOptions {
     std::function<void(const VbFit&, const std::string& method)> on_vb;
 };
 
+// NUTS's target acceptance for this model and data: `requested` when it is not 0, else 0.65
+// for a log-concave posterior (every binary node observed in every row: the priors are
+// Gaussian and each observed logistic term is log-concave in the weights) with more than
+// nuts_low_delta_above parameters, and Stan's 0.8 otherwise. Why: Stan's 0.8 buys robustness
+// where a longer step can diverge, and such a posterior has none (its curvature is bounded: a
+// logistic term's is at most 1/4 per unit of η); and as the dimension grows the most
+// efficient acceptance falls towards 0.651 (Beskos et al. 2013). On unimodal_d50 0.65 gave
+// 1.4x the bulk-ESS of 0.8 for the same work; on unimodal_d10 it would lose (docs/methods.md,
+// "NUTS's target acceptance").
+constexpr int nuts_low_delta_above = 20;
+double nuts_adapt_delta(const ir::Graph& graph, const Dataset& data, double requested = 0);
+
 struct FitResult {
     std::string method;                            // the resolved method (never "auto")
     std::string kernel;                            // the kernel's description
+    double adapt_delta = 0;                        // NUTS's target acceptance (0: not NUTS)
     int threads = 1;                               // worker threads the run used (the summary uses as many)
     VbResult vb;
     std::vector<int> order;                        // output_order(graph)

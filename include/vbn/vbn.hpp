@@ -144,6 +144,9 @@ struct FitOptions {
     int threads = 2;              // worker threads for the chains (results do not depend on it)
     std::uint64_t seed = 1;       // the same seed gives the same draws bit for bit
     bool keep_draws = true;       // false: only stream them (Callbacks::on_draw), keep no matrix
+    // NUTS's target acceptance (Stan's adapt_delta), in (0, 1); 0: automatic, 0.65 for a
+    // log-concave posterior (every node observed) of more than 20 parameters, else 0.8.
+    double adapt_delta = 0;
     VariationalOptions variational;
 };
 

@@ -243,6 +243,10 @@ TEST_CASE("api: usage errors") {
     o = small_options("varmix", 1);
     o.chains = 0;
     CHECK_THROWS_AS(vbn::fit(m, d, o), vbn::UsageError);
+    o = small_options("nuts", 1);
+    o.adapt_delta = 1.2;
+    const auto ad = expect_throw<vbn::UsageError>([&] { vbn::fit(m, d, o); });
+    CHECK(std::string(ad.what()).find("--adapt-delta must lie strictly between 0 and 1, got 1.2") != std::string::npos);
 }
 
 TEST_CASE("api: limit and inference errors") {

@@ -293,6 +293,17 @@ run "auto nuts csv" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --
   if grep -q 'algorithm = hmc' "$tmp/an_1.csv" && grep -q 'engine = nuts' "$tmp/an_1.csv" &&
     grep -q 'metric = dense_e' "$tmp/an_1.csv" && grep -q '^# Elements of inverse mass matrix:' "$tmp/an_1.csv"; then ok; else
     bad "auto resolved to nuts: the CSV header's algorithm and dense metric"; fi
+# NUTS's target acceptance: 0.65 for this fully observed 21-parameter model (a note says so and
+# the CSV header records it), 0.8 for a small one, --adapt-delta sets it and is range-checked.
+if grep -q '^# delta = 0.65$' "$tmp/an_1.csv"; then ok; else bad "auto nuts on a log-concave 21-parameter posterior: delta 0.65 in the CSV header"; fi
+run "auto nuts adapt delta note" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 20 --draws 10 --seed 1 &&
+  expect "target acceptance note" err "nuts: target acceptance 0\.65 \(log-concave posterior"
+run "nuts adapt delta small" 0 -- "$vbn" fit "$m" --data "$d" --method nuts --chains 1 --warmup 20 --draws 10 --seed 1 \
+  --quiet --output "$tmp/ad.csv" && if grep -q '^# delta = 0.8$' "$tmp/ad_1.csv"; then ok; else bad "nuts on a small model: delta 0.8"; fi
+run "nuts adapt delta set" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 20 --draws 10 --seed 1 \
+  --adapt-delta 0.95 --quiet --output "$tmp/ad9.csv" && if grep -q '^# delta = 0.95$' "$tmp/ad9_1.csv"; then ok; else bad "--adapt-delta 0.95 in the CSV header"; fi
+run "nuts adapt delta out of range" 1 -- "$vbn" fit "$m" --data "$d" --method nuts --adapt-delta 1 --seed 1 &&
+  expect "adapt delta range" err "--adapt-delta must lie strictly between 0 and 1, got 1"
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \

@@ -1,8 +1,9 @@
-// How `vbn fit --method nuts` starts its sampler: the initial metric is the exact posterior's
+// How `vbn fit --method nuts` starts its sampler, and the acceptance it targets: the initial metric is the exact posterior's
 // Laplace covariance (Newton from the VB mean, runtime/vb_refine.hpp) when it can be had, else
 // the variational covariance. With no warmup the metric is used unchanged, so the draws'
 // TransitionInfo shows it.
 #include "runtime/dataset.hpp"
+#include "runtime/error.hpp"
 #include "runtime/fit.hpp"
 #include "runtime/model.hpp"
 #include "runtime/vb_refine.hpp"
@@ -11,6 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -58,4 +62,59 @@ TEST_CASE("nuts starts from the Laplace covariance at the exact posterior mode, 
     small.laplace.max_dim = g.dim - 1;
     const Eigen::MatrixXd vb_start = initial_inverse_metric(g, data, small, r);
     CHECK((vb_start - r.vb.best_fit().dense_cov()).cwiseAbs().maxCoeff() <= 1e-12 * vb_cov.cwiseAbs().maxCoeff());
+}
+
+TEST_CASE("nuts's target acceptance: 0.65 for a log-concave posterior of more than 20 parameters, else 0.8; adapt_delta sets it") {
+    const ir::Graph d50 = load_model(paper + "unimodal_d50.vbn");
+    std::ifstream file(paper + "unimodal_d50.csv");
+    std::stringstream text;
+    text << file.rdbuf();
+    const std::string csv = text.str();
+    std::istringstream full(csv);
+    const Dataset observed = load_csv(d50, full, "d50.csv");
+    CHECK(d50.dim > nuts_low_delta_above);
+    CHECK(nuts_adapt_delta(d50, observed) == 0.65);
+    CHECK(nuts_adapt_delta(d50, observed, 0.9) == 0.9);
+    // One missing entry: a mixture over it, no longer log-concave, so Stan's 0.8.
+    std::string with_missing = csv;
+    with_missing.replace(with_missing.find('\n') + 1, 1, "NA");
+    std::istringstream partial(with_missing);
+    CHECK(nuts_adapt_delta(d50, load_csv(d50, partial, "d50_missing.csv")) == 0.8);
+    // Fully observed but only 20 parameters; and a hidden node.
+    const ir::Graph d20 = load_model(paper + "unimodal_d20.vbn");
+    CHECK(d20.dim == nuts_low_delta_above);
+    CHECK(nuts_adapt_delta(d20, load_csv(d20, paper + "unimodal_d20.csv")) == 0.8);
+    const ir::Graph mm = load_model(paper + "multimodal.vbn");
+    CHECK(nuts_adapt_delta(mm, load_csv(mm, paper + "multimodal.csv")) == 0.8);
+    for (const double bad : {-0.1, 1.0, 1.5, std::nan("")})
+        CHECK_THROWS_WITH_AS(nuts_adapt_delta(d50, observed, bad), doctest::Contains("--adapt-delta must lie strictly between 0 and 1"),
+                             vbn::Error);
+
+    // The value reaches the sampler: dual averaging aims the sampling phase's mean acceptance
+    // statistic at it, so a higher target gives a clearly higher mean acceptance.
+    FitOptions o;
+    o.method = "nuts";
+    o.chains = 2;
+    o.warmup = 300;
+    o.draws = 300;
+    o.seed = 3;
+    o.keep_draws = false;
+    auto mean_acceptance = [&](double delta) {
+        o.adapt_delta = delta;
+        const FitResult r = fit(d50, observed, o);
+        CHECK(r.adapt_delta == (delta == 0 ? 0.65 : delta));
+        double sum = 0;
+        long n = 0;
+        for (const auto& c : r.chains)
+            for (const auto& s : c.stats) {
+                sum += static_cast<double>(s.accepted);
+                n += s.proposed;
+            }
+        return sum / static_cast<double>(n);
+    };
+    const double low = mean_acceptance(0.5), automatic = mean_acceptance(0), high = mean_acceptance(0.9);
+    CHECK(low < automatic);
+    CHECK(automatic < high);
+    CHECK(high - low > 0.15);  // 0.23-0.38 over seeds 3-8
+    CHECK(high > 0.85);
 }

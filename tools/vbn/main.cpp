@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
                         "Independence kernels' proposal: laplace (exact posterior mode, checked) or vb (the variational fit)")
         ->check(CLI::IsMember({"laplace", "vb"}))
         ->capture_default_str();
+    fit_cmd->add_option("--adapt-delta", fit_args.adapt_delta,
+                        "NUTS's target acceptance, in (0, 1) (default: 0.65 for a log-concave posterior with more than 20 "
+                        "parameters, else 0.8)");
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
 
     std::vector<std::string> summary_files;
