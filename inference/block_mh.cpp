@@ -165,8 +165,7 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
         block.cached = true;
     }
     auto seg = proposal_.segment(block.offset, block.size);
-    block.q.sample(rng, seg);
-    const double log_q = block.q.log_density(seg);
+    const double log_q = block.q.sample_log_density(rng, seg);
     const MetropolisDecision decision = decide(block, state, target, rng, log_q, block.cached_log_q);
     if (decision.accept) {
         block.cached_x = seg;
@@ -189,8 +188,7 @@ double BlockIndependenceMH::move_whitened(Block& block, State& state, Density& t
     }
     auto z_new = w.proposed.segment(block.sub_offset, block.size);
     const auto z_now = w.z.segment(block.sub_offset, block.size);
-    block.q.sample(rng, z_new);
-    const double log_q_new = block.q.log_density(z_new);
+    const double log_q_new = block.q.sample_log_density(rng, z_new);
     const double log_q_now = block.q.log_density(z_now);
     auto seg = proposal_.segment(w.offset, w.size);
     seg.noalias() = w.lower.triangularView<Eigen::Lower>() * w.proposed;

@@ -221,14 +221,29 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
     return GaussianProposal(mean_.segment(offset, size), parts, df_);
 }
 
-void GaussianProposal::sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
+double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
     for (std::size_t b = 0; b < chol_.size(); ++b) {
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
         out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * scratch_.segment(o, n);
     }
-    if (is_student_t()) out /= std::sqrt(sample_chi_square(rng, df_) / df_);
+    double m = scratch_.squaredNorm();
+    if (is_student_t()) {
+        const double w = sample_chi_square(rng, df_) / df_;
+        out /= std::sqrt(w);
+        m /= w;
+    }
     out += mean_;
+    return m;
+}
+
+void GaussianProposal::sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) { draw(rng, out); }
+
+double GaussianProposal::sample_log_density(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) { return log_density_at(draw(rng, out)); }
+
+double GaussianProposal::log_density_at(double m) const {
+    if (is_student_t()) return log_norm_ - 0.5 * (df_ + static_cast<double>(dim())) * std::log1p(m / df_);
+    return log_norm_ - 0.5 * m;
 }
 
 double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) {
@@ -237,9 +252,7 @@ double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x)
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
         chol_[b].triangularView<Eigen::Lower>().solveInPlace(scratch_.segment(o, n));
     }
-    const double m = scratch_.squaredNorm();  // Mahalanobis distance (x-μ)' Σ⁻¹ (x-μ)
-    if (is_student_t()) return log_norm_ - 0.5 * (df_ + static_cast<double>(dim())) * std::log1p(m / df_);
-    return log_norm_ - 0.5 * m;
+    return log_density_at(scratch_.squaredNorm());  // (x-μ)' Σ⁻¹ (x-μ)
 }
 
 }  // namespace vbn::inference

@@ -70,8 +70,15 @@ public:
     // log q(x), normalised.
     double log_density(const Eigen::Ref<const Eigen::VectorXd>& x);
 
+    // The same draw as sample() (the same random numbers, in the same order) and its log q,
+    // from the draw's own standard normals rather than by solving with the Cholesky factor
+    // again: equal to log_density(out) to rounding, for an independence sampler's proposal.
+    double sample_log_density(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);
+
 private:
     void finish();  // checks, log normaliser, scratch
+    double draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);  // sample(); returns the draw's (x-μ)' Σ⁻¹ (x-μ)
+    double log_density_at(double mahalanobis) const;
 
     Eigen::VectorXd mean_;
     std::vector<Eigen::MatrixXd> chol_;       // lower Cholesky factor of each diagonal block

@@ -200,6 +200,21 @@ TEST_CASE("Gaussian proposal: log density matches the closed form") {
     CHECK(t.log_density(Eigen::VectorXd::Constant(1, x1)) == doctest::Approx(expected).epsilon(1e-12));
 }
 
+TEST_CASE("Gaussian proposal: sample_log_density draws what sample draws and returns its log density") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    for (const double df : {GaussianProposal::gaussian_df, 5.0, 100.0}) {
+        GaussianProposal a(target.mean(), target.covariance(), df), b = a;
+        Rng ra(11, 0), rb(11, 0);
+        Eigen::VectorXd xa(10), xb(10);
+        for (int i = 0; i < 200; ++i) {
+            a.sample(ra, xa);
+            const double lq = b.sample_log_density(rb, xb);
+            REQUIRE(xa == xb);  // the same random numbers in the same order, bit for bit
+            CHECK(lq == doctest::Approx(a.log_density(xa)).epsilon(1e-12));
+        }
+    }
+}
+
 TEST_CASE("Gaussian and t proposals sample their own moments") {
     const GaussianDensity target = vbn::test::correlated_10d();
     const int n = 40000;
