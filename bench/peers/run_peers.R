@@ -16,6 +16,8 @@ has_jags <- suppressWarnings(requireNamespace("rjags", quietly = TRUE))
 # PEERS_SKIP_JAGS=1 runs Stan alone (JAGS takes minutes per example beyond 10 parents).
 if (nzchar(Sys.getenv("PEERS_SKIP_JAGS"))) has_jags <- FALSE
 if (has_jags) suppressPackageStartupMessages(library(rjags))
+# PEERS_SKIP_STAN=1 runs JAGS alone (to re-time it without re-running Stan).
+skip_stan <- nzchar(Sys.getenv("PEERS_SKIP_STAN"))
 args <- commandArgs(TRUE); out <- args[1]; cases <- args[-1]
 here <- dirname(sub("--file=", "", grep("--file=", commandArgs(FALSE), value = TRUE)))
 compiled <- list()
@@ -50,13 +52,15 @@ for (case in cases) {
                  prior_prec = 0.1)
   }
   inits <- function() list(theta = runif(d, -2, 2))
-  m <- stan_for(kind)
-  t0 <- proc.time()[["elapsed"]]
-  f <- sampling(m, data = sdat, chains = 4, cores = 2, iter = 2000, warmup = 1000, seed = 1, refresh = 0,
-                pars = "theta")
-  secs <- proc.time()[["elapsed"]] - t0
-  dr <- as_draws_array(as.array(f))
-  row(example, "stan_nuts", secs, subset_draws(dr, variable = grep("^theta", variables(dr), value = TRUE)))
+  if (!skip_stan) {
+    m <- stan_for(kind)
+    t0 <- proc.time()[["elapsed"]]
+    f <- sampling(m, data = sdat, chains = 4, cores = 2, iter = 2000, warmup = 1000, seed = 1, refresh = 0,
+                  pars = "theta")
+    secs <- proc.time()[["elapsed"]] - t0
+    dr <- as_draws_array(as.array(f))
+    row(example, "stan_nuts", secs, subset_draws(dr, variable = grep("^theta", variables(dr), value = TRUE)))
+  }
   if (!has_jags) next
   # JAGS: one chain per process, two processes at a time.
   one <- function(ch) {
