@@ -714,15 +714,21 @@ TEST_CASE("whitened sub-blocks: re-centring on the warmup's draws raises accepta
     CHECK(accept[1] > accept[0] + 0.2);
 }
 
-TEST_CASE("whitened sub-blocks: the same seed gives the same draws, a clone the same as the original") {
-    GaussianDensity target = one_block(vbn::test::correlated_10d());
-    const BlockIndependenceMH k(nearby_proposal(target, 1.5, 10.0), BlockSplit{1, 4, 0, 1.0, true});
+// Clones of k run with the same seed give the same draws (so does a clone against its
+// original's clone), and another seed other draws.
+void check_same_seed_same_draws(const Kernel& k, GaussianDensity& target) {
     auto a = k.clone(), b = k.clone(), c = k.clone();
     const RunResult ra = run_kernel(*a, target, 200, 500, 5);
     const RunResult rb = run_kernel(*b, target, 200, 500, 5);
     const RunResult rc = run_kernel(*c, target, 200, 500, 6);
     CHECK(ra.draws == rb.draws);
     CHECK(ra.draws != rc.draws);
+}
+
+TEST_CASE("whitened sub-blocks: the same seed gives the same draws, a clone the same as the original") {
+    GaussianDensity target = one_block(vbn::test::correlated_10d());
+    const BlockIndependenceMH k(nearby_proposal(target, 1.5, 10.0), BlockSplit{1, 4, 0, 1.0, true});
+    check_same_seed_same_draws(k, target);
 }
 
 TEST_CASE("whole blocks re-centred in warmup leave correlated 2-D and 10-D Gaussians invariant") {
@@ -782,12 +788,7 @@ TEST_CASE("whole blocks: re-centring on the warmup's draws moves the proposal to
 TEST_CASE("whole blocks re-centred: the same seed gives the same draws, a clone the same as the original") {
     GaussianDensity target = one_block(vbn::test::correlated_10d());
     const BlockIndependenceMH k(vbn::test::shifted_proposal(target, 0.5, 1.0, 100.0), BlockSplit{}, BlockRecentre{true, 30});
-    auto a = k.clone(), b = k.clone(), c = k.clone();
-    const RunResult ra = run_kernel(*a, target, 200, 500, 5);
-    const RunResult rb = run_kernel(*b, target, 200, 500, 5);
-    const RunResult rc = run_kernel(*c, target, 200, 500, 6);
-    CHECK(ra.draws == rb.draws);
-    CHECK(ra.draws != rc.draws);
+    check_same_seed_same_draws(k, target);
     CHECK_THROWS_AS(BlockIndependenceMH(vbn::test::shifted_proposal(target, 0.5, 1.0), BlockSplit{}, BlockRecentre{true, -1}),
                     std::invalid_argument);
 }
