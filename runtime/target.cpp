@@ -75,6 +75,17 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
     }
 }
 
+// out[t] = from[t] + the Take groups' table entries for row t's sign bytes, added in group
+// order; Take is a constant so that the inner loop unrolls and the row loop stays one pass.
+template <int Take>
+void add_sign_groups(int len, const double* from, const unsigned char* const* s, const double* const* tb, double* out) {
+    for (int t = 0; t < len; ++t) {
+        double v = from[t];
+        for (int i = 0; i < Take; ++i) v += tb[i][s[i][t]];
+        out[t] = v;
+    }
+}
+
 }  // namespace
 
 // Rows equal in (a, f) are merged whatever y is; the order is that of first appearance,
@@ -304,15 +315,10 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                     s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
                     tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
                 }
-                if (take == 4)
-                    for (int t = 0; t < len; ++t)
-                        out[t] = (((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]]) + tb[3][s[3][t]];
-                else if (take == 3)
-                    for (int t = 0; t < len; ++t) out[t] = ((from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]]) + tb[2][s[2][t]];
-                else if (take == 2)
-                    for (int t = 0; t < len; ++t) out[t] = (from[t] + tb[0][s[0][t]]) + tb[1][s[1][t]];
-                else
-                    for (int t = 0; t < len; ++t) out[t] = from[t] + tb[0][s[0][t]];
+                if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
+                else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
+                else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
+                else add_sign_groups<1>(len, from, s, tb, out);
                 from = out;
             }
         } else {
