@@ -11,6 +11,7 @@
 #include "runtime/summary.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
+#include "tests/runtime/fit_options.hpp"
 
 #include <doctest/doctest.h>
 
@@ -69,13 +70,8 @@ Moments grid_moments(const ir::Graph& g, const Dataset& d, double lo, double hi,
 }
 
 FitOptions quick(const std::string& method, int warmup = 300, int draws = 600) {
-    FitOptions o;
-    o.method = method;
-    o.chains = 2;
+    FitOptions o = vbn::test::short_run(method, 2, warmup, draws, 11);
     o.threads = 1;
-    o.warmup = warmup;
-    o.draws = draws;
-    o.seed = 11;
     return o;
 }
 

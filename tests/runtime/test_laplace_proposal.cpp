@@ -8,6 +8,7 @@
 #include "runtime/fit_summary.hpp"
 #include "runtime/model.hpp"
 #include "runtime/vb_refine.hpp"
+#include "tests/runtime/fit_options.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -99,13 +100,8 @@ TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past 
 
 TEST_CASE("vbn fit: the independence kernels say which proposal they use, and --proposal vb keeps the paper's") {
     const Example e("unimodal_d5");
-    FitOptions o;
-    o.method = "varblock";
-    o.chains = 2;
+    FitOptions o = vbn::test::short_run("varblock", 2, 100, 300, 4);
     o.threads = 1;
-    o.warmup = 100;
-    o.draws = 300;
-    o.seed = 4;
     auto mentions = [](const FitResult& r, const std::string& what) {
         for (const auto& n : r.notes)
             if (n.find(what) != std::string::npos) return true;
@@ -193,12 +189,7 @@ TEST_CASE("10 parents in whitened sub-blocks: varblock agrees with a long NUTS r
 
 TEST_CASE("varblock: whole blocks from a t(100) re-centred in warmup give the same draws with 1 or 2 threads") {
     const Example e("unimodal_d5");
-    FitOptions o;
-    o.method = "varblock";
-    o.chains = 3;
-    o.warmup = 200;
-    o.draws = 200;
-    o.seed = 8;
+    FitOptions o = vbn::test::short_run("varblock", 3, 200, 200, 8);
     o.threads = 1;
     const FitResult one = fit(e.g, e.data, o);
     o.threads = 2;

@@ -7,6 +7,7 @@
 #include "runtime/fit.hpp"
 #include "runtime/model.hpp"
 #include "runtime/vb_refine.hpp"
+#include "tests/runtime/fit_options.hpp"
 
 #include "inference/nuts.hpp"
 
@@ -92,12 +93,7 @@ TEST_CASE("nuts's target acceptance: 0.65 for a log-concave posterior of more th
 
     // The value reaches the sampler: dual averaging aims the sampling phase's mean acceptance
     // statistic at it, so a higher target gives a clearly higher mean acceptance.
-    FitOptions o;
-    o.method = "nuts";
-    o.chains = 2;
-    o.warmup = 300;
-    o.draws = 300;
-    o.seed = 3;
+    FitOptions o = vbn::test::short_run("nuts", 2, 300, 300, 3);
     o.keep_draws = false;
     auto mean_acceptance = [&](double delta) {
         o.adapt_delta = delta;
