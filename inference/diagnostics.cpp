@@ -144,24 +144,72 @@ namespace {
 constexpr std::size_t kInitialLags = 8;
 constexpr std::size_t kMaxDirectLags = 64;
 
+// Lags summed side by side: each lag's products are added in order of i, as a lag on its own
+// would be, but the block's independent sums proceed together (one vector operation a step).
+constexpr std::size_t kLagBlock = 8;
+
+// out[k − from] = Σ_{i<n−k} d_i d_{i+k} for the lags k = from … to−1.
+void lag_products(std::span<const double> d, std::size_t from, std::size_t to, double* out) {
+    const std::size_t n = d.size();
+    if (to - from != kLagBlock || to > n) {
+        for (std::size_t k = from; k < to; ++k) {
+            double sum = 0;
+            for (std::size_t i = 0; i + k < n; ++i) sum += d[i] * d[i + k];
+            out[k - from] = sum;
+        }
+        return;
+    }
+    std::array<double, kLagBlock> sum{};
+    const std::size_t all = n - (to - 1);  // i < all: every lag of the block has d_{i+k}
+    for (std::size_t i = 0; i < all; ++i)
+        for (std::size_t b = 0; b < kLagBlock; ++b) sum[b] += d[i] * d[i + from + b];
+    for (std::size_t b = 0; b < kLagBlock; ++b) {
+        for (std::size_t i = all; i + from + b < n; ++i) sum[b] += d[i] * d[i + from + b];
+        out[b] = sum[b];
+    }
+}
+
+// The chains of one ess_raw call, each less its mean, kept across the rounds of lags; a
+// constant chain is flagged (its autocovariances are all zero).
+struct CentredChains {
+    std::vector<double> data;
+    std::vector<bool> constant;
+    std::size_t n = 0;
+
+    void assign(const DrawsRef& x) {
+        n = static_cast<std::size_t>(x.rows());
+        data.resize(n * static_cast<std::size_t>(x.cols()));
+        constant.assign(static_cast<std::size_t>(x.cols()), false);
+        for (Eigen::Index j = 0; j < x.cols(); ++j) {
+            const std::span<const double> chain(x.col(j).data(), n);
+            constant[static_cast<std::size_t>(j)] = all_equal(chain);
+            const double mu = std::accumulate(chain.begin(), chain.end(), 0.0) / static_cast<double>(n);
+            double* d = data.data() + static_cast<std::size_t>(j) * n;
+            for (std::size_t i = 0; i < n; ++i) d[i] = chain[i] - mu;
+        }
+    }
+    std::span<const double> chain(std::size_t j) const { return {data.data() + j * n, n}; }
+};
+
 // Mean over chains of the autocovariances at lags from … lags−1, written into mean[from …]
 // (mean has at least `lags` entries). Each lag is the same sum however many are asked for,
 // so computing them in rounds gives the same bits as computing them at once.
-void mean_autocovariance(const DrawsRef& x, std::size_t from, std::size_t lags, std::vector<double>& mean) {
+void mean_autocovariance(const DrawsRef& x, const CentredChains& centred, std::size_t from, std::size_t lags,
+                         std::vector<double>& mean) {
     const auto n = static_cast<std::size_t>(x.rows());
     std::fill(mean.begin() + static_cast<std::ptrdiff_t>(from), mean.begin() + static_cast<std::ptrdiff_t>(lags), 0.0);
-    std::vector<double> one(lags == n ? n : 0);
+    const bool fft = lags == n && n > static_cast<std::size_t>(kDirectAutocovarianceMax);  // as autocovariance()
+    std::vector<double> one(fft ? n : 0);
+    std::array<double, kLagBlock> block;
     for (Eigen::Index j = 0; j < x.cols(); ++j) {
-        const std::span<const double> chain(x.col(j).data(), n);
-        if (lags == n) {
-            autocovariance(chain, one);
+        if (fft) {
+            autocovariance(std::span<const double>(x.col(j).data(), n), one);
             for (std::size_t k = from; k < lags; ++k) mean[k] += one[k];
-        } else if (!all_equal(chain)) {
-            const double mu = std::accumulate(chain.begin(), chain.end(), 0.0) / static_cast<double>(n);
-            for (std::size_t k = from; k < lags; ++k) {
-                double sum = 0;
-                for (std::size_t i = 0; i + k < n; ++i) sum += (chain[i] - mu) * (chain[i + k] - mu);
-                mean[k] += sum / static_cast<double>(n);
+        } else if (!centred.constant[static_cast<std::size_t>(j)]) {
+            for (std::size_t k = from; k < lags; k += kLagBlock) {
+                const std::size_t to = std::min(lags, k + kLagBlock);
+                lag_products(centred.chain(static_cast<std::size_t>(j)), k, to, block.data());
+                for (std::size_t b = k; b < to; ++b) mean[b] += block[b - k] / static_cast<double>(n);
             }
         }
     }
@@ -179,7 +227,8 @@ std::optional<double> geyer_tau(const std::vector<double>& acov, Eigen::Index n,
 
     // Geyer's initial positive sequence: sum autocorrelations in pairs (ρ_2k + ρ_2k+1)
     // while the pair sums stay positive.
-    std::vector<double> rho(static_cast<std::size_t>(n), 0.0);
+    thread_local std::vector<double> rho;
+    rho.assign(static_cast<std::size_t>(n), 0.0);
     auto rho_at = [&](std::size_t k) { return 1 - (mean_var - acov[k]) / var_plus; };
     std::size_t t = 0;
     double rho_even = 1;
@@ -336,11 +385,10 @@ void autocovariance_direct(std::span<const double> x, std::span<double> out) {
         return;
     }
     const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(n);
-    for (std::size_t k = 0; k < n; ++k) {
-        double s = 0;
-        for (std::size_t i = 0; i + k < n; ++i) s += (x[i] - mean) * (x[i + k] - mean);
-        out[k] = s / static_cast<double>(n);
-    }
+    std::vector<double> d(n);
+    for (std::size_t i = 0; i < n; ++i) d[i] = x[i] - mean;
+    for (std::size_t k = 0; k < n; k += kLagBlock) lag_products(d, k, std::min(n, k + kLagBlock), out.data() + k);
+    for (std::size_t k = 0; k < n; ++k) out[k] /= static_cast<double>(n);
 }
 
 void autocovariance_fft(std::span<const double> x, std::span<double> out) {
@@ -395,13 +443,16 @@ double ess_raw(const DrawsRef& x) {
     // directly in rounds of doubling length; only a chain that needs more than
     // kMaxDirectLags gets every lag (by FFT when long).
     const auto nz = static_cast<std::size_t>(n);
-    std::vector<double> acov(nz, 0.0);
+    thread_local std::vector<double> acov;
+    thread_local CentredChains centred;
+    acov.assign(nz, 0.0);
+    centred.assign(x);
     std::size_t have = 0;
     std::optional<double> tau;
     for (std::size_t want = std::min(nz, kInitialLags);; want = std::min(nz, 2 * want)) {
         if (want > kMaxDirectLags) want = nz;
         if (want == nz) have = 0;  // all lags at once, as autocovariance() computes them
-        mean_autocovariance(x, have, want, acov);
+        mean_autocovariance(x, centred, have, want, acov);
         have = want;
         tau = geyer_tau(acov, n, m, chain_means_var, have);
         if (tau || have == nz) break;
