@@ -292,25 +292,58 @@ std::uint64_t sort_key(double v) {
     return u >> 63 ? ~u : u | (std::uint64_t{1} << 63);
 }
 
-// (value, position) pairs of x's entries sorted by value: contiguous, and sorted a byte of
-// the key at a time (least significant first, stable), skipping the bytes all keys share
-// (the sign and exponent of draws of one parameter mostly): thousands of draws sort several
-// times faster than by comparisons, whose outcomes a branch predictor cannot guess.
+double key_value(std::uint64_t key) { return std::bit_cast<double>(key >> 63 ? key & ~(std::uint64_t{1} << 63) : ~key); }
+
+// (value, position) pairs of x's entries sorted by value. The keys' bytes above the highest
+// one that differs between draws (the sign and exponent, mostly) are shared; the next 32 bits
+// are sorted a byte at a time (least significant first, stable, skipping bytes all keys
+// share) with the positions alongside, and the rare runs that agree in all of them are then
+// sorted by the whole key. Thousands of draws sort several times faster so than by
+// comparisons, whose outcomes a branch predictor cannot guess.
 Ranked ranked(const DrawsRef& x) {
     const auto n = static_cast<std::size_t>(x.size());
-    Ranked order(n), buffer(n);
-    Eigen::Index k = 0;
+    if (n == 0) return {};
+    if (n > 0xffffffff) throw std::invalid_argument("too many draws to rank (positions are 32-bit)");
+    thread_local std::vector<std::uint64_t> keys, items, buffer;
+    keys.resize(n);
+    items.resize(n);
+    buffer.resize(n);
+    std::array<std::array<std::uint32_t, 256>, 8> count{};
+    std::size_t k = 0;
     for (Eigen::Index j = 0; j < x.cols(); ++j)
-        for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) order[static_cast<std::size_t>(k)] = {x(i, j), k};
-    std::array<std::size_t, 256> count;
-    for (int shift = 0; shift < 64; shift += 8) {
-        count.fill(0);
-        for (const auto& e : order) ++count[(sort_key(e.first) >> shift) & 0xff];
-        if (std::find(count.begin(), count.end(), n) != count.end()) continue;  // one byte value
-        std::size_t sum = 0;
-        for (auto& c : count) sum += std::exchange(c, sum);
-        for (const auto& e : order) buffer[count[(sort_key(e.first) >> shift) & 0xff]++] = e;
-        order.swap(buffer);
+        for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) {
+            const std::uint64_t key = keys[k] = sort_key(x(i, j));
+            for (int b = 0; b < 8; ++b) ++count[static_cast<std::size_t>(b)][(key >> (8 * b)) & 0xff];
+        }
+    auto shared = [&](int b) { return count[static_cast<std::size_t>(b)][(keys[0] >> (8 * b)) & 0xff] == n; };
+    int top = 7;
+    while (top > 0 && shared(top)) --top;
+    const int low = std::max(0, top - 3);  // bytes low … low+3 are sorted
+    for (std::size_t i = 0; i < n; ++i) items[i] = (keys[i] >> (8 * low)) << 32 | i;
+    for (int b = low; b <= low + 3; ++b) {
+        if (shared(b)) continue;
+        auto& c = count[static_cast<std::size_t>(b)];
+        std::uint32_t sum = 0;
+        for (auto& e : c) sum += std::exchange(e, sum);
+        const int shift = 32 + 8 * (b - low);
+        for (const std::uint64_t item : items) buffer[c[(item >> shift) & 0xff]++] = item;
+        items.swap(buffer);
+    }
+    auto position = [](std::uint64_t item) { return static_cast<std::size_t>(item & 0xffffffff); };
+    if (low > 0) {
+        for (std::size_t i = 0; i < n;) {
+            std::size_t j = i + 1;
+            while (j < n && items[j] >> 32 == items[i] >> 32) ++j;
+            if (j - i > 1)
+                std::sort(items.begin() + static_cast<std::ptrdiff_t>(i), items.begin() + static_cast<std::ptrdiff_t>(j),
+                          [&](std::uint64_t a, std::uint64_t b) { return keys[position(a)] < keys[position(b)]; });
+            i = j;
+        }
+    }
+    Ranked order(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t p = position(items[i]);
+        order[i] = {key_value(keys[p]), static_cast<Eigen::Index>(p)};
     }
     return order;
 }

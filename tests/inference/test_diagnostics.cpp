@@ -325,6 +325,37 @@ TEST_CASE("split chains drop the middle draw of an odd length; z-scores are symm
     CHECK(zw(0, 1) < zw(0, 0));
 }
 
+// The ranking sorts 32 bits of each key below those all draws share, then the runs that agree
+// in them by the whole key: z must rise with x and tie where x ties, whichever bits differ.
+TEST_CASE("z-scores follow the order of the draws wherever their bits differ") {
+    Rng rng(20261123, 1);
+    auto check_order = [](const Eigen::MatrixXd& x) {
+        const Eigen::MatrixXd z = diag::z_scale(x);
+        for (Eigen::Index a = 0; a < x.size(); ++a)
+            for (Eigen::Index b = 0; b < x.size(); ++b) {
+                if (x.data()[a] < x.data()[b]) REQUIRE(z.data()[a] < z.data()[b]);
+                if (x.data()[a] == x.data()[b]) REQUIRE(z.data()[a] == z.data()[b]);
+            }
+    };
+    Eigen::MatrixXd x(150, 4);
+    for (const double offset : {0.0, 0.7, 1e6, 1e15}) {
+        INFO("offset " << offset);
+        for (Eigen::Index i = 0; i < x.size(); ++i)  // a tenth repeat the previous draw
+            x.data()[i] = i > 0 && rng.uniform() < 0.1 ? x.data()[i - 1] : offset + rng.normal();
+        check_order(x);
+    }
+    // Neighbouring doubles (a handful of last bits differ) among a few of either sign far away,
+    // so that the bits sorted first are the same for all the neighbours; tiny values.
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+        x.data()[i] = 1.0;
+        for (int k = static_cast<int>(rng.uniform() * 8); k > 0; --k) x.data()[i] = std::nextafter(x.data()[i], 2.0);
+        if (i % 10 == 0) x.data()[i] = 1e300 * rng.normal();
+    }
+    check_order(x);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = 1e-300 * rng.normal();
+    check_order(x);
+}
+
 // diagnose() ranks the split draws once and derives the quantiles and the folded ranking from
 // that sort; the building blocks rank each on its own. Both must give the same bits, with
 // the ties a Metropolis chain makes (repeated values, some straddling the median) and with
