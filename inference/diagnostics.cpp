@@ -146,6 +146,9 @@ constexpr std::size_t kMaxDirectLags = 64;
 
 // Lags summed side by side: each lag's products are added in order of i, as a lag on its own
 // would be, but the block's independent sums proceed together (one vector operation a step).
+// Every product is fused with its addition where the CPU has FMA (the compiler contracts it);
+// the loop over one lag used to be vectorised with rounded products, so a sum may differ from
+// that one's in its last bit.
 constexpr std::size_t kLagBlock = 8;
 
 // out[k − from] = Σ_{i<n−k} d_i d_{i+k} for the lags k = from … to−1.
@@ -360,23 +363,19 @@ Eigen::MatrixXd z_scale_ranked(const Ranked& order, Eigen::Index rows, Eigen::In
     const boost::math::normal_distribution<double, Policy> normal;
     const double s = static_cast<double>(size);
     constexpr double c = 3.0 / 8.0;
-    // Untied draws of the same number of draws get the same z at the same rank, whatever the
-    // parameter: those are computed once per thread and size.
-    thread_local std::vector<double> untied;
-    if (static_cast<Eigen::Index>(untied.size()) != size) {
-        untied.resize(static_cast<std::size_t>(size));
-        for (Eigen::Index i = 0; i < size; ++i)
-            untied[static_cast<std::size_t>(i)] = boost::math::quantile(normal, (static_cast<double>(i + 1) - c) / (s - 2 * c + 1));
-    }
+    // A run of ties at sorted places i … j shares the average of their ranks, (i + j)/2 + 1, so
+    // the z of every run is one of 2 size − 1 values, indexed by i + j: those are computed on
+    // first use, once per thread and number of draws, whatever the parameter.
+    if (size == 0) return z;
+    thread_local std::vector<double> by_rank_sum;
+    const auto sums = static_cast<std::size_t>(2 * size - 1);
+    if (by_rank_sum.size() != sums) by_rank_sum.assign(sums, kNaN);
     for (Eigen::Index i = 0; i < size;) {
         Eigen::Index j = i;
         const double v = order[static_cast<std::size_t>(i)].first;
         while (j + 1 < size && order[static_cast<std::size_t>(j + 1)].first == v) ++j;
-        double zr;
-        if (j == i) {
-            zr = untied[static_cast<std::size_t>(i)];
-        } else {
-            // Ties share the average of their ranks i+1 … j+1.
+        double& zr = by_rank_sum[static_cast<std::size_t>(i + j)];
+        if (std::isnan(zr)) {
             const double rank = (static_cast<double>(i + 1) + static_cast<double>(j + 1)) / 2.0;
             zr = boost::math::quantile(normal, (rank - c) / (s - 2 * c + 1));
         }
