@@ -297,11 +297,11 @@ std::uint64_t sort_key(double v) {
 
 double key_value(std::uint64_t key) { return std::bit_cast<double>(key >> 63 ? key & ~(std::uint64_t{1} << 63) : ~key); }
 
-// (value, position) pairs of x's entries sorted by value. The keys' bytes above the highest
-// one that differs between draws (the sign and exponent, mostly) are shared; the next 32 bits
-// are sorted a byte at a time (least significant first, stable, skipping bytes all keys
-// share) with the positions alongside, and the rare runs that agree in all of them are then
-// sorted by the whole key. Thousands of draws sort several times faster so than by
+// (value, position) pairs of x's entries sorted by value. The keys' bits above the highest
+// one that differs between draws (the sign and exponent, mostly) are shared; the 32 bits from
+// there down are sorted 11 bits at a time (least significant first, stable, skipping digits
+// all keys share) with the positions alongside, and the rare runs that agree in all of them
+// are then sorted by the whole key. Thousands of draws sort several times faster so than by
 // comparisons, whose outcomes a branch predictor cannot guess.
 Ranked ranked(const DrawsRef& x) {
     const auto n = static_cast<std::size_t>(x.size());
@@ -311,25 +311,28 @@ Ranked ranked(const DrawsRef& x) {
     keys.resize(n);
     items.resize(n);
     buffer.resize(n);
-    std::array<std::array<std::uint32_t, 256>, 8> count{};
     std::size_t k = 0;
     for (Eigen::Index j = 0; j < x.cols(); ++j)
-        for (Eigen::Index i = 0; i < x.rows(); ++i, ++k) {
-            const std::uint64_t key = keys[k] = sort_key(x(i, j));
-            for (int b = 0; b < 8; ++b) ++count[static_cast<std::size_t>(b)][(key >> (8 * b)) & 0xff];
-        }
-    auto shared = [&](int b) { return count[static_cast<std::size_t>(b)][(keys[0] >> (8 * b)) & 0xff] == n; };
-    int top = 7;
-    while (top > 0 && shared(top)) --top;
-    const int low = std::max(0, top - 3);  // bytes low … low+3 are sorted
-    for (std::size_t i = 0; i < n; ++i) items[i] = (keys[i] >> (8 * low)) << 32 | i;
-    for (int b = low; b <= low + 3; ++b) {
-        if (shared(b)) continue;
-        auto& c = count[static_cast<std::size_t>(b)];
+        for (Eigen::Index i = 0; i < x.rows(); ++i) keys[k++] = sort_key(x(i, j));
+    std::uint64_t differ = 0;
+    for (const std::uint64_t key : keys) differ |= key ^ keys[0];
+    const int low = std::max(0, 64 - std::countl_zero(differ) - 32);  // bits low … low+31 are sorted
+
+    constexpr int kDigitBits = 11, kDigits = 3;
+    constexpr std::uint64_t kDigitMask = (1u << kDigitBits) - 1;
+    std::array<std::array<std::uint32_t, std::size_t{1} << kDigitBits>, kDigits> count{};
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t window = (keys[i] >> low) & 0xffffffff;
+        items[i] = window << 32 | i;
+        for (int d = 0; d < kDigits; ++d) ++count[static_cast<std::size_t>(d)][(window >> (kDigitBits * d)) & kDigitMask];
+    }
+    for (int d = 0; d < kDigits; ++d) {
+        auto& c = count[static_cast<std::size_t>(d)];
+        const int shift = 32 + kDigitBits * d;
+        if (c[(items[0] >> shift) & kDigitMask] == n) continue;  // one digit value
         std::uint32_t sum = 0;
         for (auto& e : c) sum += std::exchange(e, sum);
-        const int shift = 32 + 8 * (b - low);
-        for (const std::uint64_t item : items) buffer[c[(item >> shift) & 0xff]++] = item;
+        for (const std::uint64_t item : items) buffer[c[(item >> shift) & kDigitMask]++] = item;
         items.swap(buffer);
     }
     auto position = [](std::uint64_t item) { return static_cast<std::size_t>(item & 0xffffffff); };
