@@ -28,15 +28,28 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-bool any_nonfinite(const DrawsRef& x) { return !x.allFinite(); }
-
-// posterior's is_constant: an absolute tolerance of machine epsilon.
-bool is_constant(const DrawsRef& x) {
-    return std::abs(x.maxCoeff() - x.minCoeff()) < std::numeric_limits<double>::epsilon();
+// Whether every draw is finite, and the least and greatest draw, in one pass.
+struct Range {
+    bool finite = true;
+    double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+};
+Range range_of(const DrawsRef& x) {
+    // v·0 is ±0 for a finite v and NaN otherwise, so the sum is 0 exactly when all are finite.
+    if ((x.array() * 0.0).sum() != 0) return {.finite = false};
+    return {.finite = true, .lo = x.minCoeff(), .hi = x.maxCoeff()};
 }
 
+bool any_nonfinite(const DrawsRef& x) { return !range_of(x).finite; }
+
+// posterior's is_constant: an absolute tolerance of machine epsilon (of finite draws).
+bool is_constant(const Range& r) { return std::abs(r.hi - r.lo) < std::numeric_limits<double>::epsilon(); }
+
 // posterior's should_return_NA.
-bool undefined(const DrawsRef& x) { return x.size() == 0 || any_nonfinite(x) || is_constant(x); }
+bool undefined(const DrawsRef& x) {
+    if (x.size() == 0) return true;
+    const Range r = range_of(x);
+    return !r.finite || is_constant(r);
+}
 
 // Sample variance (denominator n − 1, two passes as R's var); NaN for fewer than 2 values.
 template <class V>
@@ -175,7 +188,7 @@ void lag_products(std::span<const double> d, std::size_t from, std::size_t to, d
 // The chains of one ess_raw call, each less its mean, kept across the rounds of lags; a
 // constant chain is flagged (its autocovariances are all zero).
 struct CentredChains {
-    std::vector<double> data;
+    std::vector<double> data, sums;
     std::vector<bool> constant;
     std::size_t n = 0;
 
@@ -183,10 +196,14 @@ struct CentredChains {
         n = static_cast<std::size_t>(x.rows());
         data.resize(n * static_cast<std::size_t>(x.cols()));
         constant.assign(static_cast<std::size_t>(x.cols()), false);
+        // Each chain's sum in order, as std::accumulate, but the chains' sums side by side.
+        sums.assign(static_cast<std::size_t>(x.cols()), 0.0);
+        for (Eigen::Index i = 0; i < x.rows(); ++i)
+            for (Eigen::Index j = 0; j < x.cols(); ++j) sums[static_cast<std::size_t>(j)] += x(i, j);
         for (Eigen::Index j = 0; j < x.cols(); ++j) {
             const std::span<const double> chain(x.col(j).data(), n);
             constant[static_cast<std::size_t>(j)] = all_equal(chain);
-            const double mu = std::accumulate(chain.begin(), chain.end(), 0.0) / static_cast<double>(n);
+            const double mu = sums[static_cast<std::size_t>(j)] / static_cast<double>(n);
             double* d = data.data() + static_cast<std::size_t>(j) * n;
             for (std::size_t i = 0; i < n; ++i) d[i] = chain[i] - mu;
         }
@@ -577,7 +594,8 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     ScalarDiagnostics d;
     d.mean = x.mean();
     d.sd = pooled_sd(x);
-    d.nonfinite = any_nonfinite(x);
+    const Range range = range_of(x);
+    d.nonfinite = !range.finite;
 
     // One sort serves the quantiles, the bulk z-scale and (by a merge) the folded one: split
     // chains hold every draw when the chains' length is even.
@@ -600,7 +618,7 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
         d.rhat = d.ess_bulk = d.ess_tail = d.mcse_mean = d.mcse_q5 = d.mcse_q95 = kNaN;
         return d;
     }
-    d.constant = is_constant(x);
+    d.constant = is_constant(range);
 
     const double median = median_sorted(sorted);
     const Eigen::MatrixXd z_split =
