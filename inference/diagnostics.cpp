@@ -86,10 +86,12 @@ double median_sorted(const std::vector<double>& s) {
     return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
 }
 
-// ESS of I(x ≤ q) over split chains, q a quantile of the pooled draws.
-double ess_indicator(const DrawsRef& x, double q) {
-    const Eigen::MatrixXd indicator = (x.array() <= q).cast<double>().matrix();
-    return diag::ess_raw(diag::split_chains(indicator));
+// ESS of I(x ≤ q) over the split chains `split` (the indicators of the split draws are the
+// split indicators), q a quantile of the pooled draws.
+double ess_indicator(const DrawsRef& split, double q) {
+    thread_local Eigen::MatrixXd indicator;  // keeps its storage from one parameter to the next
+    indicator = (split.array() <= q).cast<double>().matrix();
+    return diag::ess_raw(indicator);
 }
 
 double quantile_prob_for_ess(double prob, Eigen::Index size) {
@@ -562,7 +564,7 @@ double ess_quantile(const DrawsRef& x, double prob) {
     prob = quantile_prob_for_ess(prob, x.size());
     if (undefined(x)) return kNaN;
     const std::vector<double> sorted = pooled_sorted(x);
-    return ess_indicator(x, diag::quantile_sorted(sorted, prob));
+    return ess_indicator(diag::split_chains(x), diag::quantile_sorted(sorted, prob));
 }
 
 double ess_tail(const DrawsRef& x) {
@@ -629,8 +631,8 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     d.rhat = std::isnan(bulk) || std::isnan(tail) ? kNaN : std::max(bulk, tail);
     d.ess_bulk = diag::ess_raw(z_split);
 
-    const double ess_q5 = d.constant ? kNaN : ess_indicator(x, d.q5);
-    const double ess_q95 = d.constant ? kNaN : ess_indicator(x, d.q95);
+    const double ess_q5 = d.constant ? kNaN : ess_indicator(split, d.q5);
+    const double ess_q95 = d.constant ? kNaN : ess_indicator(split, d.q95);
     d.ess_tail = std::isnan(ess_q5) || std::isnan(ess_q95) ? kNaN : std::min(ess_q5, ess_q95);
     d.mcse_q5 = mcse_quantile_sorted(sorted, 0.05, ess_q5);
     d.mcse_q95 = mcse_quantile_sorted(sorted, 0.95, ess_q95);
