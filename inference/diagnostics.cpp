@@ -34,9 +34,9 @@ struct Range {
     double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
 };
 Range range_of(const DrawsRef& x) {
-    // v·0 is ±0 for a finite v and NaN otherwise, so the sum is 0 exactly when all are finite.
-    if ((x.array() * 0.0).sum() != 0) return {.finite = false};
-    return {.finite = true, .lo = x.minCoeff(), .hi = x.maxCoeff()};
+    // A NaN makes both NaN, an infinite draw the least or the greatest.
+    const double lo = x.minCoeff<Eigen::PropagateNaN>(), hi = x.maxCoeff<Eigen::PropagateNaN>();
+    return {.finite = std::isfinite(lo) && std::isfinite(hi), .lo = lo, .hi = hi};
 }
 
 bool any_nonfinite(const DrawsRef& x) { return !range_of(x).finite; }
