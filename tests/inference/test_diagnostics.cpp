@@ -261,6 +261,11 @@ TEST_CASE("non-finite draws make every diagnostic NaN and raise the flag") {
     CHECK(std::isnan(d.rhat));
     CHECK(std::isnan(d.ess_bulk));
     CHECK(std::isnan(d.mcse_q95));
+    x(17, 1) = -std::numeric_limits<double>::infinity();
+    d = diagnose(x);
+    CHECK(d.nonfinite);
+    CHECK(std::isnan(d.ess_tail));
+    CHECK(std::isnan(diag::ess_raw(x)));
     x(17, 1) = std::numeric_limits<double>::quiet_NaN();
     d = diagnose(x);
     CHECK(d.nonfinite);
