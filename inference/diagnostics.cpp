@@ -28,10 +28,10 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Whether every draw is finite, and the least and greatest draw, in one pass.
+// Whether every draw is finite, and the least and greatest draw.
 struct Range {
-    bool finite = true;
-    double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+    bool finite;
+    double lo, hi;
 };
 Range range_of(const DrawsRef& x) {
     // A NaN makes both NaN, an infinite draw the least or the greatest.
@@ -161,9 +161,8 @@ constexpr std::size_t kMaxDirectLags = 64;
 
 // Lags summed side by side: each lag's products are added in order of i, as a lag on its own
 // would be, but the block's independent sums proceed together (one vector operation a step).
-// Every product is fused with its addition where the CPU has FMA (the compiler contracts it);
-// the loop over one lag used to be vectorised with rounded products, so a sum may differ from
-// that one's in its last bit.
+// Only where the compiler fuses a product with its addition (FMA) can differ from a loop over
+// one lag, and with it a sum's last bit.
 constexpr std::size_t kLagBlock = 8;
 
 // out[k − from] = Σ_{i<n−k} d_i d_{i+k} for the lags k = from … to−1.
@@ -314,14 +313,17 @@ std::uint64_t sort_key(double v) {
     return u >> 63 ? ~u : u | (std::uint64_t{1} << 63);
 }
 
-double key_value(std::uint64_t key) { return std::bit_cast<double>(key >> 63 ? key & ~(std::uint64_t{1} << 63) : ~key); }
+// sort_key's inverse.
+double key_value(std::uint64_t key) {
+    return std::bit_cast<double>(key >> 63 ? key & ~(std::uint64_t{1} << 63) : ~key);
+}
 
 // (value, position) pairs of x's entries sorted by value. The keys' bits above the highest
 // one that differs between draws (the sign and exponent, mostly) are shared; the 32 bits from
 // there down are sorted 11 bits at a time (least significant first, stable, skipping digits
 // all keys share) with the positions alongside, and the rare runs that agree in all of them
-// are then sorted by the whole key. Thousands of draws sort several times faster so than by
-// comparisons, whose outcomes a branch predictor cannot guess.
+// are then sorted by the whole key. Thousands of draws sort several times faster this way than
+// by comparisons, whose outcomes a branch predictor cannot guess.
 Ranked ranked(const DrawsRef& x) {
     const auto n = static_cast<std::size_t>(x.size());
     if (n == 0) return {};
