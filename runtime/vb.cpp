@@ -190,7 +190,8 @@ struct BlockState : BlockFit {
     Vec diff, pdiff;     // workspaces for the prior term
     Eigen::LLT<Mat> llt;
     Vec coef;  // per complete pattern
-    Mat scaled, fs;
+    Mat scaled, fs;  // per complete pattern × feature
+    Mat linv;        // L⁻¹ for Σ⁻¹ = LL'
 };
 
 struct ComponentState {
@@ -352,10 +353,12 @@ void complete_moments(const Problem& p, State& s, int b) {
     if (cf.patterns() == 0) return;
     bs.e_eta = cf.a;
     bs.e_eta.noalias() += cf.f * bs.mu;
-    // f'Σf = |L⁻¹f|² with Σ⁻¹ = LL': one triangular solve for all patterns.
-    bs.fs = cf.f.transpose();
-    bs.llt.matrixL().solveInPlace(bs.fs);
-    bs.e_eta2 = bs.e_eta.array().square() + bs.fs.colwise().squaredNorm().transpose().array();
+    // f'Σf = |L⁻¹f|² with Σ⁻¹ = LL': L⁻¹ once, then one triangular product for all patterns,
+    // which runs faster than a triangular solve with as many right-hand sides.
+    bs.linv.setIdentity();
+    bs.llt.matrixL().solveInPlace(bs.linv);
+    bs.fs.noalias() = cf.f * bs.linv.triangularView<Eigen::Lower>().transpose();
+    bs.e_eta2 = bs.e_eta.array().square() + bs.fs.rowwise().squaredNorm().array();
 }
 
 // ξ² = E[(a + θ'f)²] for every complete pattern (Variational MCMC, Sec. 3.2; JJ eq. 12).
@@ -467,7 +470,8 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
         bs.e_eta2.setZero(n);
         bs.coef.setZero(n);
         bs.scaled.resize(n, k);
-        bs.fs.resize(k, n);
+        bs.fs.resize(n, k);
+        bs.linv.resize(k, k);
         bs.llt.compute(p.priors[b].precision);  // q(θ_i) = prior until the first update
         s.blocks.push_back(std::move(bs));
         complete_moments(p, s, static_cast<int>(b));
