@@ -180,9 +180,15 @@ struct BlockFit {
     Vec mu;
     Mat sigma;
     double log_det = 0;  // log |Σ|
-    // Complete-family patterns: ξ, E[η], E[η²], one entry per pattern.
-    Vec xi, e_eta, e_eta2;
+    // Complete-family patterns: ξ, λ(ξ), E[η], E[η²], one entry per pattern.
+    Vec xi, lambda, e_eta, e_eta2;
 };
+
+// λ(ξ) of every complete pattern, computed once per new ξ: the next q(θ_i) and the bound
+// both use it.
+void update_lambda(BlockFit& bf) {
+    bf.lambda = bf.xi.unaryExpr([](double xi) { return jj_lambda(xi); });
+}
 
 struct BlockState : BlockFit {
     Mat precision;       // workspace for Σ^{-1}
@@ -268,8 +274,8 @@ Moments factor_moments(const MfFactor& mf, const ComponentState& cs, const Block
 
 // The expected log ξ-bound of one factor (JJ eq. 7, 51; Variational MCMC eq. 6):
 //   log g(ξ) + (E[x η] − ξ)/2 − λ(ξ)(E[η²] − ξ²).
-double bound_term(double xi, double ex_eta, double e_eta2) {
-    return log_inv_logit(xi) + 0.5 * (ex_eta - xi) - jj_lambda(xi) * (e_eta2 - xi * xi);
+double bound_term(double xi, double lambda, double ex_eta, double e_eta2) {
+    return log_inv_logit(xi) + 0.5 * (ex_eta - xi) - lambda * (e_eta2 - xi * xi);
 }
 
 // Entropy of a Bernoulli with natural parameter d.
@@ -293,7 +299,7 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
     bs.precision = pr.precision;
     bs.h = pr.precision_mean;
     if (cf.patterns() > 0) {
-        for (Eigen::Index t = 0; t < cf.w.size(); ++t) bs.coef[t] = cf.w[t] * jj_lambda(bs.xi[t]);
+        for (Eigen::Index t = 0; t < cf.w.size(); ++t) bs.coef[t] = cf.w[t] * bs.lambda[t];
         bs.scaled = cf.f.array().colwise() * (2.0 * bs.coef.array()).sqrt();
         bs.precision.selfadjointView<Eigen::Lower>().rankUpdate(bs.scaled.transpose());
         // coef becomes w (x/2 − 2λa), the weight of f in Σ^{-1}μ.
@@ -366,6 +372,7 @@ void update_xi_complete(const Problem& p, State& s, int b) {
     complete_moments(p, s, b);
     BlockState& bs = s.blocks[sz(b)];
     bs.xi = bs.e_eta2.array().sqrt();
+    update_lambda(bs);
 }
 
 // A fixed root's factor has E[η²] = η², so its ξ = |η| makes the bound exact: such nodes
@@ -425,7 +432,7 @@ double add_block_bound(const Problem& p, BlockState& bs, std::size_t b, double t
     total += neg_kl(p.priors[b], bs);
     const CompleteFamily& cf = p.families->complete[b];
     for (Eigen::Index t = 0; t < cf.w.size(); ++t)
-        total += cf.w[t] * bound_term(bs.xi[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t]);
+        total += cf.w[t] * bound_term(bs.xi[t], bs.lambda[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t]);
     return total;
 }
 
@@ -441,7 +448,7 @@ double elbo(const Problem& p, State& s) {
         for (std::size_t fi = 0; fi < mc.factors.size(); ++fi) {
             const MfFactor& mf = mc.factors[fi];
             const Moments mo = factor_moments(mf, cs, block_of(s, *mf.src), s.w);
-            part += bound_term(cs.xi[fi], mo.ex * mo.e_eta, mo.e_eta2);
+            part += bound_term(cs.xi[fi], jj_lambda(cs.xi[fi]), mo.ex * mo.e_eta, mo.e_eta2);
         }
         for (Eigen::Index u = 0; u < cs.d.size(); ++u) part += bernoulli_entropy(cs.d[u]);
         total += mc.src->weight * part;
@@ -466,6 +473,7 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
         bs.diff.resize(k);
         bs.pdiff.resize(k);
         bs.xi.setZero(n);
+        update_lambda(bs);
         bs.e_eta.setZero(n);
         bs.e_eta2.setZero(n);
         bs.coef.setZero(n);
@@ -559,6 +567,7 @@ public:
             saved_[b] = bs;
             const double before = add_block_bound(p, bs, b);
             bs.xi = (xi0_[b] - 2.0 * alpha * r_[b] + alpha * alpha * v_[b]).cwiseAbs();
+            update_lambda(bs);
             const int bi = static_cast<int>(b);
             update_block(p, s, bi, iteration);
             update_xi_complete(p, s, bi);
