@@ -562,8 +562,8 @@ public:
             BlockState& bs = s.blocks[b];
             v_[b] = bs.xi - xi0_[b] - 2.0 * r_[b];
             const double vn = v_[b].norm();
-            if (!(vn > 0)) continue;  // ξ is already still
-            const double alpha = std::clamp(-r_[b].norm() / vn, -max_step, -1.0);
+            // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
+            const double alpha = vn > 0 ? std::clamp(-r_[b].norm() / vn, -max_step, -1.0) : -1.0;
             saved_[b] = bs;
             const double before = add_block_bound(p, bs, b);
             bs.xi = (xi0_[b] - 2.0 * alpha * r_[b] + alpha * alpha * v_[b]).cwiseAbs();
