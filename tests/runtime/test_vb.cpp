@@ -686,3 +686,62 @@ TEST_CASE("the paper's example files through the front end give the same fit as 
         CHECK(r.best == 1);
     }
 }
+
+namespace {
+
+// max_k |μ_k − ref_k| / sd_k under ref's covariance.
+double mean_error_in_sd(const VbFit& fit, const VbFit& ref) {
+    return ((fit.mean - ref.mean).array().abs() / ref.variances().array().sqrt()).maxCoeff();
+}
+
+}  // namespace
+
+TEST_CASE("SQUAREM steps on a fully observed model reach plain EM's fixed point in fewer iterations") {
+    const std::string dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+    for (const std::string name : {"unimodal_d10", "unimodal_d20", "unimodal_d50"}) {
+        CAPTURE(name);
+        const ir::Graph g = load_model(dir + name + ".vbn");
+        const Dataset data = load_csv(g, dir + name + ".csv");
+        const VbFit fast = variational(g, data).best_fit();
+        const VbFit plain = variational(g, data, VbOptions{.accelerate = false}).best_fit();
+        // The fixed point itself, to rounding.
+        const VbFit exact = variational(g, data, VbOptions{.tolerance = 1e-15, .accelerate = false}).best_fit();
+        check_monotone(fast);
+        CHECK(fast.converged);
+        CHECK(fast.elbo_trace.size() == static_cast<std::size_t>(fast.iterations));
+        CHECK(fast.iterations < plain.iterations);
+        // At the same tolerance the accelerated fit stops no farther from the fixed point.
+        CHECK(std::abs(fast.elbo - exact.elbo) <= std::abs(plain.elbo - exact.elbo));
+        CHECK(std::abs(fast.elbo - exact.elbo) <= 1e-9 * std::abs(exact.elbo));
+        CHECK(mean_error_in_sd(fast, exact) <= mean_error_in_sd(plain, exact));
+        CHECK(mean_error_in_sd(fast, exact) < 0.01);
+        const double cov_scale = exact.dense_cov().lpNorm<Eigen::Infinity>();
+        CHECK((fast.dense_cov() - exact.dense_cov()).lpNorm<Eigen::Infinity>() <=
+              (plain.dense_cov() - exact.dense_cov()).lpNorm<Eigen::Infinity>());
+        CHECK((fast.dense_cov() - exact.dense_cov()).lpNorm<Eigen::Infinity>() <= 1e-3 * cov_scale);
+        // Run to a tight tolerance, both schemes find the same fit.
+        const VbFit fast_exact = variational(g, data, VbOptions{.tolerance = 1e-15}).best_fit();
+        // The bound's own rounding (~1e-15 relative) stops both near the same point: a gap g in
+        // the bound leaves the means about √(2g) sd apart, and g ~ 1e-10 here.
+        CHECK(std::abs(fast_exact.elbo - exact.elbo) <= 1e-13 * std::abs(exact.elbo));
+        CHECK(mean_error_in_sd(fast_exact, exact) <= 1e-4);
+        CHECK((fast_exact.dense_cov() - exact.dense_cov()).lpNorm<Eigen::Infinity>() <= 1e-5 * cov_scale);
+    }
+}
+
+TEST_CASE("models with unobserved entries are fitted by plain EM whatever the accelerate option says") {
+    const std::string dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+    for (const std::string name : {"multimodal", "sbn_3x8"}) {
+        CAPTURE(name);
+        const ir::Graph g = load_model(dir + name + ".vbn");
+        const Dataset data = load_csv(g, dir + name + ".csv");
+        const VbResult a = variational(g, data, VbOptions{.restarts = 2});
+        const VbResult b = variational(g, data, VbOptions{.restarts = 2, .accelerate = false});
+        for (std::size_t k = 0; k < a.fits.size(); ++k) {
+            CHECK(a.fits[k].iterations == b.fits[k].iterations);
+            CHECK(a.fits[k].elbo_trace == b.fits[k].elbo_trace);
+            CHECK(a.fits[k].mean == b.fits[k].mean);
+            CHECK(a.fits[k].covs == b.fits[k].covs);
+        }
+    }
+}
