@@ -276,6 +276,40 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
     return value;
 }
 
+void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) const {
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const auto th = theta.segment(p.offset, p.size);
+    const int n = m.rows();
+    const int groups = m.sign_groups;
+    auto eta = ws.eta_.head(len);
+    if (groups > 0) {
+        // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
+        // sums are independent of each other (row by row they were one chain of dependent
+        // adds), and η is loaded and stored once per pass; the first pass starts from a
+        // instead of η. Each row still adds a, then group 0, 1, ... in order.
+        const double* from = m.a.data() + start;
+        double* out = eta.data();
+        for (int g = 0; g < groups; g += 4) {
+            const unsigned char* s[4] = {};
+            const double* tb[4] = {};
+            const int take = std::min(4, groups - g);
+            for (int i = 0; i < take; ++i) {
+                s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
+            }
+            if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
+            else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
+            else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
+            else add_sign_groups<1>(len, from, s, tb, out);
+            from = out;
+        }
+    } else {
+        eta.noalias() = m.f.middleRows(start, len) * th;
+        eta += m.a.segment(start, len);
+    }
+}
+
 // Σ_t w_t log g(y_t (a_t + f_t' θ_i)) and its gradient F' (w ∘ y ∘ g(-y ∘ (a + F θ_i)))
 // (Variational MCMC, Sec. 2, the Bernoulli family with a logistic mapping), over the merged
 // rows: with η = a + F θ_i and e = exp(-|η|),
@@ -299,32 +333,8 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
-        auto eta = ws.eta_.head(len);
-        if (groups > 0) {
-            // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
-            // sums are independent of each other (row by row they were one chain of dependent
-            // adds), and η is loaded and stored once per pass; the first pass starts from a
-            // instead of η. Each row still adds a, then group 0, 1, ... in order.
-            const double* from = m.a.data() + start;
-            double* out = eta.data();
-            for (int g = 0; g < groups; g += 4) {
-                const unsigned char* s[4] = {};
-                const double* tb[4] = {};
-                const int take = std::min(4, groups - g);
-                for (int i = 0; i < take; ++i) {
-                    s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
-                    tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
-                }
-                if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
-                else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
-                else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
-                else add_sign_groups<1>(len, from, s, tb, out);
-                from = out;
-            }
-        } else {
-            eta.noalias() = m.f.middleRows(start, len) * th;
-            eta += m.a.segment(start, len);
-        }
+        complete_eta(b, theta, start, len, ws);
+        const auto eta = ws.eta_.head(len);
         const auto wp = m.w_pos.segment(start, len).array();
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
@@ -397,6 +407,50 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
     }
     return value;
+}
+
+bool Target::complete_block(int b) const {
+    check_block(b);
+    return families_.components_of_block[sz(b)].empty();
+}
+
+// Σ_b⁻¹ (diagonal, or L⁻ᵀ L⁻¹ from the prior's Cholesky factor), plus per chunk of merged
+// rows the rank update X X' with columns x_t = √(w_t g(η_t) g(−η_t)) f_t, g(η) g(−η) =
+// e / (1 + e)² with e = exp(−|η|). Packed signs are unpacked a chunk at a time.
+Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws) const {
+    check_theta(theta);
+    if (!complete_block(b))
+        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no exact Hessian here", b));
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const int k = p.size, n = m.rows();
+    Eigen::MatrixXd h(k, k);
+    if (p.diagonal) {
+        h.setZero();
+        h.diagonal() = p.precision;
+    } else {
+        Eigen::MatrixXd inv_l = Eigen::MatrixXd::Identity(k, k);
+        p.chol.triangularView<Eigen::Lower>().solveInPlace(inv_l);
+        h.noalias() = inv_l.transpose() * inv_l;
+    }
+    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    Eigen::MatrixXd x(k, std::min(n, chunk_rows));
+    for (int start = 0; start < n; start += chunk_rows) {
+        const int len = std::min(chunk_rows, n - start);
+        complete_eta(b, theta, start, len, ws);
+        for (int t = 0; t < len; ++t) {
+            const double e = std::exp(-std::abs(ws.eta_[t]));
+            const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
+            if (m.sign_groups > 0)
+                for (int j = 0; j < k; ++j)
+                    x(j, t) = m.signs[sz(j / sign_group_bits) * sz(n) + sz(start + t)] >> (j % sign_group_bits) & 1 ? root : -root;
+            else
+                x.col(t) = root * m.f.row(start + t).transpose();
+        }
+        h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
+    }
+    h.triangularView<Eigen::StrictlyUpper>() = h.transpose();
+    return h;
 }
 
 // weight · log Σ_x Π_j g(x_j η_j(x)) over the 2^m configurations x of the component's
