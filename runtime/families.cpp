@@ -2,6 +2,7 @@
 
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/row_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -38,65 +39,6 @@ struct UnionFind {
         b = find(b);
         if (a != b) parent[sz(std::max(a, b))] = std::min(a, b);
     }
-};
-
-// Hash of a run of doubles, for grouping identical patterns.
-std::size_t hash_doubles(const double* p, std::size_t n) {
-    std::uint64_t h = 0xcbf29ce484222325ULL ^ n;
-    for (std::size_t k = 0; k < n; ++k) {
-        double v = p[k] == 0.0 ? 0.0 : p[k];  // +0 and -0 are the same pattern
-        std::uint64_t bits;
-        static_assert(sizeof bits == sizeof v);
-        std::memcpy(&bits, &v, sizeof bits);
-        h ^= bits + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-    }
-    return static_cast<std::size_t>(h);
-}
-
-// Distinct fixed-length rows of doubles with summed weights. Candidates are written after
-// the stored rows and either kept or dropped, so no key is ever copied.
-class FamilyTable {
-public:
-    explicit FamilyTable(std::size_t width)
-        : width_(width), set_(16, Hash{this}, Equal{this}) {}
-
-    double* candidate() {
-        data_.resize((rows() + 1) * width_);
-        return data_.data() + rows() * width_;
-    }
-    // Adds the candidate with weight w; returns its row.
-    int commit(double w) {
-        const int n = static_cast<int>(rows());
-        auto [it, inserted] = set_.insert(n);
-        if (inserted) {
-            weight_.push_back(w);
-            return n;
-        }
-        data_.resize(sz(n) * width_);
-        weight_[sz(*it)] += w;
-        return *it;
-    }
-    std::size_t rows() const { return weight_.size(); }
-    const double* row(std::size_t r) const { return data_.data() + r * width_; }
-    double weight(std::size_t r) const { return weight_[r]; }
-
-private:
-    struct Hash {
-        const FamilyTable* t;
-        std::size_t operator()(int r) const { return hash_doubles(t->data_.data() + sz(r) * t->width_, t->width_); }
-    };
-    struct Equal {
-        const FamilyTable* t;
-        bool operator()(int a, int b) const {
-            const double* pa = t->data_.data() + sz(a) * t->width_;
-            const double* pb = t->data_.data() + sz(b) * t->width_;
-            return std::equal(pa, pa + t->width_, pb);
-        }
-    };
-    std::size_t width_;
-    std::vector<double> data_;
-    std::vector<double> weight_;
-    std::unordered_set<int, Hash, Equal> set_;
 };
 
 // The graph facts the per-row work needs, computed once.
@@ -268,7 +210,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                                             el.name, d.name));
     }
 
-    std::deque<FamilyTable> tables;  // deque: tables hold pointers to themselves, never move them
+    std::deque<RowTable> tables;  // deque: tables hold pointers to themselves, never move them
     for (const auto& b : g.blocks) tables.emplace_back(sz(b.size) + 2);
 
     std::vector<double> x(sz(n));
@@ -319,7 +261,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
             if (!involved) {
                 const ir::Cpd& cpd = g.cpds[sz(e)];
                 if (cpd.block >= 0) {
-                    FamilyTable& t = tables[sz(cpd.block)];
+                    RowTable& t = tables[sz(cpd.block)];
                     fold_cpd(g, e, x, local, scratch);
                     double* row = t.candidate();
                     row[0] = x[sz(e)];
@@ -409,7 +351,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     out.complete.resize(sz(nblocks));
     for (int b = 0; b < nblocks; ++b) {
         CompleteFamily& cf = out.complete[sz(b)];
-        const FamilyTable& t = tables[sz(b)];
+        const RowTable& t = tables[sz(b)];
         const auto rows = static_cast<Eigen::Index>(t.rows());
         const int dim = g.blocks[sz(b)].size;
         cf.element = g.blocks[sz(b)].element;

@@ -3,13 +3,13 @@
 #include "inference/exp_nonpositive.hpp"
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/row_table.hpp"
 
 #include <Eigen/Cholesky>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numbers>
 #include <numeric>
 
@@ -93,16 +93,15 @@ void add_sign_groups(int len, const double* from, const unsigned char* const* s,
 Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     const int n = cf.patterns();
     const int k = static_cast<int>(cf.f.cols());
-    std::map<std::vector<double>, int> index;
+    RowTable index(sz(k) + 1);
     std::vector<int> row_of(sz(n));
     std::vector<int> first;
-    std::vector<double> key(sz(k) + 1);
     for (int t = 0; t < n; ++t) {
+        double* key = index.candidate();
         key[0] = cf.a[t];
-        for (int j = 0; j < k; ++j) key[sz(j) + 1] = cf.f(t, j);
-        const auto [it, inserted] = index.try_emplace(key, static_cast<int>(first.size()));
-        if (inserted) first.push_back(t);
-        row_of[sz(t)] = it->second;
+        for (int j = 0; j < k; ++j) key[j + 1] = cf.f(t, j);
+        row_of[sz(t)] = index.commit(0);
+        if (row_of[sz(t)] == static_cast<int>(first.size())) first.push_back(t);
     }
     const int rows = static_cast<int>(first.size());
     Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
