@@ -440,11 +440,15 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         for (int t = 0; t < len; ++t) {
             const double e = std::exp(-std::abs(ws.eta_[t]));
             const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
-            if (m.sign_groups > 0)
-                for (int j = 0; j < k; ++j)
-                    x(j, t) = m.signs[sz(j / sign_group_bits) * sz(n) + sz(start + t)] >> (j % sign_group_bits) & 1 ? root : -root;
-            else
+            if (m.sign_groups > 0) {
+                for (int g = 0; g < m.sign_groups; ++g) {
+                    const unsigned bits = m.signs[sz(g) * sz(n) + sz(start + t)];
+                    double* col = x.col(t).data() + g * sign_group_bits;
+                    for (int j = 0; j < sign_group_width(k, g); ++j) col[j] = ((bits >> j) & 1u ? 1.0 : -1.0) * root;
+                }
+            } else {
                 x.col(t) = root * m.f.row(start + t).transpose();
+            }
         }
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
     }
