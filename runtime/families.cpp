@@ -5,11 +5,13 @@
 #include "runtime/row_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -167,6 +169,25 @@ void component_key(const Component& c, std::vector<double>& key) {
     }
 }
 
+// log g(z) of the fixed CPDs' terms, each element's last two arguments remembered: a root's
+// z takes two values (±its offset), so most patterns need no log. The same numbers as
+// log_inv_logit(z) every time.
+class RecentLogs {
+public:
+    explicit RecentLogs(int elements) : recent_(sz(elements), {nan, 0.0, nan, 0.0}) {}
+    double at(int e, double z) {
+        auto& r = recent_[sz(e)];
+        if (z == r[0]) return r[1];
+        if (z == r[2]) return r[3];
+        r = {z, log_inv_logit(z), r[0], r[1]};
+        return r[1];
+    }
+
+private:
+    static constexpr double nan = std::numeric_limits<double>::quiet_NaN();  // equal to nothing
+    std::vector<std::array<double, 4>> recent_;  // per element: z, log g(z), older z, its log
+};
+
 struct VectorHash {
     std::size_t operator()(const std::vector<double>& v) const { return hash_doubles(v.data(), v.size()); }
 };
@@ -221,6 +242,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     std::vector<double> key;
     Factor scratch;
     std::unordered_map<std::vector<double>, int, VectorHash> case_index;
+    RecentLogs fixed_logs(n);
 
     int too_big = 0;
     std::vector<int> too_big_elements;
@@ -271,7 +293,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                 } else {
                     double a = cpd.offset;
                     for (const auto& ft : cpd.fixed) a += ft.coef * x[sz(ft.element)];
-                    out.fixed_log_likelihood += w * log_inv_logit(x[sz(e)] * a);
+                    out.fixed_log_likelihood += w * fixed_logs.at(e, x[sz(e)] * a);
                 }
                 continue;
             }
