@@ -2,13 +2,16 @@
 
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/row_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,65 +41,6 @@ struct UnionFind {
         b = find(b);
         if (a != b) parent[sz(std::max(a, b))] = std::min(a, b);
     }
-};
-
-// Hash of a run of doubles, for grouping identical patterns.
-std::size_t hash_doubles(const double* p, std::size_t n) {
-    std::uint64_t h = 0xcbf29ce484222325ULL ^ n;
-    for (std::size_t k = 0; k < n; ++k) {
-        double v = p[k] == 0.0 ? 0.0 : p[k];  // +0 and -0 are the same pattern
-        std::uint64_t bits;
-        static_assert(sizeof bits == sizeof v);
-        std::memcpy(&bits, &v, sizeof bits);
-        h ^= bits + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
-    }
-    return static_cast<std::size_t>(h);
-}
-
-// Distinct fixed-length rows of doubles with summed weights. Candidates are written after
-// the stored rows and either kept or dropped, so no key is ever copied.
-class FamilyTable {
-public:
-    explicit FamilyTable(std::size_t width)
-        : width_(width), set_(16, Hash{this}, Equal{this}) {}
-
-    double* candidate() {
-        data_.resize((rows() + 1) * width_);
-        return data_.data() + rows() * width_;
-    }
-    // Adds the candidate with weight w; returns its row.
-    int commit(double w) {
-        const int n = static_cast<int>(rows());
-        auto [it, inserted] = set_.insert(n);
-        if (inserted) {
-            weight_.push_back(w);
-            return n;
-        }
-        data_.resize(sz(n) * width_);
-        weight_[sz(*it)] += w;
-        return *it;
-    }
-    std::size_t rows() const { return weight_.size(); }
-    const double* row(std::size_t r) const { return data_.data() + r * width_; }
-    double weight(std::size_t r) const { return weight_[r]; }
-
-private:
-    struct Hash {
-        const FamilyTable* t;
-        std::size_t operator()(int r) const { return hash_doubles(t->data_.data() + sz(r) * t->width_, t->width_); }
-    };
-    struct Equal {
-        const FamilyTable* t;
-        bool operator()(int a, int b) const {
-            const double* pa = t->data_.data() + sz(a) * t->width_;
-            const double* pb = t->data_.data() + sz(b) * t->width_;
-            return std::equal(pa, pa + t->width_, pb);
-        }
-    };
-    std::size_t width_;
-    std::vector<double> data_;
-    std::vector<double> weight_;
-    std::unordered_set<int, Hash, Equal> set_;
 };
 
 // The graph facts the per-row work needs, computed once.
@@ -225,6 +169,25 @@ void component_key(const Component& c, std::vector<double>& key) {
     }
 }
 
+// log g(z) of the fixed CPDs' terms, each element's last two arguments remembered: a root's
+// z takes two values (±its offset), so most patterns need no log. The same numbers as
+// log_inv_logit(z) every time.
+class RecentLogs {
+public:
+    explicit RecentLogs(int elements) : recent_(sz(elements), {nan, 0.0, nan, 0.0}) {}
+    double at(int e, double z) {
+        auto& r = recent_[sz(e)];
+        if (z == r[0]) return r[1];
+        if (z == r[2]) return r[3];
+        r = {z, log_inv_logit(z), r[0], r[1]};
+        return r[1];
+    }
+
+private:
+    static constexpr double nan = std::numeric_limits<double>::quiet_NaN();  // equal to nothing
+    std::vector<std::array<double, 4>> recent_;  // per element: z, log g(z), older z, its log
+};
+
 struct VectorHash {
     std::size_t operator()(const std::vector<double>& v) const { return hash_doubles(v.data(), v.size()); }
 };
@@ -268,7 +231,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                                             el.name, d.name));
     }
 
-    std::deque<FamilyTable> tables;  // deque: tables hold pointers to themselves, never move them
+    std::deque<RowTable> tables;  // deque: tables hold pointers to themselves, never move them
     for (const auto& b : g.blocks) tables.emplace_back(sz(b.size) + 2);
 
     std::vector<double> x(sz(n));
@@ -279,6 +242,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     std::vector<double> key;
     Factor scratch;
     std::unordered_map<std::vector<double>, int, VectorHash> case_index;
+    RecentLogs fixed_logs(n);
 
     int too_big = 0;
     std::vector<int> too_big_elements;
@@ -319,7 +283,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
             if (!involved) {
                 const ir::Cpd& cpd = g.cpds[sz(e)];
                 if (cpd.block >= 0) {
-                    FamilyTable& t = tables[sz(cpd.block)];
+                    RowTable& t = tables[sz(cpd.block)];
                     fold_cpd(g, e, x, local, scratch);
                     double* row = t.candidate();
                     row[0] = x[sz(e)];
@@ -329,7 +293,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                 } else {
                     double a = cpd.offset;
                     for (const auto& ft : cpd.fixed) a += ft.coef * x[sz(ft.element)];
-                    out.fixed_log_likelihood += w * log_inv_logit(x[sz(e)] * a);
+                    out.fixed_log_likelihood += w * fixed_logs.at(e, x[sz(e)] * a);
                 }
                 continue;
             }
@@ -409,7 +373,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     out.complete.resize(sz(nblocks));
     for (int b = 0; b < nblocks; ++b) {
         CompleteFamily& cf = out.complete[sz(b)];
-        const FamilyTable& t = tables[sz(b)];
+        const RowTable& t = tables[sz(b)];
         const auto rows = static_cast<Eigen::Index>(t.rows());
         const int dim = g.blocks[sz(b)].size;
         cf.element = g.blocks[sz(b)].element;

@@ -3,13 +3,13 @@
 #include "inference/exp_nonpositive.hpp"
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/row_table.hpp"
 
 #include <Eigen/Cholesky>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numbers>
 #include <numeric>
 
@@ -93,16 +93,15 @@ void add_sign_groups(int len, const double* from, const unsigned char* const* s,
 Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     const int n = cf.patterns();
     const int k = static_cast<int>(cf.f.cols());
-    std::map<std::vector<double>, int> index;
+    RowTable index(sz(k) + 1);
     std::vector<int> row_of(sz(n));
     std::vector<int> first;
-    std::vector<double> key(sz(k) + 1);
     for (int t = 0; t < n; ++t) {
+        double* key = index.candidate();
         key[0] = cf.a[t];
-        for (int j = 0; j < k; ++j) key[sz(j) + 1] = cf.f(t, j);
-        const auto [it, inserted] = index.try_emplace(key, static_cast<int>(first.size()));
-        if (inserted) first.push_back(t);
-        row_of[sz(t)] = it->second;
+        for (int j = 0; j < k; ++j) key[j + 1] = cf.f(t, j);
+        row_of[sz(t)] = index.commit(0);
+        if (row_of[sz(t)] == static_cast<int>(first.size())) first.push_back(t);
     }
     const int rows = static_cast<int>(first.size());
     Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
@@ -276,6 +275,40 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
     return value;
 }
 
+void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) const {
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const auto th = theta.segment(p.offset, p.size);
+    const int n = m.rows();
+    const int groups = m.sign_groups;
+    auto eta = ws.eta_.head(len);
+    if (groups > 0) {
+        // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
+        // sums are independent of each other (row by row they were one chain of dependent
+        // adds), and η is loaded and stored once per pass; the first pass starts from a
+        // instead of η. Each row still adds a, then group 0, 1, ... in order.
+        const double* from = m.a.data() + start;
+        double* out = eta.data();
+        for (int g = 0; g < groups; g += 4) {
+            const unsigned char* s[4] = {};
+            const double* tb[4] = {};
+            const int take = std::min(4, groups - g);
+            for (int i = 0; i < take; ++i) {
+                s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
+            }
+            if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
+            else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
+            else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
+            else add_sign_groups<1>(len, from, s, tb, out);
+            from = out;
+        }
+    } else {
+        eta.noalias() = m.f.middleRows(start, len) * th;
+        eta += m.a.segment(start, len);
+    }
+}
+
 // Σ_t w_t log g(y_t (a_t + f_t' θ_i)) and its gradient F' (w ∘ y ∘ g(-y ∘ (a + F θ_i)))
 // (Variational MCMC, Sec. 2, the Bernoulli family with a logistic mapping), over the merged
 // rows: with η = a + F θ_i and e = exp(-|η|),
@@ -299,32 +332,8 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
-        auto eta = ws.eta_.head(len);
-        if (groups > 0) {
-            // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
-            // sums are independent of each other (row by row they were one chain of dependent
-            // adds), and η is loaded and stored once per pass; the first pass starts from a
-            // instead of η. Each row still adds a, then group 0, 1, ... in order.
-            const double* from = m.a.data() + start;
-            double* out = eta.data();
-            for (int g = 0; g < groups; g += 4) {
-                const unsigned char* s[4] = {};
-                const double* tb[4] = {};
-                const int take = std::min(4, groups - g);
-                for (int i = 0; i < take; ++i) {
-                    s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
-                    tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
-                }
-                if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
-                else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
-                else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
-                else add_sign_groups<1>(len, from, s, tb, out);
-                from = out;
-            }
-        } else {
-            eta.noalias() = m.f.middleRows(start, len) * th;
-            eta += m.a.segment(start, len);
-        }
+        complete_eta(b, theta, start, len, ws);
+        const auto eta = ws.eta_.head(len);
         const auto wp = m.w_pos.segment(start, len).array();
         const auto wn = m.w_neg.segment(start, len).array();
         auto e = ws.resid_.head(len).array();
@@ -397,6 +406,54 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
     }
     return value;
+}
+
+bool Target::complete_block(int b) const {
+    check_block(b);
+    return families_.components_of_block[sz(b)].empty();
+}
+
+// Σ_b⁻¹ (diagonal, or L⁻ᵀ L⁻¹ from the prior's Cholesky factor), plus per chunk of merged
+// rows the rank update X X' with columns x_t = √(w_t g(η_t) g(−η_t)) f_t, g(η) g(−η) =
+// e / (1 + e)² with e = exp(−|η|). Packed signs are unpacked a chunk at a time.
+Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws) const {
+    check_theta(theta);
+    if (!complete_block(b))
+        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no exact Hessian here", b));
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const int k = p.size, n = m.rows();
+    Eigen::MatrixXd h(k, k);
+    if (p.diagonal) {
+        h.setZero();
+        h.diagonal() = p.precision;
+    } else {
+        Eigen::MatrixXd inv_l = Eigen::MatrixXd::Identity(k, k);
+        p.chol.triangularView<Eigen::Lower>().solveInPlace(inv_l);
+        h.noalias() = inv_l.transpose() * inv_l;
+    }
+    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    Eigen::MatrixXd x(k, std::min(n, chunk_rows));
+    for (int start = 0; start < n; start += chunk_rows) {
+        const int len = std::min(chunk_rows, n - start);
+        complete_eta(b, theta, start, len, ws);
+        for (int t = 0; t < len; ++t) {
+            const double e = std::exp(-std::abs(ws.eta_[t]));
+            const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
+            if (m.sign_groups > 0) {
+                for (int g = 0; g < m.sign_groups; ++g) {
+                    const unsigned bits = m.signs[sz(g) * sz(n) + sz(start + t)];
+                    double* col = x.col(t).data() + g * sign_group_bits;
+                    for (int j = 0; j < sign_group_width(k, g); ++j) col[j] = ((bits >> j) & 1u ? 1.0 : -1.0) * root;
+                }
+            } else {
+                x.col(t) = root * m.f.row(start + t).transpose();
+            }
+        }
+        h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
+    }
+    h.triangularView<Eigen::StrictlyUpper>() = h.transpose();
+    return h;
 }
 
 // weight · log Σ_x Π_j g(x_j η_j(x)) over the 2^m configurations x of the component's

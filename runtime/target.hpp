@@ -85,6 +85,14 @@ public:
     // The same with ∇ over block b only (grad has block_size(b) entries).
     double block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const;
 
+    // True when no summed-out component involves block b: its terms are its prior and its
+    // complete-family patterns only, which depend on θ through block b alone.
+    bool complete_block(int b) const;
+    // For such a block, −∇² block_log_density over block b, exact (block_size(b) square):
+    // Σ_b⁻¹ + Σ_t w_t g(η_t) g(−η_t) f_t f_t' (d²/dη² log g(yη) = −g(η) g(−η) for y = ±1).
+    // Throws for a block that is not complete.
+    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws) const;
+
     // The terms of block b that involve no unobserved value: its prior (without normaliser)
     // and its complete-family patterns. With grad (block_size(b) entries), adds their
     // gradient. Allowed whatever TargetOptions::sum_out is.
@@ -119,6 +127,9 @@ private:
     void check_block(int b) const;
     double prior_term(int b, In theta, double* grad, Workspace& ws) const;
     double complete_term(int b, In theta, double* grad, Workspace& ws) const;
+    // η = a + F θ_b for merged rows [start, start + len) of block b into ws.eta_; with packed
+    // signs, reads the tables build_sign_sums left in ws.sign_sums_.
+    void complete_eta(int b, In theta, int start, int len, Workspace& ws) const;
     // weight · log Σ_x Π g(·) of one component; with grad (full-θ layout), adds its gradient
     // for factors of block only_block (all blocks when only_block < 0).
     double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;

@@ -50,7 +50,9 @@ struct RefineOptions {
     double defensive_widen = 2.5;
 };
 
-// −∇² log p(θ | x_v) at theta by central differences of the analytic gradient, symmetrised.
+// −∇² log p(θ | x_v) at theta, symmetrised: exact over blocks no summed-out component
+// involves (Target::complete_block_negative_hessian), by central differences of the analytic
+// gradient in the columns of the other blocks.
 Eigen::MatrixXd negative_hessian(const Target& target, const Eigen::VectorXd& theta, Target::Workspace& ws);
 
 struct NewtonMode {

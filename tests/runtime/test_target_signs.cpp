@@ -1,7 +1,7 @@
 // Families whose parents are all ±1 with 8 or more weights are evaluated from packed signs and
-// per-pattern sums (runtime/target.cpp): checked here against the log posterior and gradient
-// written out directly from the CSV rows, in long double, on the paper's 10- and 50-parent
-// examples (10 = one group of 8 parents and one of 2).
+// per-pattern sums (runtime/target.cpp): checked here against the log posterior, its gradient
+// and its negative Hessian written out directly from the CSV rows, in long double, on the
+// paper's 10- and 50-parent examples (10 = one group of 8 parents and one of 2).
 #include "runtime/dataset.hpp"
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
@@ -40,7 +40,7 @@ std::vector<std::vector<double>> read_rows(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("±1 parents packed as signs: log density and gradient equal the direct sum over rows to rounding") {
+TEST_CASE("±1 parents packed as signs: log density, gradient and Hessian equal the direct sum over rows to rounding") {
     for (const std::string name : {"unimodal_d10", "unimodal_d50"}) {
         CAPTURE(name);
         const ir::Graph g = load_model(paper + name + ".vbn");
@@ -59,6 +59,8 @@ TEST_CASE("±1 parents packed as signs: log density and gradient equal the direc
             // its gradient Σ_t y_t g(−y_t η_t) x_t − θ / 100.
             long double value = 0;
             std::vector<long double> grad(static_cast<std::size_t>(k), 0.0L);
+            // −∇² = Σ_t g(η_t) g(−η_t) x_t x_t' + I / 100.
+            std::vector<long double> hess(static_cast<std::size_t>(k * k), 0.0L);
             for (const auto& r : rows) {
                 long double eta = 0.5L;
                 for (int j = 0; j < k; ++j) eta += static_cast<long double>(theta[j]) * r[static_cast<std::size_t>(j)];
@@ -66,10 +68,16 @@ TEST_CASE("±1 parents packed as signs: log density and gradient equal the direc
                 value += -(z < 0 ? -z + std::log1p(std::exp(z)) : std::log1p(std::exp(-z)));
                 const long double resid = r.back() / (1.0L + std::exp(z));
                 for (int j = 0; j < k; ++j) grad[static_cast<std::size_t>(j)] += resid * r[static_cast<std::size_t>(j)];
+                const long double e = std::exp(-std::abs(eta)), curvature = e / ((1 + e) * (1 + e));
+                for (int j = 0; j < k; ++j)
+                    for (int l = 0; l < k; ++l)
+                        hess[static_cast<std::size_t>(j * k + l)] +=
+                            curvature * r[static_cast<std::size_t>(j)] * r[static_cast<std::size_t>(l)];
             }
             for (int j = 0; j < k; ++j) {
                 value -= static_cast<long double>(theta[j]) * theta[j] / 200.0L;
                 grad[static_cast<std::size_t>(j)] -= theta[j] / 100.0L;
+                hess[static_cast<std::size_t>(j * k + j)] += 1 / 100.0L;
             }
             Eigen::VectorXd g_out(k);
             const double lp = target.log_density_gradient(theta, g_out, ws);
@@ -81,6 +89,16 @@ TEST_CASE("±1 parents packed as signs: log density and gradient equal the direc
                 CAPTURE(j);
                 CHECK(std::abs(g_out[j] - static_cast<double>(grad[static_cast<std::size_t>(j)])) <= 1e-11 * gmax);
             }
+            REQUIRE(target.complete_block(0));
+            const Eigen::MatrixXd h = target.complete_block_negative_hessian(0, theta, ws);
+            double hmax = 0, herr = 0;
+            for (int j = 0; j < k; ++j)
+                for (int l = 0; l < k; ++l) {
+                    const long double want = hess[static_cast<std::size_t>(j * k + l)];
+                    hmax = std::max(hmax, static_cast<double>(std::abs(want)));
+                    herr = std::max(herr, static_cast<double>(std::abs(h(j, l) - want)));
+                }
+            CHECK(herr <= 1e-12 * hmax);
         }
     }
 }
