@@ -56,22 +56,39 @@ void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, do
     }
 }
 
-// grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set), from the top bit down: the
-// difference of the upper and lower halves, then the upper half folded onto the lower.
+// grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set), bucket_g being the even rows'
+// set plus the odd rows' set, from the top bit down: the difference of the upper and lower
+// halves, then the upper half folded onto the lower. The top bit's pass also adds the two sets.
+// Each entry is zeroed after its last read, so the buckets are zero again for the next gradient
+// (entries past a narrow last group's patterns are never written).
 void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
+    const int set = groups * sign_group_size;
     for (int g = 0; g < groups; ++g) {
         const int width = sign_group_width(k, g);
         double* b = buckets + g * sign_group_size;
-        for (int bit = width - 1; bit >= 0; --bit) {
-            const int half = 1 << bit;
-            double lower = 0, upper = 0;
+        double* odd = b + set;
+        int half = 1 << (width - 1);
+        double lower = 0, upper = 0;
+        for (int p = 0; p < half; ++p) {
+            const double lo = b[p] + odd[p], hi = b[p + half] + odd[p + half];
+            lower += lo;
+            upper += hi;
+            b[p] = lo + hi;
+            b[p + half] = odd[p] = odd[p + half] = 0;
+        }
+        grad[g * sign_group_bits + width - 1] += upper - lower;
+        for (int bit = width - 2; bit >= 0; --bit) {
+            half = 1 << bit;
+            lower = upper = 0;
             for (int p = 0; p < half; ++p) {
                 lower += b[p];
                 upper += b[p + half];
                 b[p] += b[p + half];
+                b[p + half] = 0;
             }
             grad[g * sign_group_bits + bit] += upper - lower;
         }
+        b[0] = 0;
     }
 }
 
@@ -229,7 +246,8 @@ Target::Workspace Target::make_workspace() const {
     int groups = 0;
     for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
     ws.sign_sums_.resize(groups * sign_group_size);
-    ws.sign_buckets_.resize(2 * groups * sign_group_size);  // even and odd rows
+    // Even and odd rows; zero between gradients (add_sign_gradient leaves them so).
+    ws.sign_buckets_.setZero(2 * groups * sign_group_size);
     return ws;
 }
 
@@ -327,7 +345,6 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     const int groups = m.sign_groups;
     if (groups > 0) {
         build_sign_sums(th, groups, ws.sign_sums_.data());
-        if (grad) ws.sign_buckets_.head(2 * groups * sign_group_size).setZero();
     }
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
@@ -400,11 +417,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
             }
         }
     }
-    if (grad && groups > 0) {
-        const int size = groups * sign_group_size;
-        ws.sign_buckets_.head(size) += ws.sign_buckets_.segment(size, size);
-        add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
-    }
+    if (grad && groups > 0) add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
     return value;
 }
 
