@@ -103,6 +103,33 @@ void add_sign_groups(int len, const double* from, const unsigned char* const* s,
     }
 }
 
+// bucket_i[s_i[t]] += r[t] for the Take groups, even rows into the first set of buckets and
+// odd rows into the second (`set` doubles on): two independent chains of read-add-writes per
+// group instead of one, and each row's r read once for all Take groups. Each bucket still
+// adds its rows in order.
+template <int Take>
+void scatter_sign_groups(int len, const double* r, const unsigned char* const* s, double* const* b, int set) {
+    int t = 0;
+    for (; t + 1 < len; t += 2) {
+        const double even = r[t], odd = r[t + 1];
+        for (int i = 0; i < Take; ++i) {
+            b[i][s[i][t]] += even;
+            b[i][set + s[i][t + 1]] += odd;
+        }
+    }
+    if (t < len)
+        for (int i = 0; i < Take; ++i) b[i][s[i][t]] += r[t];
+}
+
+// Calls f.template operator()<Take>() with Take = take, for take in 1..4.
+template <class F>
+void with_take(int take, F&& f) {
+    if (take == 4) f.template operator()<4>();
+    else if (take == 3) f.template operator()<3>();
+    else if (take == 2) f.template operator()<2>();
+    else f.template operator()<1>();
+}
+
 }  // namespace
 
 // Rows equal in (a, f) are merged whatever y is; the order is that of first appearance,
@@ -315,10 +342,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
                 s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
                 tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
             }
-            if (take == 4) add_sign_groups<4>(len, from, s, tb, out);
-            else if (take == 3) add_sign_groups<3>(len, from, s, tb, out);
-            else if (take == 2) add_sign_groups<2>(len, from, s, tb, out);
-            else add_sign_groups<1>(len, from, s, tb, out);
+            with_take(take, [&]<int Take>() { add_sign_groups<Take>(len, from, s, tb, out); });
             from = out;
         }
     } else {
@@ -399,18 +423,17 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                 }
             }
             if (groups > 0) {
-                for (int g = 0; g < groups; ++g) {
-                    const unsigned char* sign = m.signs.data() + sz(g) * sz(n) + sz(start);
-                    double* bucket = ws.sign_buckets_.data() + g * sign_group_size;
-                    // Even and odd rows into two sets of buckets, added at the end: two
-                    // independent chains of read-add-writes instead of one.
-                    double* bucket2 = bucket + groups * sign_group_size;
-                    int t = 0;
-                    for (; t + 1 < len; t += 2) {
-                        bucket[sign[t]] += ws.resid_[t];
-                        bucket2[sign[t + 1]] += ws.resid_[t + 1];
+                for (int g = 0; g < groups; g += 4) {
+                    const unsigned char* s[4] = {};
+                    double* bucket[4] = {};
+                    const int take = std::min(4, groups - g);
+                    for (int i = 0; i < take; ++i) {
+                        s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                        bucket[i] = ws.sign_buckets_.data() + (g + i) * sign_group_size;
                     }
-                    if (t < len) bucket[sign[t]] += ws.resid_[t];
+                    const int set = groups * sign_group_size;
+                    const double* r = ws.resid_.data();
+                    with_take(take, [&]<int Take>() { scatter_sign_groups<Take>(len, r, s, bucket, set); });
                 }
             } else {
                 Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
