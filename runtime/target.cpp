@@ -8,7 +8,10 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <numeric>
@@ -92,11 +95,34 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
     }
 }
 
+// Rows t..t+7's sign bytes as one word, row t + r in bits 8r..8r+7: one load where there were
+// eight (the table reads and updates keep the load ports busy), the bytes taken out by shifts.
+std::uint64_t sign_word(const unsigned char* s) {
+    std::uint64_t w = 0;
+    if constexpr (std::endian::native == std::endian::little) std::memcpy(&w, s, sizeof w);
+    else
+        for (int r = 0; r < 8; ++r) w |= std::uint64_t{s[r]} << (8 * r);
+    return w;
+}
+
+unsigned sign_byte(std::uint64_t w, int r) { return static_cast<unsigned>(w >> (8 * r)) & 0xffu; }
+
 // out[t] = from[t] + the Take groups' table entries for row t's sign bytes, added in group
 // order; Take is a constant so that the inner loop unrolls and the row loop stays one pass.
+// The signs are read eight rows to a word.
 template <int Take>
 void add_sign_groups(int len, const double* from, const unsigned char* const* s, const double* const* tb, double* out) {
-    for (int t = 0; t < len; ++t) {
+    int t = 0;
+    for (; t + 8 <= len; t += 8) {
+        std::uint64_t w[Take];
+        for (int i = 0; i < Take; ++i) w[i] = sign_word(s[i] + t);
+        for (int r = 0; r < 8; ++r) {
+            double v = from[t + r];
+            for (int i = 0; i < Take; ++i) v += tb[i][sign_byte(w[i], r)];
+            out[t + r] = v;
+        }
+    }
+    for (; t < len; ++t) {
         double v = from[t];
         for (int i = 0; i < Take; ++i) v += tb[i][s[i][t]];
         out[t] = v;
@@ -105,11 +131,22 @@ void add_sign_groups(int len, const double* from, const unsigned char* const* s,
 
 // bucket_i[s_i[t]] += r[t] for the Take groups, even rows into the first set of buckets and
 // odd rows into the second (`set` doubles on): two independent chains of read-add-writes per
-// group instead of one, and each row's r read once for all Take groups. Each bucket still
-// adds its rows in order.
+// group instead of one, each row's r read once for all Take groups, and the signs read eight
+// rows to a word. Each bucket still adds its rows in order.
 template <int Take>
 void scatter_sign_groups(int len, const double* r, const unsigned char* const* s, double* const* b, int set) {
     int t = 0;
+    for (; t + 8 <= len; t += 8) {
+        std::uint64_t w[Take];
+        for (int i = 0; i < Take; ++i) w[i] = sign_word(s[i] + t);
+        for (int k = 0; k < 8; k += 2) {
+            const double even = r[t + k], odd = r[t + k + 1];
+            for (int i = 0; i < Take; ++i) {
+                b[i][sign_byte(w[i], k)] += even;
+                b[i][set + sign_byte(w[i], k + 1)] += odd;
+            }
+        }
+    }
     for (; t + 1 < len; t += 2) {
         const double even = r[t], odd = r[t + 1];
         for (int i = 0; i < Take; ++i) {
