@@ -59,42 +59,6 @@ void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, do
     }
 }
 
-// grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set), bucket_g being the even rows'
-// set plus the odd rows' set, from the top bit down: the difference of the upper and lower
-// halves, then the upper half folded onto the lower. The top bit's pass also adds the two sets.
-// Each entry is zeroed after its last read, so the buckets are zero again for the next gradient
-// (entries past a narrow last group's patterns are never written).
-void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
-    const int set = groups * sign_group_size;
-    for (int g = 0; g < groups; ++g) {
-        const int width = sign_group_width(k, g);
-        double* b = buckets + g * sign_group_size;
-        double* odd = b + set;
-        int half = 1 << (width - 1);
-        double lower = 0, upper = 0;
-        for (int p = 0; p < half; ++p) {
-            const double lo = b[p] + odd[p], hi = b[p + half] + odd[p + half];
-            lower += lo;
-            upper += hi;
-            b[p] = lo + hi;
-            b[p + half] = odd[p] = odd[p + half] = 0;
-        }
-        grad[g * sign_group_bits + width - 1] += upper - lower;
-        for (int bit = width - 2; bit >= 0; --bit) {
-            half = 1 << bit;
-            lower = upper = 0;
-            for (int p = 0; p < half; ++p) {
-                lower += b[p];
-                upper += b[p + half];
-                b[p] += b[p + half];
-                b[p + half] = 0;
-            }
-            grad[g * sign_group_bits + bit] += upper - lower;
-        }
-        b[0] = 0;
-    }
-}
-
 // Rows t..t+7's sign bytes as one word, row t + r in bits 8r..8r+7: one load where there were
 // eight (the table reads and updates keep the load ports busy), the bytes taken out by shifts.
 std::uint64_t sign_word(const unsigned char* s) {
@@ -165,6 +129,57 @@ void with_take(int take, F&& f) {
     else if (take == 3) f.template operator()<3>();
     else if (take == 2) f.template operator()<2>();
     else f.template operator()<1>();
+}
+
+// grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set) for Take consecutive groups of
+// the same width, bucket_g being the even rows' set plus the odd rows' set, from the top bit
+// down: the difference of the upper and lower halves, then the upper half folded onto the
+// lower. The top bit's pass also adds the two sets. The groups go side by side, so that their
+// sums (chains of dependent adds, each in order of p) overlap. Each entry is zeroed after its
+// last read, so the buckets are zero again for the next gradient (entries past a narrow last
+// group's patterns are never written).
+template <int Take>
+void fold_sign_groups(int width, double* buckets, int set, double* grad) {
+    double lower[Take] = {}, upper[Take] = {};
+    int half = 1 << (width - 1);
+    for (int p = 0; p < half; ++p)
+        for (int i = 0; i < Take; ++i) {
+            double* b = buckets + i * sign_group_size;
+            double* odd = b + set;
+            const double lo = b[p] + odd[p], hi = b[p + half] + odd[p + half];
+            lower[i] += lo;
+            upper[i] += hi;
+            b[p] = lo + hi;
+            b[p + half] = odd[p] = odd[p + half] = 0;
+        }
+    for (int i = 0; i < Take; ++i) grad[i * sign_group_bits + width - 1] += upper[i] - lower[i];
+    for (int bit = width - 2; bit >= 0; --bit) {
+        half = 1 << bit;
+        for (int i = 0; i < Take; ++i) lower[i] = upper[i] = 0;
+        for (int p = 0; p < half; ++p)
+            for (int i = 0; i < Take; ++i) {
+                double* b = buckets + i * sign_group_size;
+                lower[i] += b[p];
+                upper[i] += b[p + half];
+                b[p] += b[p + half];
+                b[p + half] = 0;
+            }
+        for (int i = 0; i < Take; ++i) grad[i * sign_group_bits + bit] += upper[i] - lower[i];
+    }
+    for (int i = 0; i < Take; ++i) buckets[i * sign_group_size] = 0;
+}
+
+// The sign gradient of all groups of a k-weight block: full groups up to four at a time.
+void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
+    const int set = groups * sign_group_size;
+    for (int g = 0; g < groups;) {
+        const int width = sign_group_width(k, g);
+        const int take = width == sign_group_bits ? std::min(4, k / sign_group_bits - g) : 1;
+        with_take(take, [&]<int Take>() {
+            fold_sign_groups<Take>(width, buckets + g * sign_group_size, set, grad + g * sign_group_bits);
+        });
+        g += take;
+    }
 }
 
 }  // namespace
