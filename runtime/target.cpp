@@ -376,7 +376,6 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
     const Merged& m = merged_[sz(b)];
     const BlockPrior& p = blocks_[sz(b)];
     const auto th = theta.segment(p.offset, p.size);
-    const int n = m.rows();
     const int groups = m.sign_groups;
     auto eta = ws.eta_.head(len);
     if (groups > 0) {
@@ -391,7 +390,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
             const double* tb[4] = {};
             const int take = std::min(4, groups - g);
             for (int i = 0; i < take; ++i) {
-                s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                s[i] = m.group_signs(g + i, start);
                 tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
             }
             with_take(take, [&]<int Take>() { add_sign_groups<Take>(len, from, s, tb, out); });
@@ -480,7 +479,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                     double* bucket[4] = {};
                     const int take = std::min(4, groups - g);
                     for (int i = 0; i < take; ++i) {
-                        s[i] = m.signs.data() + sz(g + i) * sz(n) + sz(start);
+                        s[i] = m.group_signs(g + i, start);
                         bucket[i] = ws.sign_buckets_.data() + (g + i) * sign_group_size;
                     }
                     const int set = groups * sign_group_size;

@@ -163,6 +163,10 @@ private:
         std::vector<unsigned char> signs;
         int sign_groups = 0;
         int rows() const { return static_cast<int>(a.size()); }
+        // Group g's sign bytes from row `start` on.
+        const unsigned char* group_signs(int g, int start) const {
+            return signs.data() + static_cast<std::size_t>(g) * static_cast<std::size_t>(rows()) + static_cast<std::size_t>(start);
+        }
     };
     std::vector<Merged> merged_;
     std::vector<char> separable_;  // per block: coupled to no other block
