@@ -359,10 +359,20 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
         const std::string_view text = fields[t.source];
         const long column = static_cast<long>(t.source) + 1;
         if (t.binary) {
-            // The spellings a writer of ±1 data uses, before the general case.
-            const auto code = text.size() == 1 && text[0] == '1'                      ? std::optional<std::int8_t>(1)
-                              : text.size() == 2 && text[0] == '-' && text[1] == '1' ? std::optional<std::int8_t>(-1)
-                                                                                       : parse_binary_value(text);
+            const auto c = static_cast<std::size_t>(t.column);
+            // The spellings a writer of ±1 data uses, before the general case, told apart
+            // without a branch on which of the two it is (as often one as the other).
+            const std::size_t n = text.size();
+            // (Both loads are from valid addresses whatever n is: index selects, not branches.)
+            const char* p = n > 0 ? text.data() : "";
+            const char c0 = p[0], c1 = p[n > 1];
+            const unsigned plus = (n == 1) & (c0 == '1'), minus = (n == 2) & (c0 == '-') & (c1 == '1');
+            const unsigned code2 = plus | (minus << 1);  // the key's two bits: 1 for +1, 2 for -1
+            if (code2 != 0) {
+                key_[c / 32] |= std::uint64_t{code2} << (2 * (c % 32));
+                continue;
+            }
+            const auto code = parse_binary_value(text);
             if (!code) {
                 ok = false;
                 errors_.add(line, column,
@@ -372,7 +382,6 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
             } else if (*code == 0) {
                 ++out_.missing[static_cast<std::size_t>(t.column)];
             } else {
-                const auto c = static_cast<std::size_t>(t.column);
                 key_[c / 32] |= std::uint64_t{*code > 0 ? 1u : 2u} << (2 * (c % 32));
             }
             continue;

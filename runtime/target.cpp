@@ -223,22 +223,31 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     }
     m.run_end.push_back(rows);
     m.product_logs = rows >= kLogGroup * static_cast<int>(m.run_end.size());
-    const auto family_row = [&](int r) { return cf.f.row(first[sz(order[sz(r)])]); };
+    // The family's row of each merged row; f is read a column at a time (it is stored so),
+    // not a row at a time with a stride of the family's length between entries.
+    std::vector<int> from_row(sz(rows));
+    for (int r = 0; r < rows; ++r) from_row[sz(r)] = first[sz(order[sz(r)])];
     bool signs = k >= sign_min_columns;
-    for (int r = 0; signs && r < rows; ++r)
-        signs = ((family_row(r).array() == 1.0) || (family_row(r).array() == -1.0)).all();
+    for (int j = 0; signs && j < k; ++j) {
+        const double* col = cf.f.col(j).data();
+        for (int r = 0; r < rows; ++r) signs &= col[from_row[sz(r)]] == 1.0 || col[from_row[sz(r)]] == -1.0;
+    }
     if (signs) {
         // Packed signs only: the dense rows are not kept (complete_term reads one or the other).
         m.sign_groups = (k + sign_group_bits - 1) / sign_group_bits;
         m.signs.assign(sz(rows) * sz(m.sign_groups), 0);
-        for (int r = 0; r < rows; ++r)
-            for (int j = 0; j < k; ++j)
-                if (cf.f(first[sz(order[sz(r)])], j) > 0)
-                    m.signs[sz(j / sign_group_bits) * sz(rows) + sz(r)] |=
-                        static_cast<unsigned char>(1u << (j % sign_group_bits));
+        for (int j = 0; j < k; ++j) {
+            const double* col = cf.f.col(j).data();
+            unsigned char* out = m.signs.data() + sz(j / sign_group_bits) * sz(rows);
+            const int shift = j % sign_group_bits;
+            // Without a branch: the signs are as often + as -, a branch on them mispredicted.
+            for (int r = 0; r < rows; ++r)
+                out[r] = static_cast<unsigned char>(out[r] | (static_cast<unsigned>(col[from_row[sz(r)]] > 0) << shift));
+        }
     } else {
         m.f.resize(rows, k);
-        for (int r = 0; r < rows; ++r) m.f.row(r) = family_row(r);
+        for (int j = 0; j < k; ++j)
+            for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
     }
     return m;
 }
