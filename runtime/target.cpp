@@ -538,7 +538,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
             const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
             if (m.sign_groups > 0) {
                 for (int g = 0; g < m.sign_groups; ++g) {
-                    const unsigned bits = m.signs[sz(g) * sz(n) + sz(start + t)];
+                    const unsigned bits = m.group_signs(g, start)[t];
                     double* col = x.col(t).data() + g * sign_group_bits;
                     for (int j = 0; j < sign_group_width(k, g); ++j) col[j] = ((bits >> j) & 1u ? 1.0 : -1.0) * root;
                 }
