@@ -21,6 +21,13 @@ void check_split(const BlockSplit& s) {
     }
 }
 
+void check_overrelax(const std::vector<double>& alphas) {
+    for (const double alpha : alphas)
+        if (!(alpha > -1 && alpha < 1))
+            throw std::invalid_argument(
+                fmt::format("block independence mh: overrelaxation must lie strictly between -1 and 1, got {}", alpha));
+}
+
 void check_recentre(const BlockRecentre& r) {
     if (!(r.prior_draws >= 0) || !std::isfinite(r.prior_draws)) {
         throw std::invalid_argument(
@@ -41,18 +48,24 @@ std::string BlockRecentre::describe() const {
     return fmt::format("re-centred in warmup on each chain's own draws (the initial centre counted as {} draws)", prior_draws);
 }
 
-BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split, BlockRecentre recentre)
-    : joint_(std::move(joint)), split_(split), whole_recentre_(recentre) {
+BlockIndependenceMH::BlockIndependenceMH(GaussianProposal joint, BlockSplit split, BlockRecentre recentre, double overrelax)
+    : joint_(std::move(joint)), split_(split), whole_recentre_(recentre), overrelax_{overrelax} {
     check_split(split_);
     check_recentre(whole_recentre_);
+    check_overrelax(overrelax_);
     stats_.name = name();
 }
 
-BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block, BlockSplit split, BlockRecentre recentre)
-    : given_(std::move(per_block)), split_(split), whole_recentre_(recentre) {
+BlockIndependenceMH::BlockIndependenceMH(std::vector<GaussianProposal> per_block, BlockSplit split, BlockRecentre recentre,
+                                         std::vector<double> overrelax)
+    : given_(std::move(per_block)), split_(split), whole_recentre_(recentre), overrelax_(std::move(overrelax)) {
     if (given_.empty()) throw std::invalid_argument("block independence mh: no block proposals given");
+    if (!overrelax_.empty() && overrelax_.size() != given_.size())
+        throw std::invalid_argument(fmt::format("block independence mh: {} overrelaxation factors for {} block proposals",
+                                                overrelax_.size(), given_.size()));
     check_split(split_);
     check_recentre(whole_recentre_);
+    check_overrelax(overrelax_);
     stats_.name = name();
 }
 
@@ -89,6 +102,11 @@ void BlockIndependenceMH::setup(const Density& target) {
         }
         if (!split_.splits(r.size)) {
             block.cached_x.setZero(r.size);
+            block.overrelax = overrelax_.empty() ? 0 : overrelax_[given_.empty() ? 0 : static_cast<std::size_t>(b)];
+            if (block.overrelax != 0) {
+                block.cached_u.setZero(r.size);
+                block.proposed_u.setZero(r.size);
+            }
             if (whole_recentre_.enabled) {
                 block.centre = static_cast<int>(centres_.size());
                 centres_.push_back(
@@ -159,17 +177,22 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
     Block& block = blocks_[static_cast<std::size_t>(b)];
     if (block.whitened >= 0) return move_whitened(block, state, target, rng);
     const auto current_x = state.x.segment(block.offset, block.size);
+    // (The warmup does not overrelax, so a cache filled there has no cached_u: end_warmup
+    // clears it.)
+    const bool overrelaxed = block.overrelax != 0 && !in_warmup_;
     if (!block.cached || current_x != block.cached_x) {
         block.cached_x = current_x;
-        block.cached_log_q = block.q.log_density(current_x);
+        block.cached_log_q = overrelaxed ? block.q.whiten(current_x, block.cached_u) : block.q.log_density(current_x);
         block.cached = true;
     }
     auto seg = proposal_.segment(block.offset, block.size);
-    const double log_q = block.q.sample_log_density(rng, seg);
+    const double log_q = overrelaxed ? block.q.sample_overrelaxed(rng, block.overrelax, block.cached_u, seg, block.proposed_u)
+                                     : block.q.sample_log_density(rng, seg);
     const MetropolisDecision decision = decide(block, state, target, rng, log_q, block.cached_log_q);
     if (decision.accept) {
         block.cached_x = seg;
         block.cached_log_q = log_q;
+        if (overrelaxed) block.cached_u.swap(block.proposed_u);
     }
     return decision.probability;
 }
@@ -238,6 +261,7 @@ void BlockIndependenceMH::step(State& state, Density& target, Rng& rng, Transiti
 }
 
 void BlockIndependenceMH::begin_warmup(int iterations) {
+    in_warmup_ = true;
     if (!split_.recentre && !whole_recentre_.enabled) return;
     warmup_step_ = 0;
     warmup_total_ = iterations;
@@ -247,6 +271,9 @@ void BlockIndependenceMH::begin_warmup(int iterations) {
 }
 
 void BlockIndependenceMH::end_warmup() {
+    in_warmup_ = false;
+    for (Block& block : blocks_)
+        if (block.overrelax != 0) block.cached = false;  // the overrelaxed moves need cached_u
     if (warmup_step_ < 0) return;
     warmup_step_ = -1;
     if (split_.recentre) recentre();

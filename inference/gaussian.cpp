@@ -246,6 +246,32 @@ double GaussianProposal::log_density_at(double m) const {
     return log_norm_ - 0.5 * m;
 }
 
+double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> u) const {
+    u = x - mean_;
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        chol_[b].triangularView<Eigen::Lower>().solveInPlace(u.segment(o, n));
+    }
+    return log_density_at(u.squaredNorm());
+}
+
+double GaussianProposal::sample_overrelaxed(Rng& rng, double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
+                                            Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out) {
+    for (Eigen::Index i = 0; i < u_out.size(); ++i) u_out[i] = rng.normal();
+    double spread = std::sqrt(1.0 - alpha * alpha);
+    if (is_student_t()) {
+        const double d = static_cast<double>(dim());
+        spread /= std::sqrt(sample_chi_square(rng, df_ + d) / (df_ + u.squaredNorm()));
+    }
+    u_out = alpha * u + spread * u_out;
+    for (std::size_t b = 0; b < chol_.size(); ++b) {
+        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
+        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * u_out.segment(o, n);
+    }
+    out += mean_;
+    return log_density_at(u_out.squaredNorm());
+}
+
 double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) {
     scratch_ = x - mean_;
     for (std::size_t b = 0; b < chol_.size(); ++b) {

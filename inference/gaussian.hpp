@@ -70,6 +70,25 @@ public:
     // log q(x), normalised.
     double log_density(const Eigen::Ref<const Eigen::VectorXd>& x);
 
+    // The whitened coordinates u = L⁻¹(x − μ) of x into u (size dim()); returns log q(x), the
+    // same bits as log_density(x).
+    double whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> u) const;
+
+    // An overrelaxed draw (Adler 1981; Barone & Frigessi 1990) from the point whose whitened
+    // coordinates are u, for -1 < alpha < 1:
+    //     u* = α u + sqrt(1 − α²) ε / sqrt(λ),   ε ~ N(0, I),   x* = μ + L u*,
+    // with λ = 1 for a Gaussian; a t_ν is the scale mixture of N(0, I/λ) over λ ~ Gamma(ν/2,
+    // rate ν/2), and λ is drawn from its conditional given u, Gamma((ν + d)/2, rate (ν + |u|²)/2).
+    // Given λ the step is the AR(1) move that leaves N(0, I/λ) invariant and is reversible
+    // with respect to it, and the draw of λ given u is a Gibbs step, so the proposal kernel is
+    // reversible with respect to q itself: q(x) Q(x → x*) = q(x*) Q(x* → x). An MH test against
+    // a target p therefore accepts with the independence sampler's ratio
+    // [p(x*) / q(x*)] / [p(x) / q(x)]. With α < 0 successive draws are negatively correlated
+    // where p is close to q (antithetic), which lowers the variance of means. Writes x* into
+    // out and u* into u_out (which must not alias u); returns log q(x*).
+    double sample_overrelaxed(Rng& rng, double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
+                              Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out);
+
     // The same draw as sample() (the same random numbers, in the same order) and its log q,
     // from the draw's own standard normals rather than by solving with the Cholesky factor
     // again: equal to log_density(out) to rounding, for an independence sampler's proposal.
