@@ -259,6 +259,7 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
     vbn::FitOptions o;
     o.method = options.method;
     o.adapt_delta = options.adapt_delta;
+    o.varblock_overrelax = options.overrelax;
     inference::copy_chain_settings(options, o);
     o.vb = vb_options(options.variational);
     const std::atomic<bool>* stop = callbacks.cancel ? callbacks.cancel->flag() : nullptr;

@@ -56,6 +56,7 @@ struct FitArgs {
     std::optional<std::string> plots;  // directory for trace, density, pair and rank plots
     std::string proposal = "laplace";  // independence kernels' proposal: laplace or vb (FitOptions::proposal)
     std::optional<double> adapt_delta;  // NUTS's target acceptance (FitOptions::adapt_delta); unset: automatic
+    std::optional<double> overrelax;    // varblock's overrelaxation (FitOptions::varblock_overrelax); unset: its default
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
 

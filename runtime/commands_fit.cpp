@@ -252,6 +252,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             if (*args.adapt_delta == 0) throw Error(ErrorKind::usage, "--adapt-delta must lie strictly between 0 and 1, got 0");
             o.adapt_delta = *args.adapt_delta;
         }
+        if (args.overrelax) o.varblock_overrelax = *args.overrelax;
         o.chains = args.chains;
         o.warmup = args.warmup;
         o.draws = args.draws;

@@ -87,6 +87,10 @@ struct FitOptions {
     // docs/methods.md, "Whole blocks re-centred in warmup").
     double varblock_df = 100;
     inference::BlockRecentre varblock_recentre{true, 300};
+    // varblock's whole blocks with the exact posterior's proposal, after the warmup: overrelaxed
+    // moves about that t (inference/block_mh.hpp) with this α in (-1, 1); 0: independence
+    // proposals (docs/methods.md, "Overrelaxed block moves").
+    double varblock_overrelax = -0.3;
     // NUTS's target mean acceptance statistic (Stan's adapt_delta), in (0, 1); 0: automatic,
     // nuts_adapt_delta below.
     double adapt_delta = 0;

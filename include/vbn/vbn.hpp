@@ -147,6 +147,11 @@ struct FitOptions {
     // NUTS's target acceptance (Stan's adapt_delta), in (0, 1); 0: automatic, 0.65 for a
     // log-concave posterior (every node observed) of more than 20 parameters, else 0.8.
     double adapt_delta = 0;
+    // varblock: after warmup, each well-fitted whole block proposes by an overrelaxed move
+    // about its t, u* = α u + sqrt(1 - α²) ε in the t's whitened coordinates, in (-1, 1);
+    // negative: successive draws antithetic (means more precise, variances less); 0: the
+    // independence proposals of the paper (docs/methods.md, "Overrelaxed block moves").
+    double overrelax = -0.3;
     VariationalOptions variational;
 };
 

@@ -247,6 +247,10 @@ TEST_CASE("api: usage errors") {
     o.adapt_delta = 1.2;
     const auto ad = expect_throw<vbn::UsageError>([&] { vbn::fit(m, d, o); });
     CHECK(std::string(ad.what()).find("--adapt-delta must lie strictly between 0 and 1, got 1.2") != std::string::npos);
+    o = small_options("varblock", 1);
+    o.overrelax = 1;
+    const auto orx = expect_throw<vbn::UsageError>([&] { vbn::fit(m, d, o); });
+    CHECK(std::string(orx.what()).find("--overrelax must lie strictly between -1 and 1, got 1") != std::string::npos);
 }
 
 TEST_CASE("api: limit and inference errors") {

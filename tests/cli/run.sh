@@ -304,6 +304,15 @@ run "nuts adapt delta set" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chai
   --adapt-delta 0.95 --quiet --output "$tmp/ad9.csv" && if grep -q '^# delta = 0.95$' "$tmp/ad9_1.csv"; then ok; else bad "--adapt-delta 0.95 in the CSV header"; fi
 run "nuts adapt delta out of range" 1 -- "$vbn" fit "$m" --data "$d" --method nuts --adapt-delta 1 --seed 1 &&
   expect "adapt delta range" err "--adapt-delta must lie strictly between 0 and 1, got 1"
+# varblock's overrelaxed moves after warmup: on by default for a well-fitted separable block (a
+# note says so), off with --overrelax 0, and range-checked.
+u5="$ex/paper/unimodal_d5"
+run "varblock overrelax note" 0 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --chains 1 --warmup 50 --draws 20 --seed 1 &&
+  expect "overrelax note" err "after warmup 1 of them move by overrelaxed proposals \(alpha -0\.3\)"
+run "varblock overrelax off" 0 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --chains 1 --warmup 50 --draws 20 --seed 1 \
+  --overrelax 0 && if grep -q "overrelaxed" "$tmp/err"; then bad "--overrelax 0 still overrelaxes"; else ok; fi
+run "varblock overrelax out of range" 1 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --overrelax -1 --seed 1 &&
+  expect "overrelax range" err "--overrelax must lie strictly between -1 and 1, got -1"
 # SIGINT during fit: the chains finish their iteration, the CSV files get their timing
 # footer, the summary of what was drawn is printed with a warning, and the status is 130.
 "$vbn" fit "$m" --data "$d" --chains 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \

@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--adapt-delta", fit_args.adapt_delta,
                         "NUTS's target acceptance, in (0, 1) (default: 0.65 for a log-concave posterior with more than 20 "
                         "parameters, else 0.8)");
+    fit_cmd->add_option("--overrelax", fit_args.overrelax,
+                        "varblock: after warmup, whole blocks propose u* = A u + sqrt(1 - A^2) e about their t (A in "
+                        "(-1, 1); negative: antithetic draws; 0: independence proposals) (default: -0.3)");
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
 
     std::vector<std::string> summary_files;
