@@ -8,6 +8,7 @@
 //   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
 //             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split), the
 //             others from a t(100) re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
+//             and, after the warmup, by overrelaxed moves about it (FitOptions::varblock_overrelax)
 //             (the proposals of varmh, varblock, varmix's block moves and regen's start come
 //             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
 //             blocks are separable; else, or with FitOptions::proposal "vb", from the
