@@ -303,6 +303,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
                     cfg.data_file = args.data;
                     cfg.extra = {{"vb_elbo", fmt::format("{}", q.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
                     if (method == "nuts") cfg.extra.emplace_back("delta", fmt::format("{}", nuts_adapt_delta(l.graph, l.data, o.adapt_delta)));
+                    if (method == "varblock") cfg.extra.emplace_back("overrelax", fmt::format("{}", o.varblock_overrelax));
                     writers.push_back(std::make_unique<CsvWriter>(chain_file_path(*args.output, c + 1), cfg, csv_names));
                 }
             };

@@ -307,8 +307,9 @@ run "nuts adapt delta out of range" 1 -- "$vbn" fit "$m" --data "$d" --method nu
 # varblock's overrelaxed moves after warmup: on by default for a well-fitted separable block (a
 # note says so), off with --overrelax 0, and range-checked.
 u5="$ex/paper/unimodal_d5"
-run "varblock overrelax note" 0 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --chains 1 --warmup 50 --draws 20 --seed 1 &&
-  expect "overrelax note" err "after warmup 1 of them move by overrelaxed proposals \(alpha -0\.3\)"
+run "varblock overrelax note" 0 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --chains 1 --warmup 50 --draws 20 --seed 1 \
+  --output "$tmp/or.csv" && expect "overrelax note" err "after warmup 1 of them move by overrelaxed proposals \(alpha -0\.3\)" &&
+  if grep -q '^# overrelax = -0.3$' "$tmp/or_1.csv"; then ok; else bad "varblock: overrelax in the CSV header"; fi
 run "varblock overrelax off" 0 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --chains 1 --warmup 50 --draws 20 --seed 1 \
   --overrelax 0 && if grep -q "overrelaxed" "$tmp/err"; then bad "--overrelax 0 still overrelaxes"; else ok; fi
 run "varblock overrelax out of range" 1 -- "$vbn" fit "$u5.vbn" --data "$u5.csv" --overrelax -1 --seed 1 &&

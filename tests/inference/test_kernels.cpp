@@ -460,6 +460,9 @@ TEST_CASE("kernels do not allocate in step() once every component has stepped") 
     GaussianDensity target = vbn::test::correlated_10d();
     std::vector<NamedKernel> kernels = all_kernels(target);
     kernels.push_back({"block independence mh, whole blocks re-centred in warmup", recentred_blocks(target)});
+    kernels.push_back({"block independence mh, overrelaxed after warmup",
+                       std::make_unique<BlockIndependenceMH>(nearby_proposal(target, 1.2, 100.0), BlockSplit{},
+                                                             BlockRecentre{true, 300}, -0.3)});
     for (NamedKernel& k : kernels) {
         INFO(k.name);
         Rng rng(1, 2);
