@@ -104,16 +104,36 @@ double quantile_prob_for_ess(double prob, Eigen::Index size) {
     return prob;
 }
 
+// The places s·q of the Beta(a, b) quantiles q at lo_p and hi_p, q as Boost's ibeta_inv returns
+// it with its default policy (long double inside): only floor(s·q₁) and ceil(s·q₂) are used. That
+// costs about 5 µs a quantile, most of a parameter's mcse time; with double precision inside it
+// costs 1 µs and agrees to far better than 1e-9 relative, so its places are used when both lie
+// further than that from an integer (then floor and ceil cannot differ), and the long double
+// ones otherwise or when it fails.
+std::pair<double, double> beta_quantile_places(double a, double b, double lo_p, double hi_p, double s) {
+    using Fast = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
+    const auto clear_of_integers = [](double x) {
+        return std::isfinite(x) && std::abs(x - std::round(x)) > 1e-9 * std::max(1.0, std::abs(x));
+    };
+    try {
+        const double x1 = boost::math::ibeta_inv(a, b, lo_p, Fast()) * s;
+        const double x2 = boost::math::ibeta_inv(a, b, hi_p, Fast()) * s;
+        if (clear_of_integers(x1) && clear_of_integers(x2)) return {x1, x2};
+    } catch (const std::exception&) {
+        // the default policy below decides, as it always did
+    }
+    return {boost::math::ibeta_inv(a, b, lo_p) * s, boost::math::ibeta_inv(a, b, hi_p) * s};
+}
+
 double mcse_quantile_sorted(const std::vector<double>& sorted, double prob, double ess) {
     if (std::isnan(ess)) return kNaN;
     // ±1 sd of the standard normal: Φ(−1) and Φ(1), the values posterior uses.
     const double lo_p = 0.1586553, hi_p = 0.8413447;
     const double a = ess * prob + 1, b = ess * (1 - prob) + 1;
-    const double a1 = boost::math::ibeta_inv(a, b, lo_p);
-    const double a2 = boost::math::ibeta_inv(a, b, hi_p);
     const auto s = static_cast<double>(sorted.size());
-    const auto i1 = static_cast<std::size_t>(std::max(std::floor(a1 * s), 1.0));
-    const auto i2 = static_cast<std::size_t>(std::min(std::ceil(a2 * s), s));
+    const auto [x1, x2] = beta_quantile_places(a, b, lo_p, hi_p, s);
+    const auto i1 = static_cast<std::size_t>(std::max(std::floor(x1), 1.0));
+    const auto i2 = static_cast<std::size_t>(std::min(std::ceil(x2), s));
     return (sorted[i2 - 1] - sorted[i1 - 1]) / 2.0;
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <exception>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,63 @@ void parallel_ranges(int threads, std::size_t n, Body body) {
     for (std::thread& t : pool) t.join();
     for (const auto& e : errors)
         if (e) std::rethrow_exception(e);
+}
+
+// Runs body(begin, end, part) over [0, n) in chunks of `chunk` indices, handed out in order to
+// whichever of at most `threads` threads asks next; `part` says which thread (0: the calling
+// thread), and one part's calls run one after another, so a part may keep scratch space of its
+// own. The calling thread first runs before() (the other threads already take chunks meanwhile)
+// and then takes chunks too. Unlike fixed parts, a thread that starts late or runs slowly does not
+// hold up the rest: the others take over its share. Returns when every chunk has finished; an
+// exception thrown by before() is rethrown then, else that of the lowest chunk that threw (every
+// chunk below one that threw has been run, so which one is rethrown does not depend on timing).
+// After an exception no further chunks are handed out.
+template <class Before, class Body>
+void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Before before, Body body) {
+    chunk = std::max<std::size_t>(chunk, 1);
+    const std::size_t chunks = (n + chunk - 1) / chunk;
+    const std::size_t parts = std::clamp<std::size_t>(chunks, 1, static_cast<std::size_t>(std::max(threads, 1)));
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::vector<std::exception_ptr> errors(parts);
+    std::vector<std::size_t> error_at(parts, std::numeric_limits<std::size_t>::max());
+    auto run = [&](std::size_t p) {
+        // A chunk once taken is always run: the chunks taken are those below `next`.
+        while (!failed.load(std::memory_order_relaxed)) {
+            const std::size_t c = next++;
+            if (c >= chunks) return;
+            try {
+                body(c * chunk, std::min(n, (c + 1) * chunk), p);
+            } catch (...) {
+                errors[p] = std::current_exception();
+                error_at[p] = c;
+                failed = true;
+                return;
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(run, p);
+    std::exception_ptr before_error;
+    try {
+        before();
+    } catch (...) {
+        before_error = std::current_exception();
+        failed = true;
+    }
+    if (!before_error) run(0);
+    for (std::thread& t : pool) t.join();
+    if (before_error) std::rethrow_exception(before_error);
+    std::size_t lowest = parts;
+    for (std::size_t p = 0; p < parts; ++p)
+        if (errors[p] && (lowest == parts || error_at[p] < error_at[lowest])) lowest = p;
+    if (lowest < parts) std::rethrow_exception(errors[lowest]);
+}
+
+// parallel_chunks with nothing to do first.
+template <class Body>
+void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Body body) {
+    parallel_chunks(threads, n, chunk, [] {}, body);
 }
 
 }  // namespace vbn::inference

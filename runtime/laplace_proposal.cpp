@@ -8,10 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace vbn {
 
@@ -45,22 +49,50 @@ struct Pilot {
 Pilot pilot(const Target& target, int b, GaussianProposal& q, const Vec& x, long draws, int threads, inference::Rng& rng) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Mat values(size, draws);
-    for (long i = 0; i < draws; ++i) {
-        auto v = values.col(i);
-        q.sample(rng, v);
-    }
-    // The draws are made first, in order, so the weights do not depend on how many threads
-    // evaluate them; each thread has its own copy of x and of q (whose density keeps scratch).
+    // The draws are made in order on the calling thread, so the weights do not depend on how
+    // many threads evaluate them. The other threads evaluate them meanwhile, a chunk once all
+    // its draws are made (`made` counts them); each thread has its own copy of x and of q
+    // (whose density keeps scratch).
+    constexpr long chunk = 25;
+    std::atomic<long> made{0};
+    std::atomic<bool> abandoned{false};
+    struct Scratch {
+        GaussianProposal q;  // copied here, before sampling uses q's scratch
+        std::optional<Target::Workspace> ws;
+        Vec x;
+    };
+    const auto parts = static_cast<std::size_t>(std::clamp<long>(threads, 1, (draws + chunk - 1) / chunk));
+    std::vector<Scratch> scratch(parts, Scratch{q, std::nullopt, Vec()});
     Vec log_w(draws);
-    inference::parallel_ranges(threads, static_cast<std::size_t>(draws), [&](std::size_t begin, std::size_t end, std::size_t) {
-        auto ws = target.make_workspace();
-        Vec xt = x;
-        GaussianProposal qt = q;
-        for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
-            xt.segment(off, size) = values.col(i);
-            log_w[i] = target.block_log_density(b, xt, ws) - qt.log_density(values.col(i));
-        }
-    });
+    inference::parallel_chunks(
+        static_cast<int>(parts), static_cast<std::size_t>(draws), chunk,
+        [&] {
+            try {
+                for (long i = 0; i < draws; ++i) {
+                    auto v = values.col(i);
+                    q.sample(rng, v);
+                    if ((i + 1) % chunk == 0 || i + 1 == draws) made.store(i + 1, std::memory_order_release);
+                }
+            } catch (...) {
+                abandoned = true;
+                throw;
+            }
+        },
+        [&](std::size_t begin, std::size_t end, std::size_t part) {
+            while (made.load(std::memory_order_acquire) < static_cast<long>(end)) {
+                if (abandoned.load()) return;
+                std::this_thread::yield();
+            }
+            Scratch& s = scratch[part];
+            if (!s.ws) {
+                s.ws.emplace(target.make_workspace());
+                s.x = x;
+            }
+            for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
+                s.x.segment(off, size) = values.col(i);
+                log_w[i] = target.block_log_density(b, s.x, *s.ws) - s.q.log_density(values.col(i));
+            }
+        });
     Pilot p;
     const double top = log_w.maxCoeff();
     if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;

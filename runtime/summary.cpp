@@ -70,8 +70,12 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const s
     if (draws == 0) throw Error(ErrorKind::data, "the chains hold no draws");
 
     std::vector<SummaryRow> rows(names.size());
-    inference::parallel_ranges(threads, static_cast<std::size_t>(params), [&](std::size_t begin, std::size_t end, std::size_t) {
-        Eigen::MatrixXd x(draws, static_cast<Eigen::Index>(chains.size()));
+    // One parameter at a time to whichever thread is free: a thread that starts late then
+    // leaves its share to the others instead of adding it to the wall time.
+    std::vector<Eigen::MatrixXd> scratch(static_cast<std::size_t>(std::max(threads, 1)));
+    inference::parallel_chunks(threads, static_cast<std::size_t>(params), 1, [&](std::size_t begin, std::size_t end, std::size_t part) {
+        Eigen::MatrixXd& x = scratch[part];
+        x.resize(draws, static_cast<Eigen::Index>(chains.size()));
         for (std::size_t p = begin; p < end; ++p) {
             for (std::size_t c = 0; c < chains.size(); ++c)
                 x.col(static_cast<Eigen::Index>(c)) = chains[c].col(static_cast<Eigen::Index>(p));
