@@ -221,12 +221,16 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
     return GaussianProposal(mean_.segment(offset, size), parts, df_);
 }
 
-double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
-    for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
+void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const {
     for (std::size_t b = 0; b < chol_.size(); ++b) {
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
-        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * scratch_.segment(o, n);
+        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * z.segment(o, n);
     }
+}
+
+double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
+    for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
+    times_lower(scratch_, out);
     double m = scratch_.squaredNorm();
     if (is_student_t()) {
         const double w = sample_chi_square(rng, df_) / df_;
@@ -264,21 +268,11 @@ double GaussianProposal::sample_overrelaxed(Rng& rng, double alpha, const Eigen:
         spread /= std::sqrt(sample_chi_square(rng, df_ + d) / (df_ + u.squaredNorm()));
     }
     u_out = alpha * u + spread * u_out;
-    for (std::size_t b = 0; b < chol_.size(); ++b) {
-        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
-        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * u_out.segment(o, n);
-    }
+    times_lower(u_out, out);
     out += mean_;
     return log_density_at(u_out.squaredNorm());
 }
 
-double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) {
-    scratch_ = x - mean_;
-    for (std::size_t b = 0; b < chol_.size(); ++b) {
-        const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
-        chol_[b].triangularView<Eigen::Lower>().solveInPlace(scratch_.segment(o, n));
-    }
-    return log_density_at(scratch_.squaredNorm());  // (x-μ)' Σ⁻¹ (x-μ)
-}
+double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) { return whiten(x, scratch_); }
 
 }  // namespace vbn::inference

@@ -98,6 +98,7 @@ private:
     void finish();  // checks, log normaliser, scratch
     double draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);  // sample(); returns the draw's (x-μ)' Σ⁻¹ (x-μ)
     double log_density_at(double mahalanobis) const;
+    void times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // out = L z
 
     Eigen::VectorXd mean_;
     std::vector<Eigen::MatrixXd> chol_;       // lower Cholesky factor of each diagonal block
