@@ -274,47 +274,43 @@ std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOpt
 // a Gaussian accepted 91% of its proposals and a t(30) 81%; t(100) keeps tails heavier than
 // the Gaussian's (a Gaussian proposal's chains stuck now and then: min bulk-ESS 1,500 of 4,000
 // on two of six seeds).
-std::vector<inference::GaussianProposal> varblock_proposals(const LaplaceProposal& exact, const FitOptions& o) {
-    std::vector<inference::GaussianProposal> out = exact.blocks;
-    if (o.varblock_df <= 0) return out;
-    for (auto& q : out) {
-        if (o.varblock_split.splits(q.dim()) || q.df() != o.laplace.df) continue;
-        q = inference::GaussianProposal::from_cholesky(q.mean(), q.cholesky(), o.varblock_df);
-    }
-    return out;
-}
+//
+// Each block's overrelaxation (inference/block_mh.hpp): FitOptions::varblock_overrelax for the
+// whole blocks that propose from the t(varblock_df) and whose pilot found that fit good (k̂ at
+// most laplace.good_k, importance ESS at least laplace.good_ess), 0 for the rest: the
+// antithetic gain needs the proposal close to the posterior, and a proposal much wider than
+// the posterior mixes the chain's spread slowly when overrelaxed.
+struct VarblockProposals {
+    std::vector<inference::GaussianProposal> blocks;  // one per target block
+    std::vector<double> overrelax;                    // α per block (0: independence proposals)
+    int whole = 0;                                    // blocks moved whole, not in whitened sub-blocks
+    int whole_t = 0;                                  // of these, the ones proposing from the t(varblock_df)
+};
 
-// varblock's overrelaxation per block (inference/block_mh.hpp): FitOptions::varblock_overrelax
-// for the whole blocks that propose from the t(varblock_df) and whose pilot found that fit
-// good (k̂ at most laplace.good_k, importance ESS at least laplace.good_ess), 0 for the rest:
-// the antithetic gain needs the proposal close to the posterior, and a proposal much wider
-// than the posterior mixes the chain's spread slowly when overrelaxed.
-std::vector<double> varblock_overrelax(const LaplaceProposal& exact, const FitOptions& o) {
-    const std::vector<inference::GaussianProposal> qs = varblock_proposals(exact, o);
-    std::vector<double> out(qs.size(), 0.0);
-    if (o.varblock_df <= 0) return out;
-    for (std::size_t b = 0; b < qs.size(); ++b) {
-        const bool whole_t = !o.varblock_split.splits(qs[b].dim()) && qs[b].df() == o.varblock_df;
-        const bool good = exact.pareto_k[b] <= o.laplace.good_k && exact.ess[b] >= o.laplace.good_ess;
-        if (whole_t && good) out[b] = o.varblock_overrelax;
+VarblockProposals varblock_proposals(const LaplaceProposal& exact, const FitOptions& o) {
+    VarblockProposals out{exact.blocks, std::vector<double>(exact.blocks.size(), 0.0)};
+    for (std::size_t b = 0; b < out.blocks.size(); ++b) {
+        inference::GaussianProposal& q = out.blocks[b];
+        if (o.varblock_split.splits(q.dim())) continue;
+        ++out.whole;
+        if (o.varblock_df <= 0) continue;
+        if (q.df() == o.laplace.df) q = inference::GaussianProposal::from_cholesky(q.mean(), q.cholesky(), o.varblock_df);
+        if (q.df() != o.varblock_df) continue;
+        ++out.whole_t;
+        if (exact.pareto_k[b] <= o.laplace.good_k && exact.ess[b] >= o.laplace.good_ess) out.overrelax[b] = o.varblock_overrelax;
     }
     return out;
 }
 
 // varblock with the exact posterior's proposal: what its whole blocks do (nothing when it has none).
 std::optional<std::string> whole_block_note(const LaplaceProposal& exact, const FitOptions& o) {
-    int whole = 0;
-    for (const auto& q : exact.blocks) whole += !o.varblock_split.splits(q.dim());
-    if (whole == 0) return std::nullopt;
-    int changed = 0;
-    if (o.varblock_df > 0)
-        for (const auto& q : varblock_proposals(exact, o)) changed += !o.varblock_split.splits(q.dim()) && q.df() == o.varblock_df;
-    std::string out = changed == 0 ? std::string("varblock: whole blocks propose from the pilot's t")
-                                   : fmt::format("varblock: whole blocks ({} of {}) propose from that t with {} degrees of freedom",
-                                                 changed, whole, o.varblock_df);
+    const VarblockProposals v = varblock_proposals(exact, o);
+    if (v.whole == 0) return std::nullopt;
+    std::string out = v.whole_t == 0 ? std::string("varblock: whole blocks propose from the pilot's t")
+                                     : fmt::format("varblock: whole blocks ({} of {}) propose from that t with {} degrees of freedom",
+                                                   v.whole_t, v.whole, o.varblock_df);
     if (o.varblock_recentre.enabled) out += ", " + o.varblock_recentre.describe();
-    int overrelaxed = 0;
-    for (const double a : varblock_overrelax(exact, o)) overrelaxed += a != 0;
+    const auto overrelaxed = std::count_if(v.overrelax.begin(), v.overrelax.end(), [](double a) { return a != 0; });
     if (overrelaxed > 0)
         out += fmt::format("; after warmup {} of them move by overrelaxed proposals (alpha {})", overrelaxed, o.varblock_overrelax);
     return out;
@@ -339,10 +335,12 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         return std::make_unique<IndependenceMH>(exact ? exact->joint()
                                                       : variational_proposal(q, o.proposal_df, o.proposal_inflation));
     if (method == "varblock") {
-        return exact ? std::make_unique<BlockIndependenceMH>(varblock_proposals(*exact, o), o.varblock_split,
-                                                             o.varblock_recentre, varblock_overrelax(*exact, o))
-                     : std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation),
-                                                             o.varblock_split);
+        if (!exact)
+            return std::make_unique<BlockIndependenceMH>(variational_proposal(q, o.proposal_df, o.proposal_inflation),
+                                                         o.varblock_split);
+        VarblockProposals v = varblock_proposals(*exact, o);
+        return std::make_unique<BlockIndependenceMH>(std::move(v.blocks), o.varblock_split, o.varblock_recentre,
+                                                     std::move(v.overrelax));
     }
     if (method == "varmix") {
         RandomWalkOptions ro;

@@ -876,24 +876,48 @@ TEST_CASE("overrelaxed whole blocks: correlated 2-D and 10-D Gaussians as one bl
     }
 }
 
+// Σ_j log[q_j(x_j) / N_j(x_j)] over the blocks j, up to a constant: q_j block j's t proposal
+// and N_j the Gaussian of the same centre and scale, in q_j's whitened coordinates u_j.
+double t_over_gaussian(const GaussianDensity& target, const std::vector<GaussianProposal>& qs, const Eigen::VectorXd& x) {
+    double h = 0;
+    for (int j = 0; j < target.block_count(); ++j) {
+        const BlockRange r = target.block(j);
+        Eigen::VectorXd u(r.size);
+        h += qs[static_cast<std::size_t>(j)].whiten(x.segment(r.offset, r.size), u) + 0.5 * u.squaredNorm();
+    }
+    return h;
+}
+
 // Invariance apart from mixing: 20,000 chains started from exact draws of the target, each
 // moved 10 sweeps, are still distributed as the target, on the coupled blocks (3, 3, 4) of
 // the 10-D Gaussian and from a proposal 1.5 times too wide — where a single chain's spread
 // mixes slowly (inference/block_mh.hpp) and a long-run check would need far more draws. The
 // final states are independent across chains, so the moments' standard errors are plain.
+// A kernel that mistakes the t proposal for the Gaussian of the same scale (no λ draw in the
+// overrelaxed step, or Gaussian densities in the ratio) leaves the target tilted by
+// ∏_j (q_j / N_j)^±1 invariant instead. After 10 sweeps the moments barely see it (largest
+// error 2.7 mcse with Gaussian densities in the ratio, under the tolerance of 4; 6.8 without
+// λ), but the tilt moves h = Σ_j log(q_j / N_j) itself: by 27.9 and −23.5 standard errors
+// (1.3 with the right kernel). So the t case also checks that h's mean has not changed since
+// the start: each chain's change has mean 0 when the kernel leaves the target invariant.
 TEST_CASE("overrelaxed block moves leave the target invariant: exact draws stay exact, coupled blocks and wide proposals") {
     GaussianDensity target = vbn::test::correlated_10d();
     const Eigen::MatrixXd l = Eigen::LLT<Eigen::MatrixXd>(target.covariance()).matrixL();
     const int chains = 20000, sweeps = 10;
     for (const double df : {GaussianProposal::gaussian_df, 5.0}) {
         INFO("df " << df);
-        const BlockIndependenceMH k(nearby_proposal(target, 1.5, df), BlockSplit{}, BlockRecentre{}, -0.5);
+        const GaussianProposal q = nearby_proposal(target, 1.5, df);
+        const BlockIndependenceMH k(q, BlockSplit{}, BlockRecentre{}, -0.5);
+        std::vector<GaussianProposal> qs;
+        for (int j = 0; j < target.block_count(); ++j) qs.push_back(q.marginal(target.block(j).offset, target.block(j).size));
         Eigen::MatrixXd finals(chains, target.dim());
+        Eigen::VectorXd h_change(chains);
         Rng start(31, 1);
         for (int c = 0; c < chains; ++c) {
             Eigen::VectorXd x(target.dim());
             for (Eigen::Index i = 0; i < x.size(); ++i) x[i] = start.normal();
             x = target.mean() + l * x;
+            const double h_start = t_over_gaussian(target, qs, x);
             const std::unique_ptr<Kernel> kc = k.clone();
             Rng rng(32, static_cast<std::uint64_t>(c));
             State state{x, target.log_density(x)};
@@ -902,10 +926,16 @@ TEST_CASE("overrelaxed block moves leave the target invariant: exact draws stay 
                 kc->step(state, target, rng, info);
             }
             finals.row(c) = state.x.transpose();
+            h_change[c] = t_over_gaussian(target, qs, state.x) - h_start;
         }
         // (Independent rows: batch means of 40 batches is the plain standard error, to ±20%.)
         const std::string failures = vbn::test::check_moments(finals, target.mean(), target.covariance());
         CHECK_MESSAGE(failures.empty(), failures);
+        if (q.is_student_t()) {
+            const double mean = h_change.mean();
+            const double se = std::sqrt((h_change.array() - mean).square().sum() / (chains - 1.0) / chains);
+            CHECK_MESSAGE(std::abs(mean) <= 4 * se, "log(t/N) moved by ", mean, " = ", mean / se, " se");
+        }
     }
 }
 
