@@ -552,6 +552,45 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
     return h;
 }
 
+// Per merged row: e = exp(−|η|), g(η) g(−η) = e / (1 + e)², 1 − 2 g(η) = −sign(η) (1 − e) / (1 + e)
+// and f_t' Σ f_t = |L' f_t|²; packed signs are unpacked a row at a time.
+Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
+    check_theta(theta);
+    if (!complete_block(b))
+        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no mean correction here", b));
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const int k = p.size, n = m.rows();
+    if (lower.rows() != k || lower.cols() != k)
+        throw Error(ErrorKind::usage, fmt::format("the mean correction of block {} needs a {}x{} factor, got {}x{}", b, k, k,
+                                                  lower.rows(), lower.cols()));
+    const auto l = lower.triangularView<Eigen::Lower>();
+    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    Eigen::VectorXd v = Eigen::VectorXd::Zero(k), f(k), lf(k);
+    for (int start = 0; start < n; start += chunk_rows) {
+        const int len = std::min(chunk_rows, n - start);
+        complete_eta(b, theta, start, len, ws);
+        for (int t = 0; t < len; ++t) {
+            if (m.sign_groups > 0) {
+                for (int g = 0; g < m.sign_groups; ++g) {
+                    const unsigned bits = m.group_signs(g, start)[t];
+                    for (int j = 0; j < sign_group_width(k, g); ++j) f[g * sign_group_bits + j] = (bits >> j) & 1u ? 1.0 : -1.0;
+                }
+            } else {
+                f = m.f.row(start + t).transpose();
+            }
+            const double eta = ws.eta_[t];
+            const double e = std::exp(-std::abs(eta));
+            const double c = m.w_total[start + t] * e / ((1 + e) * (1 + e)) * std::copysign(1.0, eta) * (1 - e) / (1 + e);
+            lf.noalias() = l.transpose() * f;
+            v += (c * lf.squaredNorm()) * f;
+        }
+    }
+    lf.noalias() = l.transpose() * v;
+    v.noalias() = l * lf;
+    return 0.5 * v;
+}
+
 // weight · log Σ_x Π_j g(x_j η_j(x)) over the 2^m configurations x of the component's
 // unobserved nodes (Variational MCMC, Sec. 2, case (ii), the sum over x^h). The gradient
 // is the posterior expectation over x of each factor's gradient x_j g(-x_j η_j) ∂η_j/∂θ.
