@@ -50,6 +50,7 @@ struct LaplaceProposalOptions {
     double good_k = 0.5;     // k̂ at most this and importance ESS at least good_ess of the
     double good_ess = 0.5;   // draws: the block's proposal is kept (after one re-centring)
     bool recentre = true;    // a good fit also tries its centre moved to the pilot's weighted mean
+    bool mean_shift = true;  // complete blocks centred at the mode plus the mean's next Laplace term
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted
     std::uint64_t seed = 1;  // pilot draws use Rng(seed, 3)
     int threads = 1;         // threads that evaluate the pilot draws (the result does not depend on it)
@@ -60,6 +61,7 @@ struct LaplaceProposal {
     std::vector<double> pareto_k;                     // per block: pilot k̂ of the proposal kept
     std::vector<double> ess;                          // per block: its pilot importance ESS / draws
     std::vector<int> refits;                          // per block: the round of the one kept (0: Laplace as is)
+    std::vector<char> mean_shifted;                   // per block: kept round 0 centred by the mean correction
     int newton_iterations = 0;
     double seconds = 0;
 
