@@ -1,0 +1,10 @@
+source("bench/experiments/skewed_proposal/common.R"); source("bench/experiments/skewed_proposal/tri.R"); source("bench/experiments/skewed_proposal/analytic.R")
+d <- 50; N <- 30000; dat <- load_data(d); lp <- make_logpost(dat); m <- find_mode(dat)
+go <- function(name, prop) { t0 <- proc.time()[3]; r <- run_imh(prop, lp, N, 1)
+  cat(sprintf("d=%d ", d), fmt_res(name, r), sprintf(" (%.0fs, N=%d)\n", proc.time()[3] - t0, N)) }
+go("laplace_t100", mvt_prop(m$mode, m$Sigma, 100))
+go("analytic b only (mean shift)", analytic_tri(dat, m$mode, m$Sigma, use_c = FALSE, use_g = FALSE))
+go("analytic b+g+c(diag) infl1.01", analytic_tri(dat, m$mode, m$Sigma, use_c = "diag", infl = 1.01))
+go("analytic b+g+c infl1.00", analytic_tri(dat, m$mode, m$Sigma))
+go("analytic b+g+c infl1.01", analytic_tri(dat, m$mode, m$Sigma, infl = 1.01))
+go("analytic b+g+c infl1.02", analytic_tri(dat, m$mode, m$Sigma, infl = 1.02))
