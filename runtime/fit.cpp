@@ -265,7 +265,7 @@ std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOpt
     return std::make_unique<NutsKernel>(EuclideanMetric::dense(q.dense_cov()), no);
 }
 
-// varblock's proposals from the exact posterior (only these are re-centred in warmup; the
+// varblock's proposals from the exact posterior (only these may be re-centred in warmup; the
 // variational proposal, where summed-out values couple blocks or with --proposal vb, stays as
 // the paper's VarMCMC uses it): each whole block whose pilot kept the Laplace
 // fit (as is or re-centred; re-fits have heavier refit_df tails and keep them) becomes a t with

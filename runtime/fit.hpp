@@ -7,7 +7,8 @@
 //   varmh     independence MH with one proposal for all of θ (§4.1)
 //   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
 //             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split), the
-//             others from a t(100) re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
+//             others from a t(100) at the mode plus its skewness correction where every value
+//             is observed, else re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
 //             and, after the warmup, by overrelaxed moves about it (FitOptions::varblock_overrelax)
 //             (the proposals of varmh, varblock, varmix's block moves and regen's start come
 //             from the exact posterior's Laplace fit, runtime/laplace_proposal.hpp, where the
@@ -84,7 +85,8 @@ struct FitOptions {
     inference::BlockSplit varblock_split{20, 10, 0, 1.1, true};
     // varblock's whole blocks (at most varblock_split.above weights) whose proposal is the
     // exact posterior's Laplace fit: a t with varblock_df degrees of freedom rather than
-    // laplace.df (0: laplace.df), re-centred on each chain's warmup draws (inference/block_mh.hpp;
+    // laplace.df (0: laplace.df), re-centred on each chain's warmup draws unless the pilot kept a
+    // centre with the skewness correction (LaplaceProposalOptions::mean_shift) (inference/block_mh.hpp;
     // docs/methods.md, "Whole blocks re-centred in warmup").
     double varblock_df = 100;
     inference::BlockRecentre varblock_recentre{true, 300};
