@@ -509,9 +509,21 @@ bool Target::complete_block(int b) const {
     return families_.components_of_block[sz(b)].empty();
 }
 
+void Target::row_features(const Merged& m, int k, int row, double scale, double* out) {
+    if (m.sign_groups == 0) {
+        Eigen::Map<Eigen::VectorXd>(out, k) = scale * m.f.row(row).transpose();
+        return;
+    }
+    for (int g = 0; g < m.sign_groups; ++g) {
+        const unsigned bits = m.group_signs(g, row)[0];
+        double* o = out + g * sign_group_bits;
+        for (int j = 0; j < sign_group_width(k, g); ++j) o[j] = ((bits >> j) & 1u ? 1.0 : -1.0) * scale;
+    }
+}
+
 // Σ_b⁻¹ (diagonal, or L⁻ᵀ L⁻¹ from the prior's Cholesky factor), plus per chunk of merged
 // rows the rank update X X' with columns x_t = √(w_t g(η_t) g(−η_t)) f_t, g(η) g(−η) =
-// e / (1 + e)² with e = exp(−|η|). Packed signs are unpacked a chunk at a time.
+// e / (1 + e)² with e = exp(−|η|).
 Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws) const {
     check_theta(theta);
     if (!complete_block(b))
@@ -536,15 +548,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         for (int t = 0; t < len; ++t) {
             const double e = std::exp(-std::abs(ws.eta_[t]));
             const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
-            if (m.sign_groups > 0) {
-                for (int g = 0; g < m.sign_groups; ++g) {
-                    const unsigned bits = m.group_signs(g, start)[t];
-                    double* col = x.col(t).data() + g * sign_group_bits;
-                    for (int j = 0; j < sign_group_width(k, g); ++j) col[j] = ((bits >> j) & 1u ? 1.0 : -1.0) * root;
-                }
-            } else {
-                x.col(t) = root * m.f.row(start + t).transpose();
-            }
+            row_features(m, k, start + t, root, x.col(t).data());
         }
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
     }
@@ -553,7 +557,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
 }
 
 // Per merged row: e = exp(−|η|), g(η) g(−η) = e / (1 + e)², 1 − 2 g(η) = −sign(η) (1 − e) / (1 + e)
-// and f_t' Σ f_t = |L' f_t|²; packed signs are unpacked a row at a time.
+// and f_t' Σ f_t = |L' f_t|².
 Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
     check_theta(theta);
     if (!complete_block(b))
@@ -571,14 +575,7 @@ Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
-            if (m.sign_groups > 0) {
-                for (int g = 0; g < m.sign_groups; ++g) {
-                    const unsigned bits = m.group_signs(g, start)[t];
-                    for (int j = 0; j < sign_group_width(k, g); ++j) f[g * sign_group_bits + j] = (bits >> j) & 1u ? 1.0 : -1.0;
-                }
-            } else {
-                f = m.f.row(start + t).transpose();
-            }
+            row_features(m, k, start + t, 1.0, f.data());
             const double eta = ws.eta_[t];
             const double e = std::exp(-std::abs(eta));
             const double c = m.w_total[start + t] * e / ((1 + e) * (1 + e)) * std::copysign(1.0, eta) * (1 - e) / (1 + e);

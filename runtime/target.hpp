@@ -179,6 +179,8 @@ private:
     std::vector<Merged> merged_;
     std::vector<char> separable_;  // per block: coupled to no other block
     static Merged merge_signs(const CompleteFamily& cf);
+    // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
+    static void row_features(const Merged& m, int k, int row, double scale, double* out);
 };
 
 // The target as the samplers see it: one per chain, owning its workspace. Blocks are the
