@@ -142,6 +142,25 @@ void GaussianProposal::finish() {
         log_norm_ = -0.5 * d * std::log(2.0 * std::numbers::pi) - log_det_half;
     }
     scratch_.resize(mean_.size());
+    if (map_) {
+        map_y_.resize(mean_.size());
+        map_scratch_.resize(mean_.size());
+    }
+}
+
+void GaussianProposal::set_df(double df) {
+    check_df(df);
+    df_ = df;
+    finish();
+}
+
+void GaussianProposal::set_map(std::shared_ptr<const TriangularMap> map) {
+    if (map && (chol_.size() != 1 || map->dim() != dim())) {
+        throw std::invalid_argument(fmt::format("proposal: a triangular map of {} dimensions for a proposal of {} in {} blocks",
+                                                map->dim(), dim(), chol_.size()));
+    }
+    map_ = std::move(map);
+    finish();
 }
 
 Eigen::MatrixXd GaussianProposal::cholesky() const {
@@ -191,6 +210,7 @@ void GaussianProposal::assign(const Eigen::Ref<const Eigen::VectorXd>& mean, con
         }
     }
     mean_ = mean;
+    map_.reset();
     if (chol_.size() != 1) {
         chol_.assign(1, Eigen::MatrixXd(d, d));
         block_offset_.assign(1, 0);
@@ -204,6 +224,11 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
     if (offset < 0 || size < 0 || offset + size > dim()) {
         throw std::invalid_argument(
             fmt::format("proposal: marginal of coordinates {}..{} outside 0..{}", offset, offset + size - 1, dim() - 1));
+    }
+    if (map_) {
+        if (offset == 0 && size == dim()) return *this;
+        throw std::invalid_argument(fmt::format(
+            "proposal: a proposal skewed by a triangular map has no marginal of coordinates {}..{}", offset, offset + size - 1));
     }
     // The blocks the range overlaps; the marginal of each is taken over its part of the range
     // and the parts stay independent. Σ_rr = L_r· L_r·' over the rows r of a block: recompute
@@ -228,8 +253,29 @@ void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, E
     }
 }
 
+double GaussianProposal::place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out) {
+    double log_jacobian = 0;
+    if (map_) {
+        log_jacobian = map_->forward(z, map_y_, map_scratch_);
+        times_lower(map_y_, out);
+    } else {
+        times_lower(z, out);
+    }
+    out += mean_;
+    return log_density_at(mahalanobis) - log_jacobian;
+}
+
 double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
+    if (map_) {
+        double m = scratch_.squaredNorm();
+        if (is_student_t()) {
+            const double w = sample_chi_square(rng, df_) / df_;
+            scratch_ /= std::sqrt(w);
+            m /= w;
+        }
+        return place(scratch_, m, out);
+    }
     times_lower(scratch_, out);
     double m = scratch_.squaredNorm();
     if (is_student_t()) {
@@ -238,12 +284,12 @@ double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
         m /= w;
     }
     out += mean_;
-    return m;
+    return log_density_at(m);
 }
 
 void GaussianProposal::sample(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) { draw(rng, out); }
 
-double GaussianProposal::sample_log_density(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) { return log_density_at(draw(rng, out)); }
+double GaussianProposal::sample_log_density(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) { return draw(rng, out); }
 
 double GaussianProposal::log_density_at(double m) const {
     if (is_student_t()) return log_norm_ - 0.5 * (df_ + static_cast<double>(dim())) * std::log1p(m / df_);
@@ -255,6 +301,10 @@ double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eige
     for (std::size_t b = 0; b < chol_.size(); ++b) {
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
         chol_[b].triangularView<Eigen::Lower>().solveInPlace(u.segment(o, n));
+    }
+    if (map_) {
+        const double log_jacobian = map_->inverse(u, map_scratch_);
+        return log_density_at(u.squaredNorm()) - log_jacobian;
     }
     return log_density_at(u.squaredNorm());
 }
@@ -268,9 +318,7 @@ double GaussianProposal::sample_overrelaxed(Rng& rng, double alpha, const Eigen:
         spread /= std::sqrt(sample_chi_square(rng, df_ + d) / (df_ + u.squaredNorm()));
     }
     u_out = alpha * u + spread * u_out;
-    times_lower(u_out, out);
-    out += mean_;
-    return log_density_at(u_out.squaredNorm());
+    return place(u_out, u_out.squaredNorm(), out);
 }
 
 double GaussianProposal::log_density(const Eigen::Ref<const Eigen::VectorXd>& x) { return whiten(x, scratch_); }

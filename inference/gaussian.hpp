@@ -10,15 +10,23 @@
 // so memory and time are O(Σ block²), not O(dim²). A t with ν degrees of freedom
 // is μ + L z / sqrt(g / ν) with g ~ χ²_ν; Σ is then its scale matrix (covariance ν/(ν-2) Σ).
 //
+// With a triangular map T (inference/triangular_map.hpp; one block only), the draw is
+// μ + L T(z) for the same standard z (Gaussian or t), and log q(x) = log q₀(z) − log |∂T/∂z|
+// with q₀ the unmapped density and z = T⁻¹(L⁻¹(x − μ)): a skewed proposal whose density is
+// exact. mean(), cholesky() and the scale then describe the affine part (μ is where z = 0 maps
+// only when T(0) = 0); the whitened coordinates of whiten() and sample_overrelaxed() are z.
+//
 // Sampling and evaluation use scratch space owned by the object and allocate nothing, so one
 // object must not be used by two threads at once (each kernel clone owns its copy).
 #pragma once
 
 #include "inference/rng.hpp"
+#include "inference/triangular_map.hpp"
 
 #include <Eigen/Core>
 
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace vbn::inference {
@@ -51,17 +59,29 @@ public:
     Eigen::VectorXd scale_diagonal() const;  // diag(L L'), without forming L L'
 
     // Multiplies the scale matrix by factor > 0 (a wider proposal keeps the importance weights
-    // p/q bounded where the variational fit is too narrow: Corollary 1, eq. 12).
+    // p/q bounded where the variational fit is too narrow: Corollary 1, eq. 12). A map is kept
+    // (its skew then applies in the widened coordinates).
     void inflate(double factor);
+
+    // The same location, scale and map with df degrees of freedom (infinity: Gaussian).
+    void set_df(double df);
+
+    // Skews the proposal by a triangular map of its whitened coordinates (see above); null
+    // removes it. Throws std::invalid_argument for a block-diagonal proposal or a map of
+    // another dimension.
+    void set_map(std::shared_ptr<const TriangularMap> map);
+    bool has_map() const { return map_ != nullptr; }
 
     // Replaces the location and the scale's lower Cholesky factor (its strictly upper part is
     // ignored), keeping the family and df and reusing the storage, so an adaptive kernel can
-    // re-fit its proposal without allocating (a block-diagonal proposal becomes a dense one). Throws std::invalid_argument, leaving the
+    // re-fit its proposal without allocating (a block-diagonal proposal becomes a dense one; a
+    // map is removed: the re-fit is the plain t or Gaussian of those moments). Throws std::invalid_argument, leaving the
     // proposal unchanged, on a size mismatch, a non-finite entry or a diagonal entry <= 0.
     void assign(const Eigen::Ref<const Eigen::VectorXd>& mean, const Eigen::Ref<const Eigen::MatrixXd>& lower);
 
     // The marginal of coordinates offset .. offset+size-1 (same family and df); block diagonal
-    // when the range covers several blocks.
+    // when the range covers several blocks. With a map, only the whole range (the proposal
+    // itself) has one here: other ranges throw std::invalid_argument.
     GaussianProposal marginal(int offset, int size) const;
 
     // One draw into out (size dim()).
@@ -96,7 +116,9 @@ public:
 
 private:
     void finish();  // checks, log normaliser, scratch
-    double draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);  // sample(); returns the draw's (x-μ)' Σ⁻¹ (x-μ)
+    double draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);  // sample(); returns the draw's log q
+    // out = μ + L T(z) (T the identity without a map); returns log q there given |z|².
+    double place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out);
     double log_density_at(double mahalanobis) const;
     void times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // out = L z
 
@@ -106,6 +128,9 @@ private:
     double df_ = gaussian_df;
     double log_norm_ = 0;
     Eigen::VectorXd scratch_;
+    std::shared_ptr<const TriangularMap> map_;  // shared by copies (it is never changed)
+    Eigen::VectorXd map_y_;                     // T(z)
+    mutable Eigen::VectorXd map_scratch_;       // the map's own (whiten() is const and may be given scratch_)
 };
 
 // A χ²_df draw (Marsaglia & Tsang's gamma method), for the t's mixing variable.

@@ -301,7 +301,7 @@ VarblockProposals varblock_proposals(const LaplaceProposal& exact, const FitOpti
         ++out.whole;
         if (o.varblock_recentre.enabled && !(b < exact.mean_shifted.size() && exact.mean_shifted[b])) out.recentre = true;
         if (o.varblock_df <= 0) continue;
-        if (q.df() == o.laplace.df) q = inference::GaussianProposal::from_cholesky(q.mean(), q.cholesky(), o.varblock_df);
+        if (q.df() == o.laplace.df) q.set_df(o.varblock_df);
         if (q.df() != o.varblock_df) continue;
         ++out.whole_t;
         if (exact.pareto_k[b] <= o.laplace.good_k && exact.ess[b] >= o.laplace.good_ess) out.overrelax[b] = o.varblock_overrelax;

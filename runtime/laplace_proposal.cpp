@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -114,6 +115,7 @@ double LaplaceProposal::max_k() const {
 }
 
 GaussianProposal LaplaceProposal::joint() const {
+    if (blocks.size() == 1) return blocks.front();  // keeps a map
     Eigen::Index d = 0;
     for (const auto& q : blocks) d += q.dim();
     Vec mean(d);
@@ -130,11 +132,16 @@ GaussianProposal LaplaceProposal::joint() const {
 std::string LaplaceProposal::describe(const LaplaceProposalOptions& o) const {
     int refitted = 0;
     for (int r : refits) refitted += r > 0;  // re-fitted or re-centred
-    const auto shifted = std::count(mean_shifted.begin(), mean_shifted.end(), 1);
-    const std::string centre = shifted == 0 ? std::string()
-                               : shifted == static_cast<long>(blocks.size())
-                                   ? std::string(" plus its skewness correction towards the mean,")
-                                   : fmt::format(" ({} of {} blocks plus their skewness correction towards the mean),", shifted, blocks.size());
+    const auto mapped = std::count(skew_mapped.begin(), skew_mapped.end(), 1);
+    const auto shifted = std::count(mean_shifted.begin(), mean_shifted.end(), 1) - mapped;
+    const auto all = static_cast<long>(blocks.size());
+    std::string centre;
+    if (shifted > 0)
+        centre += shifted == all ? std::string(" plus its skewness correction towards the mean,")
+                                 : fmt::format(" ({} of {} blocks plus their skewness correction towards the mean),", shifted, all);
+    if (mapped > 0)
+        centre += mapped == all ? std::string(" skewed by the triangular map of its third derivatives,")
+                                : fmt::format(" ({} of {} blocks skewed by the triangular map of their third derivatives),", mapped, all);
     return fmt::format("independence proposal: t({}) per block at the exact posterior mode (Newton, {} iterations){} "
                        "with the Laplace covariance, scale x {}; pilot k-hat at most {:.2f}, importance ESS at least "
                        "{:.0f}% of the draws{}",
@@ -180,13 +187,28 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         // whose posterior is half-normal-like moved 113 sds into a flat region that the narrow
         // proposal then covered with even weights, and the pilot saw nothing wrong); the pilot's
         // re-centring and re-fits below handle such blocks.
-        bool shifted = false;
+        //
+        // Up to map_max_dim weights such a block's t is skewed instead, by the triangular map
+        // built from the block's third derivatives (inference/triangular_map.hpp): it keeps the
+        // mode as its location and carries the same mean correction in its map, and it also
+        // follows how the posterior's centre and spread change along the other coordinates.
+        bool shifted = false, mapped = false;
         if (o.mean_shift && target.complete_block(b)) {
             const Eigen::LLT<Mat> laplace(mode.cov.block(off, off, size, size));
             Target::Workspace ws = target.make_workspace();
             const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace.matrixL(), ws);
             shifted = shift.allFinite() && laplace.matrixL().solve(shift).squaredNorm() <= 0.25 * size;
-            if (shifted) q.assign(Vec(mode.mode.segment(off, size) + shift), q.cholesky());
+            if (shifted && o.skew_map && size <= o.map_max_dim) {
+                const Mat lower = q.cholesky();
+                try {
+                    q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(
+                        target.complete_block_third_derivatives(b, mode.mode, lower, ws))));
+                    mapped = true;
+                } catch (const std::invalid_argument&) {
+                    // a non-finite third derivative: keep the plain shift
+                }
+            }
+            if (shifted && !mapped) q.assign(Vec(mode.mode.segment(off, size) + shift), q.cholesky());
         }
         // Round 0: the Laplace fit. Round 1, where it fits well: the same moved to the pilot's
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
@@ -234,6 +256,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         out.ess.push_back(best_pilot.ess);
         out.refits.push_back(best_round);
         out.mean_shifted.push_back(shifted && best_round == 0);
+        out.skew_mapped.push_back(mapped && best_round == 0);
     }
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;

@@ -10,7 +10,9 @@
 //  1. the exact posterior mode and its Laplace covariance, by Newton from the VB mean
 //     (posterior_mode in runtime/vb_refine.hpp);
 //  2. per block, a Student-t at the block's mode with its block of the Laplace covariance
-//     (optionally widened);
+//     (optionally widened); a complete block's t is moved towards the posterior mean by the
+//     mean's next Laplace term, or, up to map_max_dim weights, skewed by the triangular map of
+//     its third derivatives (inference/triangular_map.hpp), which carries that correction too;
 //  3. a pilot check per block: pilot_draws importance draws of that block against its exact
 //     conditional (Target::block_log_density, which then depends on the block alone), and the
 //     Pareto k̂ and importance ESS of their weights (inference/psis.hpp). Where k̂ ≤ good_k,
@@ -51,6 +53,9 @@ struct LaplaceProposalOptions {
     double good_ess = 0.5;   // draws: the block's proposal is kept (after one re-centring)
     bool recentre = true;    // a good fit also tries its centre moved to the pilot's weighted mean
     bool mean_shift = true;  // complete blocks centred at the mode plus the mean's next Laplace term
+    bool skew_map = true;    // ... or, up to map_max_dim weights, skewed by their third derivatives' map
+    int map_max_dim = 20;    // (varblock moves larger blocks in whitened sub-blocks, which use only
+                             // the proposal's affine part; the map costs rows · d³ to build)
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted
     std::uint64_t seed = 1;  // pilot draws use Rng(seed, 3)
     int threads = 1;         // threads that evaluate the pilot draws (the result does not depend on it)
@@ -61,13 +66,15 @@ struct LaplaceProposal {
     std::vector<double> pareto_k;                     // per block: pilot k̂ of the proposal kept
     std::vector<double> ess;                          // per block: its pilot importance ESS / draws
     std::vector<int> refits;                          // per block: the round of the one kept (0: Laplace as is)
-    std::vector<char> mean_shifted;                   // per block: kept round 0 centred by the mean correction
+    std::vector<char> mean_shifted;                   // per block: kept round 0 corrected towards the mean
+    std::vector<char> skew_mapped;                    // per block: ... by the triangular map (a subset)
     int newton_iterations = 0;
     double seconds = 0;
 
     double max_k() const;
     // The product of the block proposals as one t over θ with a block-diagonal scale matrix
-    // (for kernels that propose θ whole).
+    // (for kernels that propose θ whole); with one block, that block's proposal (map included;
+    // with several, their maps are left out).
     inference::GaussianProposal joint() const;
     // One line for notes and logs.
     std::string describe(const LaplaceProposalOptions& options) const;

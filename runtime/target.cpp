@@ -558,6 +558,14 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
 
 // Per merged row: e = exp(−|η|), g(η) g(−η) = e / (1 + e)², 1 − 2 g(η) = −sign(η) (1 − e) / (1 + e)
 // and f_t' Σ f_t = |L' f_t|².
+namespace {
+// d³/dη³ log g(η) = −g(η) g(−η) (1 − 2 g(η)), from e = exp(−|η|) (odd in η).
+double third_derivative(double eta) {
+    const double e = std::exp(-std::abs(eta));
+    return e / ((1 + e) * (1 + e)) * std::copysign(1.0, eta) * (1 - e) / (1 + e);
+}
+}  // namespace
+
 Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
     check_theta(theta);
     if (!complete_block(b))
@@ -576,9 +584,7 @@ Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
             row_features(m, k, start + t, 1.0, f.data());
-            const double eta = ws.eta_[t];
-            const double e = std::exp(-std::abs(eta));
-            const double c = m.w_total[start + t] * e / ((1 + e) * (1 + e)) * std::copysign(1.0, eta) * (1 - e) / (1 + e);
+            const double c = m.w_total[start + t] * third_derivative(ws.eta_[t]);
             lf.noalias() = l.transpose() * f;
             v += (c * lf.squaredNorm()) * f;
         }
@@ -586,6 +592,40 @@ Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::
     lf.noalias() = l.transpose() * v;
     v.noalias() = l * lf;
     return 0.5 * v;
+}
+
+std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
+                                                                       Workspace& ws) const {
+    check_theta(theta);
+    if (!complete_block(b))
+        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no third derivatives here", b));
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const int k = p.size, n = m.rows();
+    if (lower.rows() != k || lower.cols() != k)
+        throw Error(ErrorKind::usage, fmt::format("the third derivatives of block {} need a {}x{} factor, got {}x{}", b, k, k,
+                                                  lower.rows(), lower.cols()));
+    const auto l = lower.triangularView<Eigen::Lower>();
+    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    // Rows of whitened features x_t' = (L' f_t)' and their weights w_t c(η_t).
+    Eigen::MatrixXd x(n, k);
+    Eigen::VectorXd c(n), f(k);
+    for (int start = 0; start < n; start += chunk_rows) {
+        const int len = std::min(chunk_rows, n - start);
+        complete_eta(b, theta, start, len, ws);
+        for (int t = 0; t < len; ++t) {
+            row_features(m, k, start + t, 1.0, f.data());
+            c[start + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
+            x.row(start + t).noalias() = (l.transpose() * f).transpose();
+        }
+    }
+    std::vector<Eigen::MatrixXd> out(sz(k));
+    Eigen::MatrixXd scaled(n, k);
+    for (int a = 0; a < k; ++a) {
+        scaled = x.array().colwise() * (c.array() * x.col(a).array());
+        out[sz(a)].noalias() = x.transpose() * scaled;
+    }
+    return out;
 }
 
 // weight · log Σ_x Π_j g(x_j η_j(x)) over the 2^m configurations x of the component's

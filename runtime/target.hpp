@@ -100,6 +100,12 @@ public:
     // centre of a skewed posterior's Laplace fit from its mode to near its mean without
     // sampling noise. Throws for a block that is not complete.
     Eigen::VectorXd complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const;
+    // The same block's third derivatives in the coordinates y = L⁻¹(θ_b − θ̂_b): out[k](i, j) =
+    // Σ_t w_t c(η_t) x_tk x_ti x_tj with x_t = L' f_t (c as above), symmetric in k, i, j; the
+    // triangular map of inference/triangular_map.hpp is built from them. Costs rows · d³
+    // multiply-adds (d GEMMs of rows × d × d). Throws as above.
+    std::vector<Eigen::MatrixXd> complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
+                                                                  Workspace& ws) const;
 
     // The terms of block b that involve no unobserved value: its prior (without normaliser)
     // and its complete-family patterns. With grad (block_size(b) entries), adds their

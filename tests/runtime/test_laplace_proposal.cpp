@@ -266,6 +266,45 @@ TEST_CASE("the mean correction is half of Σ T[Σ], T the third derivative, from
     }
 }
 
+TEST_CASE("the whitened third derivatives: differences of the exact Hessian, and their contraction is the mean correction") {
+    for (const std::string name : {"unimodal_d10", "unimodal_d5"}) {
+        CAPTURE(name);
+        const Example e(name);
+        const Target target(e.g, e.data);
+        const NewtonMode mode = posterior_mode(target, Eigen::VectorXd::Zero(target.dim()));
+        REQUIRE(mode.converged);
+        const Eigen::LLT<Eigen::MatrixXd> llt(mode.cov);
+        const Eigen::MatrixXd l = llt.matrixL();
+        const int k = target.dim();
+        auto ws = target.make_workspace();
+        const std::vector<Eigen::MatrixXd> a = target.complete_block_third_derivatives(0, mode.mode, l, ws);
+        REQUIRE(static_cast<int>(a.size()) == k);
+        double scale = 0, worst = 0;
+        Eigen::VectorXd contraction(k);
+        for (int c = 0; c < k; ++c) {
+            // ∂/∂y_c of the whitened log density's Hessian −L' H(θ) L, θ = θ̂ + L y.
+            const double h = 1e-4;
+            const Eigen::VectorXd up = mode.mode + h * l.col(c), down = mode.mode - h * l.col(c);
+            const Eigen::MatrixXd want = -l.transpose() *
+                                         (target.complete_block_negative_hessian(0, up, ws) -
+                                          target.complete_block_negative_hessian(0, down, ws)) * l / (2 * h);
+            scale = std::max(scale, want.cwiseAbs().maxCoeff());
+            worst = std::max(worst, (a[static_cast<std::size_t>(c)] - want).cwiseAbs().maxCoeff());
+            contraction[c] = 0.5 * a[static_cast<std::size_t>(c)].trace();
+            for (int i = 0; i < k; ++i)  // symmetric in all three indices
+                CHECK(a[static_cast<std::size_t>(c)](i, i) == doctest::Approx(a[static_cast<std::size_t>(i)](c, i)).epsilon(1e-10));
+        }
+        CAPTURE(scale);
+        CAPTURE(worst);
+        CHECK(scale > 0);
+        CHECK(worst <= 1e-5 * scale);
+        // ½ Σ_j A_kjj in whitened units is the mean correction: L times it is the shift in θ.
+        const Eigen::VectorXd shift = target.complete_block_mean_shift(0, mode.mode, l, ws);
+        CHECK((l * contraction - shift).norm() <= 1e-10 * shift.norm());
+        CHECK_THROWS_AS(target.complete_block_third_derivatives(0, mode.mode, Eigen::MatrixXd::Identity(2, 2), ws), Error);
+    }
+}
+
 TEST_CASE("the mean correction moves a skewed posterior's centre from its mode most of the way to its mean") {
     // One weight and 40 rows: a visibly skewed posterior, whose mean a grid gives exactly.
     const ir::Graph g = compile_model("node x ~ bernoulli(0.5); node y ~ logistic(0.5 + w * x); w ~ normal(0, 10);", "skew.vbn");
@@ -310,14 +349,31 @@ TEST_CASE("varblock: complete blocks centred by the mean correction are not re-c
     REQUIRE(p);
     REQUIRE(p->mean_shifted.size() == 1);
     CHECK(p->mean_shifted[0]);
+    CHECK(p->skew_mapped[0]);  // 10 weights: skewed by the map, which carries the correction
+    CHECK(p->blocks[0].has_map());
     CHECK(p->refits[0] == 0);  // the pilot's weighted mean would only add noise: not tried
-    CHECK(p->describe({}).find("plus its skewness correction towards the mean") != std::string::npos);
+    CHECK(p->describe({}).find("skewed by the triangular map of its third derivatives") != std::string::npos);
+    CHECK(p->describe({}).find("plus its skewness correction towards the mean") == std::string::npos);
+    LaplaceProposalOptions no_map;
+    no_map.skew_map = false;
+    const auto shifted = laplace_proposal(target, q, no_map);
+    REQUIRE(shifted);
+    CHECK(shifted->mean_shifted[0]);
+    CHECK(!shifted->skew_mapped[0]);
+    CHECK(!shifted->blocks[0].has_map());
+    CHECK(shifted->describe(no_map).find("plus its skewness correction towards the mean") != std::string::npos);
     LaplaceProposalOptions off;
     off.mean_shift = false;
     const auto at_mode = laplace_proposal(target, q, off);
     REQUIRE(at_mode);
     CHECK(!at_mode->mean_shifted[0]);
-    CHECK(at_mode->blocks[0].mean() != p->blocks[0].mean());
+    CHECK(!at_mode->skew_mapped[0]);
+    CHECK(at_mode->blocks[0].mean() != shifted->blocks[0].mean());
+    // The map keeps the mode as its location (its correction is in the map), not mode + shift.
+    const NewtonMode mode = posterior_mode(target, q.mean);
+    REQUIRE(mode.converged);
+    CHECK((p->blocks[0].mean() - mode.mode).norm() < 1e-12 * mode.mode.norm());
+    CHECK((shifted->blocks[0].mean() - mode.mode).norm() > 0.01 * mode.mode.norm());
 
     FitOptions o = vbn::test::short_run("varblock", 2, 200, 200, 8);
     const FitResult r = fit(e.g, e.data, o);

@@ -1,0 +1,57 @@
+// A triangular transport map that skews a proposal the way a log density's third derivatives
+// say (used by GaussianProposal, runtime/laplace_proposal.cpp).
+//
+// In coordinates y whitened at a mode (the log density is −½|y|² + (1/6) Σ A_ijk y_i y_j y_k
+// + O(|y|⁴) there), the map takes a standard draw z to y coordinate by coordinate:
+//     y_k = b_k + m_k(y_<k) + exp(u_k(y_<k)) z_k,
+//     m_k = clamp(½ Σ_{i,j<k} A_kij y_i y_j, ±max_drift),   u_k = clamp(½ Σ_{i<k} A_kki y_i, ±max_log_scale),
+//     b_k = ½ (A_kkk + Σ_{j>k} A_kjj).
+// To third order its density matches the cubic term: given y_<k, coordinate k is centred
+// where the conditional's slope vanishes (the terms quadratic in y_<k), its curvature changes
+// with y_<k as exp(−2u_k) does (the terms linear in them), and b_k puts the mean of y_k where
+// the expansion's mean is, ½ Σ_j A_kjj, once the mean of m_k (½ Σ_{j<k} A_kjj) is added.
+//
+// y_k is affine in z_k with slope exp(u_k) > 0, and m_k, u_k depend on y_<k only, so the map is
+// a bijection of R^d whose Jacobian is triangular: log |∂y/∂z| = Σ_k u_k, exactly, whatever
+// m_k and u_k are. The clamps therefore cost nothing in exactness; they only keep a draw far in
+// a heavy tail (quadratic terms compound from coordinate to coordinate) finite.
+//
+// Costs per draw or density: Σ_k k² ≈ d³/3 multiply-adds (the quadratic forms); no allocation.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <vector>
+
+namespace vbn::inference {
+
+class TriangularMap {
+public:
+    static constexpr double max_drift = 2.0;      // |m_k| at most this (whitened units)
+    static constexpr double max_log_scale = 0.5;  // |u_k| at most this (scales within e^±0.5)
+
+    // From the third derivatives of a log density in whitened coordinates: a[k](i, j) =
+    // ∂³ log p / ∂y_k ∂y_i ∂y_j, symmetric in its three indices (d matrices of d × d). Throws
+    // std::invalid_argument on a size mismatch or a non-finite entry.
+    static TriangularMap from_third_derivatives(const std::vector<Eigen::MatrixXd>& a);
+
+    int dim() const { return static_cast<int>(b_.size()); }
+
+    // y = T(z); returns log |∂y/∂z| = Σ u_k. scratch: at least dim() entries (not aliasing z or y).
+    double forward(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> y,
+                   Eigen::Ref<Eigen::VectorXd> scratch) const;
+
+    // z = T⁻¹(y) into z (may alias y); returns Σ u_k, the same as forward(z) returns.
+    double inverse(Eigen::Ref<Eigen::VectorXd> y_to_z, Eigen::Ref<Eigen::VectorXd> scratch) const;
+
+private:
+    // m_k and u_k from y_<k (y's first k entries).
+    void drift(int k, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> scratch, double& m,
+               double& u) const;
+
+    Eigen::VectorXd b_;
+    std::vector<Eigen::MatrixXd> quad_;  // quad_[k]: ½ A[k] over the first k coordinates (k × k)
+    Eigen::MatrixXd slope_;              // slope_(i, k) = ½ A[k](k, i) for i < k (column k: u_k's)
+};
+
+}  // namespace vbn::inference

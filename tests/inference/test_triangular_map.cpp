@@ -1,0 +1,154 @@
+// The triangular map that skews a proposal (inference/triangular_map.hpp) and a proposal skewed
+// by it: a bijection with the log-Jacobian it reports, and a density that integrates to one,
+// that its draws follow and that its overrelaxed moves leave invariant. Statistical checks use
+// fixed seeds and 4 standard errors.
+#include "gaussian_targets.hpp"
+
+#include "inference/gaussian.hpp"
+#include "inference/triangular_map.hpp"
+
+#include <doctest/doctest.h>
+
+#include <Eigen/LU>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+using namespace vbn::inference;
+
+namespace {
+
+// A tensor symmetric in its three indices, of entries up to `size` (a skewed posterior's
+// whitened third derivatives are of order 1/sqrt(rows)).
+std::vector<Eigen::MatrixXd> symmetric_tensor(int d, double size, unsigned seed) {
+    Rng rng(seed, 1);
+    std::vector<Eigen::MatrixXd> a(static_cast<std::size_t>(d), Eigen::MatrixXd::Zero(d, d));
+    for (int i = 0; i < d; ++i)
+        for (int j = i; j < d; ++j)
+            for (int k = j; k < d; ++k) {
+                const double v = size * (2 * rng.uniform() - 1);
+                const int idx[6][3] = {{i, j, k}, {i, k, j}, {j, i, k}, {j, k, i}, {k, i, j}, {k, j, i}};
+                for (const auto& p : idx) a[static_cast<std::size_t>(p[0])](p[1], p[2]) = v;
+            }
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("triangular map: the inverse undoes the map, and the log-Jacobian is log det of its derivative") {
+    const int d = 4;
+    const TriangularMap t = TriangularMap::from_third_derivatives(symmetric_tensor(d, 0.3, 5));
+    Eigen::VectorXd z(d), y(d), back(d), scratch(d), yp(d), ym(d);
+    Rng rng(3, 1);
+    for (int rep = 0; rep < 20; ++rep) {
+        for (int i = 0; i < d; ++i) z[i] = (rep < 10 ? 1.0 : 6.0) * rng.normal();  // the last ten far out (clamps bind)
+        const double lj = t.forward(z, y, scratch);
+        REQUIRE(y.allFinite());
+        back = y;
+        CHECK(t.inverse(back, scratch) == doctest::Approx(lj).epsilon(1e-12));
+        CHECK((back - z).norm() <= 1e-10 * (1 + z.norm()));
+        // ∂y/∂z by central differences: lower triangular, and its log determinant.
+        Eigen::MatrixXd jac(d, d);
+        for (int c = 0; c < d; ++c) {
+            const double h = 1e-6;
+            Eigen::VectorXd zp = z, zm = z;
+            zp[c] += h;
+            zm[c] -= h;
+            t.forward(zp, yp, scratch);
+            t.forward(zm, ym, scratch);
+            jac.col(c) = (yp - ym) / (2 * h);
+        }
+        CHECK(jac.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().cwiseAbs().maxCoeff() < 1e-6);
+        CHECK(std::log(std::abs(jac.determinant())) == doctest::Approx(lj).epsilon(1e-6));
+    }
+    // With a zero tensor it is the identity.
+    const TriangularMap id = TriangularMap::from_third_derivatives(std::vector<Eigen::MatrixXd>(3, Eigen::MatrixXd::Zero(3, 3)));
+    Eigen::VectorXd z3 = Eigen::VectorXd::LinSpaced(3, -1, 2), y3(3), s3(3);
+    CHECK(id.forward(z3, y3, s3) == 0.0);
+    CHECK(y3 == z3);
+    // Malformed tensors are refused.
+    CHECK_THROWS_AS(TriangularMap::from_third_derivatives(std::vector<Eigen::MatrixXd>(3, Eigen::MatrixXd::Zero(2, 3))),
+                    std::invalid_argument);
+    std::vector<Eigen::MatrixXd> bad = symmetric_tensor(2, 0.1, 1);
+    bad[1](0, 1) = std::nan("");
+    CHECK_THROWS_AS(TriangularMap::from_third_derivatives(bad), std::invalid_argument);
+}
+
+TEST_CASE("a proposal skewed by a map: its density integrates to one, its draws follow it, overrelaxed moves keep it") {
+    // 2-D, so that a grid gives the density's mass and moments exactly enough.
+    Eigen::MatrixXd cov(2, 2);
+    cov << 1.0, 0.6, 0.6, 2.0;
+    const Eigen::Vector2d mu(0.5, -1.0);
+    const auto map = std::make_shared<const TriangularMap>(TriangularMap::from_third_derivatives(symmetric_tensor(2, 0.4, 9)));
+    for (const double df : {GaussianProposal::gaussian_df, 30.0}) {
+        CAPTURE(df);
+        GaussianProposal q(mu, cov, df);
+        q.set_map(map);
+        REQUIRE(q.has_map());
+        // Grid over ±14 units around μ: the mass, mean and second moment of the density.
+        const int n = 1401;
+        const double half = 14, step = 2 * half / (n - 1);
+        double mass = 0;
+        Eigen::Vector2d m1 = Eigen::Vector2d::Zero();
+        Eigen::Matrix2d m2 = Eigen::Matrix2d::Zero();
+        Eigen::VectorXd x(2);
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j) {
+                x << mu[0] - half + i * step, mu[1] - half + j * step;
+                const double p = std::exp(q.log_density(x)) * step * step;
+                mass += p;
+                m1 += p * x;
+                m2 += p * x * x.transpose();
+            }
+        CHECK(mass == doctest::Approx(1.0).epsilon(2e-3));
+        m1 /= mass;
+        const Eigen::Matrix2d var = m2 / mass - m1 * m1.transpose();
+        // The map moved the mean off μ, else the moment checks below could not tell.
+        CHECK((m1 - mu).norm() > 0.1);
+        // Independent draws, and one overrelaxed move from each: both have the grid's moments.
+        const int draws = 100000;
+        Rng rng(21, 4);
+        Eigen::VectorXd u(2), y(2), v(2);
+        Eigen::MatrixXd plain(draws, 2), moved(draws, 2);
+        for (int k = 0; k < draws; ++k) {
+            const double lq = q.sample_log_density(rng, x);
+            REQUIRE(lq == doctest::Approx(q.log_density(x)).epsilon(1e-10));
+            const double lu = q.whiten(x, u);
+            REQUIRE(lu == doctest::Approx(lq).epsilon(1e-10));
+            const double ly = q.sample_overrelaxed(rng, -0.5, u, y, v);
+            REQUIRE(ly == doctest::Approx(q.log_density(y)).epsilon(1e-10));
+            plain.row(k) = x.transpose();
+            moved.row(k) = y.transpose();
+        }
+        // Drawing, evaluating and overrelaxing allocate nothing (where allocations are counted).
+        const long before = vbn::test::allocation_count();
+        for (int k = 0; k < 100; ++k) {
+            q.sample_log_density(rng, x);
+            q.whiten(x, u);
+            q.sample_overrelaxed(rng, -0.5, u, y, v);
+        }
+        if (before >= 0) CHECK(vbn::test::allocation_count() == before);
+        for (const Eigen::MatrixXd* s : {&plain, &moved}) {
+            for (int c = 0; c < 2; ++c) {
+                const Eigen::ArrayXd col = s->col(c).array();
+                const double se = std::sqrt(var(c, c) / draws);
+                CHECK(std::abs(col.mean() - m1[c]) < 4 * se);
+                // The variance: se from the fourth central moment.
+                const Eigen::ArrayXd sq = (col - m1[c]).square();
+                const double se2 = std::sqrt(((sq - sq.mean()).square().sum() / (draws - 1)) / draws);
+                CHECK(std::abs(sq.mean() - var(c, c)) < 4 * se2);
+            }
+        }
+        // A map needs one block of its own size; a marginal other than the whole is refused;
+        // assign() removes the map.
+        CHECK_THROWS_AS(q.marginal(0, 1), std::invalid_argument);
+        CHECK(q.marginal(0, 2).has_map());
+        GaussianProposal three(Eigen::VectorXd::Zero(3), Eigen::MatrixXd::Identity(3, 3));
+        CHECK_THROWS_AS(three.set_map(map), std::invalid_argument);
+        GaussianProposal refit = q;
+        refit.assign(mu, q.cholesky());
+        CHECK(!refit.has_map());
+    }
+}
