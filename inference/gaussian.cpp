@@ -144,7 +144,6 @@ void GaussianProposal::finish() {
     scratch_.resize(mean_.size());
     if (map_) {
         map_y_.resize(mean_.size());
-        map_scratch_.resize(mean_.size());
     }
 }
 
@@ -256,7 +255,7 @@ void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, E
 double GaussianProposal::place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out) {
     double log_jacobian = 0;
     if (map_) {
-        log_jacobian = map_->forward(z, map_y_, map_scratch_);
+        log_jacobian = map_->forward(z, map_y_);
         times_lower(map_y_, out);
     } else {
         times_lower(z, out);
@@ -303,7 +302,7 @@ double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eige
         chol_[b].triangularView<Eigen::Lower>().solveInPlace(u.segment(o, n));
     }
     if (map_) {
-        const double log_jacobian = map_->inverse(u, map_scratch_);
+        const double log_jacobian = map_->inverse(u);
         return log_density_at(u.squaredNorm()) - log_jacobian;
     }
     return log_density_at(u.squaredNorm());

@@ -130,7 +130,6 @@ private:
     Eigen::VectorXd scratch_;
     std::shared_ptr<const TriangularMap> map_;  // shared by copies (it is never changed)
     Eigen::VectorXd map_y_;                     // T(z)
-    mutable Eigen::VectorXd map_scratch_;       // the map's own (whiten() is const and may be given scratch_)
 };
 
 // A χ²_df draw (Marsaglia & Tsang's gamma method), for the t's mixing variable.

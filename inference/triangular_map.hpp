@@ -16,7 +16,8 @@
 // m_k and u_k are. The clamps therefore cost nothing in exactness; they only keep a draw far in
 // a heavy tail (quadratic terms compound from coordinate to coordinate) finite.
 //
-// Costs per draw or density: Σ_k k² ≈ d³/3 multiply-adds (the quadratic forms); no allocation.
+// Costs per draw or density: Σ_k k²/2 ≈ d³/6 multiply-adds (the quadratic forms, as long dot
+// products); no allocation (at most max_dim coordinates, so the products fit on the stack).
 #pragma once
 
 #include <Eigen/Core>
@@ -29,28 +30,30 @@ class TriangularMap {
 public:
     static constexpr double max_drift = 2.0;      // |m_k| at most this (whitened units)
     static constexpr double max_log_scale = 0.5;  // |u_k| at most this (scales within e^±0.5)
+    static constexpr int max_dim = 64;            // coordinates, at most
 
     // From the third derivatives of a log density in whitened coordinates: a[k](i, j) =
     // ∂³ log p / ∂y_k ∂y_i ∂y_j, symmetric in its three indices (d matrices of d × d). Throws
-    // std::invalid_argument on a size mismatch or a non-finite entry.
+    // std::invalid_argument on a size mismatch, a non-finite entry or more than max_dim slices.
     static TriangularMap from_third_derivatives(const std::vector<Eigen::MatrixXd>& a);
 
     int dim() const { return static_cast<int>(b_.size()); }
 
-    // y = T(z); returns log |∂y/∂z| = Σ u_k. scratch: at least dim() entries (not aliasing z or y).
-    double forward(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> y,
-                   Eigen::Ref<Eigen::VectorXd> scratch) const;
+    // y = T(z) (y must not alias z); returns log |∂y/∂z| = Σ u_k.
+    double forward(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> y) const;
 
-    // z = T⁻¹(y) into z (may alias y); returns Σ u_k, the same as forward(z) returns.
-    double inverse(Eigen::Ref<Eigen::VectorXd> y_to_z, Eigen::Ref<Eigen::VectorXd> scratch) const;
+    // z = T⁻¹(y), in place; returns Σ u_k, the same as forward(z) returns.
+    double inverse(Eigen::Ref<Eigen::VectorXd> y_to_z) const;
 
 private:
     // m_k and u_k from y_<k (y's first k entries).
-    void drift(int k, const Eigen::Ref<const Eigen::VectorXd>& y, Eigen::Ref<Eigen::VectorXd> scratch, double& m,
-               double& u) const;
+    void drift(int k, const Eigen::Ref<const Eigen::VectorXd>& y, const double* products, double& m, double& u) const;
 
     Eigen::VectorXd b_;
-    std::vector<Eigen::MatrixXd> quad_;  // quad_[k]: ½ A[k] over the first k coordinates (k × k)
+    // m_k's quadratic form ½ y_<k' A[k] y_<k: the rows of its lower triangle in order, the
+    // off-diagonal entries doubled, from start_[k]: a dot product with the products y_i y_j.
+    Eigen::VectorXd packed_;
+    std::vector<Eigen::Index> start_;
     Eigen::MatrixXd slope_;              // slope_(i, k) = ½ A[k](k, i) for i < k (column k: u_k's)
 };
 

@@ -619,12 +619,25 @@ std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In 
             x.row(start + t).noalias() = (l.transpose() * f).transpose();
         }
     }
-    std::vector<Eigen::MatrixXd> out(sz(k));
+    // Each slice's leading (a+1) × (a+1) block by one product (rows · d³/3 multiply-adds in
+    // all, not rows · d³); the rest by the symmetry of the three indices: entry (i, j) of slice
+    // a is an entry of slice max(a, i, j)'s leading block.
+    std::vector<Eigen::MatrixXd> out(sz(k), Eigen::MatrixXd(k, k));
     Eigen::MatrixXd scaled(n, k);
     for (int a = 0; a < k; ++a) {
-        scaled = x.array().colwise() * (c.array() * x.col(a).array());
-        out[sz(a)].noalias() = x.transpose() * scaled;
+        const int lead = a + 1;
+        scaled.leftCols(lead) = x.leftCols(lead).array().colwise() * (c.array() * x.col(a).array());
+        out[sz(a)].topLeftCorner(lead, lead).noalias() = x.leftCols(lead).transpose() * scaled.leftCols(lead);
     }
+    for (int a = 0; a < k; ++a)
+        for (int j = 0; j < k; ++j)
+            for (int i = 0; i < k; ++i) {
+                const int top = std::max({a, i, j});
+                if (top == a) continue;
+                // the other two indices of (a, i, j) once top is taken out
+                const int p = top == i ? a : i, q = top == j ? (top == i ? j : a) : j;
+                out[sz(a)](i, j) = out[sz(top)](p, q);
+            }
     return out;
 }
 

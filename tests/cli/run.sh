@@ -154,10 +154,10 @@ run "fit laplace proposal" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --see
 run "fit --proposal vb" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --proposal vb --seed 3 --warmup 100 --draws 100 &&
   if grep -q "independence proposal" "$tmp/err"; then bad "--proposal vb still notes the Laplace proposal"; else ok; fi
 run "unknown proposal" 1 -- "$vbn" fit "$m" --data "$d" --proposal magic && expect "unknown proposal" err "proposal"
-# varblock's whole blocks: that t with 100 degrees of freedom, skewed by the triangular map
-# of the third derivatives (so not re-centred in warmup), and the notes say so.
+# varblock's whole blocks: that t with 100 degrees of freedom, centred by the skewness
+# correction (so not re-centred in warmup), and the notes say so.
 run "varblock whole blocks" 0 -- "$vbn" fit "$m" --data "$d" --method varblock --seed 3 --warmup 100 --draws 100 &&
-  expect "skewed proposal note" err "at the exact posterior mode \(Newton, [0-9]+ iterations\) skewed by the triangular map of its third derivatives, with the Laplace covariance" &&
+  expect "skewness-corrected centre note" err "at the exact posterior mode \(Newton, [0-9]+ iterations\) plus its skewness correction towards the mean, with the Laplace covariance" &&
   expect "varblock whole-block note" err "varblock: whole blocks \(1 of 1\) propose from that t with 100 degrees of freedom; after warmup" &&
   if grep -q "re-centred in warmup" "$tmp/err"; then bad "a skewness-corrected block is still re-centred in warmup"; else ok; fi
 # varblock moves a node with more than 20 weights in whitened sub-blocks, and says so.

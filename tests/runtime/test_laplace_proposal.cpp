@@ -345,17 +345,18 @@ TEST_CASE("varblock: complete blocks centred by the mean correction are not re-c
     const Example e("unimodal_d10");
     const Target target(e.g, e.data);
     const VbFit q = variational(e.g, e.data).best_fit();
-    const auto p = laplace_proposal(target, q);
+    LaplaceProposalOptions with_map;
+    with_map.skew_map = true;
+    const auto p = laplace_proposal(target, q, with_map);
     REQUIRE(p);
     REQUIRE(p->mean_shifted.size() == 1);
     CHECK(p->mean_shifted[0]);
     CHECK(p->skew_mapped[0]);  // 10 weights: skewed by the map, which carries the correction
     CHECK(p->blocks[0].has_map());
     CHECK(p->refits[0] == 0);  // the pilot's weighted mean would only add noise: not tried
-    CHECK(p->describe({}).find("skewed by the triangular map of its third derivatives") != std::string::npos);
-    CHECK(p->describe({}).find("plus its skewness correction towards the mean") == std::string::npos);
-    LaplaceProposalOptions no_map;
-    no_map.skew_map = false;
+    CHECK(p->describe(with_map).find("skewed by the triangular map of its third derivatives") != std::string::npos);
+    CHECK(p->describe(with_map).find("plus its skewness correction towards the mean") == std::string::npos);
+    const LaplaceProposalOptions no_map;  // the default
     const auto shifted = laplace_proposal(target, q, no_map);
     REQUIRE(shifted);
     CHECK(shifted->mean_shifted[0]);
