@@ -5,7 +5,6 @@
 #include "inference/rng.hpp"
 #include "runtime/vb_refine.hpp"
 
-#include <Eigen/Cholesky>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -194,12 +193,14 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         // follows how the posterior's centre and spread change along the other coordinates.
         bool shifted = false, mapped = false;
         if (o.mean_shift && target.complete_block(b)) {
-            const Eigen::LLT<Mat> laplace(mode.cov.block(off, off, size, size));
+            // q's factor is the Laplace covariance's Cholesky factor times widen.
+            const Mat lower = q.cholesky();
+            const Mat laplace = lower / o.widen;
             Target::Workspace ws = target.make_workspace();
-            const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace.matrixL(), ws);
-            shifted = shift.allFinite() && laplace.matrixL().solve(shift).squaredNorm() <= 0.25 * size;
+            const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace, ws);
+            shifted = shift.allFinite() &&
+                      laplace.triangularView<Eigen::Lower>().solve(shift).squaredNorm() <= 0.25 * size;
             if (shifted && o.skew_map && size <= o.map_max_dim) {
-                const Mat lower = q.cholesky();
                 try {
                     q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(
                         target.complete_block_third_derivatives(b, mode.mode, lower, ws))));
