@@ -107,7 +107,7 @@ void BlockIndependenceMH::setup(const Density& target) {
                 block.cached_u.setZero(r.size);
                 block.proposed_u.setZero(r.size);
             }
-            if (whole_recentre_.enabled) {
+            if (whole_recentre_.applies(b)) {
                 block.centre = static_cast<int>(centres_.size());
                 centres_.push_back(
                     Centre{WelfordMean(r.size), block.q.mean(), block.q.cholesky(), Eigen::VectorXd::Zero(r.size)});

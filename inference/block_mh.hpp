@@ -97,6 +97,13 @@ struct BlockSplit {
 struct BlockRecentre {
     bool enabled = false;
     double prior_draws = 0;  // w: the initial centre counts as this many draws
+    // Which of the target's blocks (by index) are re-centred, when enabled; empty: every whole
+    // block. A block whose centre has no sampling noise to average out is better left alone.
+    std::vector<char> blocks{};
+
+    bool applies(int block) const {
+        return enabled && (blocks.empty() || (block < static_cast<int>(blocks.size()) && blocks[static_cast<std::size_t>(block)]));
+    }
 
     // "re-centred in warmup on each chain's own draws (the initial centre counted as 300 draws)"
     std::string describe() const;

@@ -847,6 +847,32 @@ TEST_CASE("whole blocks: re-centring on the warmup's draws moves the proposal to
     CHECK(accept[1] > accept[0] + 0.4);
 }
 
+TEST_CASE("whole blocks: re-centring applies only to the blocks it names") {
+    // Three blocks (3, 3 and 4 coordinates), the proposal off-centre in all: only blocks 0 and
+    // 2 are named, so block 1 keeps its centre while the others move theirs.
+    GaussianDensity target = vbn::test::correlated_10d();
+    REQUIRE(target.block_count() == 3);
+    const GaussianProposal off = vbn::test::shifted_proposal(target, 0.3, 1.0, 100.0);
+    BlockRecentre recentre{true, 300};
+    recentre.blocks = {1, 0, 1};
+    BlockIndependenceMH k(off, BlockSplit{}, recentre);
+    const RunResult r = run_kernel(k, target, 2000, 20000, 12);
+    const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
+    CHECK_MESSAGE(failures.empty(), failures);
+    const std::vector<GaussianProposal> qs = k.block_proposals();
+    REQUIRE(qs.size() == 3);
+    for (int b = 0; b < 3; ++b) {
+        CAPTURE(b);
+        const BlockRange range = target.block(b);
+        const Eigen::VectorXd initial = off.mean().segment(range.offset, range.size);
+        if (b == 1) CHECK(qs[1].mean() == initial);
+        else CHECK((qs[static_cast<std::size_t>(b)].mean() - initial).norm() > 0.05);
+    }
+    CHECK(!BlockRecentre{false, 300, {1, 1, 1}}.applies(0));
+    CHECK(BlockRecentre{true, 300, {}}.applies(2));
+    CHECK(!BlockRecentre{true, 300, {1}}.applies(1));
+}
+
 TEST_CASE("whole blocks re-centred: the same seed gives the same draws, a clone the same as the original") {
     GaussianDensity target = one_block(vbn::test::correlated_10d());
     const BlockIndependenceMH k(vbn::test::shifted_proposal(target, 0.5, 1.0, 100.0), BlockSplit{}, BlockRecentre{true, 30});
