@@ -100,7 +100,7 @@ void BlockIndependenceMH::setup(const Density& target) {
                     block.q.dim(), r.size));
             }
         }
-        if (!split_.splits(r.size)) {
+        if (!split_.splits(block.q)) {
             block.cached_x.setZero(r.size);
             block.overrelax = overrelax_.empty() ? 0 : overrelax_[given_.empty() ? 0 : static_cast<std::size_t>(b)];
             if (block.overrelax != 0) {

@@ -60,12 +60,12 @@ double nuts_adapt_delta(const ir::Graph& graph, const Dataset& data, double requ
 // "Choosing a method"; docs/experiments-multimodal.md). Every node observed: the posterior
 // factorises over blocks, each a Bayesian logistic regression that a t at its mode with the
 // Laplace covariance fits closely (runtime/laplace_proposal.hpp), and block independence MH
-// beats NUTS per second while blocks are small (2-6x at 10-20 weights); a t proposal for a
-// whole block of 50 weights sticks (its importance weights vary too much: ESS 17 of 4,000),
-// and varblock's whitened sub-blocks for such blocks (FitOptions::varblock_split) mix but
-// still reach only 0.9-1.0x NUTS's bulk-ESS per second there (docs/methods.md), so large
-// blocks keep NUTS. Splitting 20 weights into 2-3 sub-blocks loses to the whole-block move
-// (about 19,000 and 15,000 against 26,000 ESS/s on unimodal_d20), hence the threshold. Hidden or missing values in a
+// beats NUTS per second (2-6x at 10-20 weights). A plain t for a whole block of 50 weights
+// sticks (its importance weights vary too much: ESS 17 of 4,000), and varblock's whitened
+// sub-blocks (FitOptions::varblock_split) reach only 0.9-1.0x NUTS's bulk-ESS per second there;
+// but skewed by the triangular map of the block's third derivatives (21-64 weights,
+// LaplaceProposalOptions::skew_map) the whole block moves at twice NUTS's bulk-ESS per second on
+// unimodal_d50 (docs/methods.md, "The triangular map"). Larger blocks keep NUTS. Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
 // and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
 // modes. Larger models with unobserved values: varmix's variational block moves mixed with a
@@ -74,7 +74,9 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
     const bool unobserved = has_unobserved_values(graph, data);
     int largest_block = 0;
     for (const auto& b : graph.blocks) largest_block = std::max(largest_block, b.size);
-    constexpr int max_independence_block = 20;  // varblock still ahead of nuts at 20 weights
+    // varblock ahead of nuts up to here: blocks of 21-64 weights are skewed by the triangular map
+    // and moved whole (50 weights: twice NUTS's bulk-ESS per second on unimodal_d50)
+    constexpr int max_independence_block = inference::TriangularMap::max_dim;
     if (!unobserved) {
         if (largest_block <= max_independence_block) {
             if (why)
@@ -84,9 +86,9 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
             return "varblock";
         }
         if (why)
-            *why = fmt::format("a node has {} weights, too many for one independence proposal (varblock's whitened "
-                               "sub-blocks are slower there): NUTS",
-                               largest_block);
+            *why = fmt::format("a node has {} weights, more than the {} one skewed independence proposal takes "
+                               "(varblock's whitened sub-blocks are slower there): NUTS",
+                               largest_block, max_independence_block);
         return "nuts";
     }
     if (why)
@@ -204,7 +206,7 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
     double k = 0;
     if (p) {
         for (std::size_t b = 0; b < p->blocks.size(); ++b)
-            if (method != "varblock" || !o.varblock_split.splits(p->blocks[b].dim())) k = std::max(k, p->pareto_k[b]);
+            if (method != "varblock" || !o.varblock_split.splits(p->blocks[b])) k = std::max(k, p->pareto_k[b]);
     }
     if (p && !(k <= 0.7))
         notes.push_back(fmt::format("the independence proposal fits the posterior poorly (pilot k-hat {:.2f} > 0.7): "
@@ -213,11 +215,13 @@ std::optional<LaplaceProposal> exact_proposal(const std::string& method, const T
     return p;
 }
 
-// varblock: which nodes' blocks are moved in whitened sub-blocks (nothing when none is).
-std::optional<std::string> split_note(const ir::Graph& graph, const inference::BlockSplit& split) {
+// varblock: which nodes' blocks are moved in whitened sub-blocks (nothing when none is; a block
+// whose exact proposal carries a triangular map is moved whole).
+std::optional<std::string> split_note(const ir::Graph& graph, const inference::BlockSplit& split, const LaplaceProposal* exact) {
     std::string nodes;
-    for (const auto& b : graph.blocks) {
-        if (!split.splits(b.size)) continue;
+    for (std::size_t i = 0; i < graph.blocks.size(); ++i) {
+        const auto& b = graph.blocks[i];
+        if (!split.splits(b.size) || (exact && i < exact->blocks.size() && !split.splits(exact->blocks[i]))) continue;
         nodes += fmt::format("{}{} ({} weights in {} sub-blocks)", nodes.empty() ? "" : ", ",
                              graph.elements[static_cast<std::size_t>(b.element)].name, b.size, split.parts(b.size));
     }
@@ -302,7 +306,7 @@ VarblockProposals varblock_proposals(const LaplaceProposal& exact, const FitOpti
     out.recentre.assign(exact.blocks.size(), 0);
     for (std::size_t b = 0; b < out.blocks.size(); ++b) {
         inference::GaussianProposal& q = out.blocks[b];
-        if (o.varblock_split.splits(q.dim())) continue;
+        if (o.varblock_split.splits(q)) continue;
         ++out.whole;
         if (o.varblock_recentre.enabled && !(b < exact.mean_shifted.size() && exact.mean_shifted[b])) out.recentre[b] = 1;
         if (o.varblock_df <= 0) continue;
@@ -461,7 +465,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
 
     const std::optional<LaplaceProposal> exact = exact_proposal(r.method, *target, q, o, r.notes);
     if (r.method == "varblock")
-        if (auto note = split_note(graph, o.varblock_split)) r.notes.push_back(std::move(*note));
+        if (auto note = split_note(graph, o.varblock_split, exact ? &*exact : nullptr)) r.notes.push_back(std::move(*note));
     if (r.method == "varblock" && exact)
         if (auto note = whole_block_note(*exact, o)) r.notes.push_back(std::move(*note));
     if (r.method == "nuts") {

@@ -187,7 +187,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         // proposal then covered with even weights, and the pilot saw nothing wrong); the pilot's
         // re-centring and re-fits below handle such blocks.
         //
-        // Up to map_max_dim weights such a block's t is skewed instead, by the triangular map
+        // With map_min_dim to map_max_dim weights such a block's t is skewed instead, by the triangular map
         // built from the block's third derivatives (inference/triangular_map.hpp): it keeps the
         // mode as its location and carries the same mean correction in its map, and it also
         // follows how the posterior's centre and spread change along the other coordinates.
@@ -200,7 +200,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
             const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace, ws);
             shifted = shift.allFinite() &&
                       laplace.triangularView<Eigen::Lower>().solve(shift).squaredNorm() <= 0.25 * size;
-            if (shifted && o.skew_map && size <= o.map_max_dim) {
+            if (shifted && o.skew_map && size >= o.map_min_dim && size <= o.map_max_dim) {
                 try {
                     q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(
                         target.complete_block_third_derivatives(b, mode.mode, lower, ws))));

@@ -53,13 +53,14 @@ struct LaplaceProposalOptions {
     double good_ess = 0.5;   // draws: the block's proposal is kept (after one re-centring)
     bool recentre = true;    // a good fit also tries its centre moved to the pilot's weighted mean
     bool mean_shift = true;  // complete blocks centred at the mode plus the mean's next Laplace term
-    // ... or, up to map_max_dim weights, skewed by their third derivatives' map instead. Off by
-    // default: on the paper's data it raises acceptance (20 weights: 90.4% -> 94.0%) and min
-    // bulk-ESS by 11-13%, but its quadratic forms cost about as much time per draw (whole
-    // runs 10-14% longer), so ESS per second does not gain yet (docs/methods.md).
-    bool skew_map = false;
-    int map_max_dim = 20;    // (varblock moves larger blocks in whitened sub-blocks, which use only
-                             // the proposal's affine part; the map costs rows · d³/3 to build)
+    // ... or, with map_min_dim to map_max_dim weights, skewed by their third derivatives' map
+    // instead (docs/methods.md, "The triangular map"). Below 21 weights the map's gain in ESS
+    // (20 weights: min bulk-ESS +13%) is eaten by its cost per draw; at 50 weights it is what
+    // lets one independence proposal move the whole block (varblock then does not split it:
+    // inference::BlockSplit), at twice NUTS's bulk-ESS per second on the paper's data.
+    bool skew_map = true;
+    int map_min_dim = 21;
+    int map_max_dim = inference::TriangularMap::max_dim;  // the map costs rows · d³/3 to build, d³/6 per draw
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted
     std::uint64_t seed = 1;  // pilot draws use Rng(seed, 3)
     int threads = 1;         // threads that evaluate the pilot draws (the result does not depend on it)

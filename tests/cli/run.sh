@@ -160,10 +160,18 @@ run "varblock whole blocks" 0 -- "$vbn" fit "$m" --data "$d" --method varblock -
   expect "skewness-corrected centre note" err "at the exact posterior mode \(Newton, [0-9]+ iterations\) plus its skewness correction towards the mean, with the Laplace covariance" &&
   expect "varblock whole-block note" err "varblock: whole blocks \(1 of 1\) propose from that t with 100 degrees of freedom; after warmup" &&
   if grep -q "re-centred in warmup" "$tmp/err"; then bad "a skewness-corrected block is still re-centred in warmup"; else ok; fi
-# varblock moves a node with more than 20 weights in whitened sub-blocks, and says so.
-run "varblock sub-blocks" 0 -- "$vbn" fit "$ex/paper/unimodal_d50.vbn" --data "$ex/paper/unimodal_d50.csv" --method varblock --seed 3 --chains 2 --warmup 100 --draws 100 &&
+# varblock moves a node with more than 20 weights in whitened sub-blocks, and says so, where
+# its proposal has no triangular map (here the variational one).
+run "varblock sub-blocks" 0 -- "$vbn" fit "$ex/paper/unimodal_d50.vbn" --data "$ex/paper/unimodal_d50.csv" --method varblock --proposal vb --seed 3 --chains 2 --warmup 100 --draws 100 &&
   expect "varblock sub-block note" err "note: varblock: nodes with more than 20 weights move in sub-blocks of at most 10 whitened coordinates .*: y \(50 weights in 5 sub-blocks\)" &&
   expect "varblock sub-block row" out "^w\[50\] "
+# With the exact posterior's proposal, 50 weights are skewed by the triangular map and moved
+# whole; auto chooses varblock for them.
+run "varblock mapped block" 0 -- "$vbn" fit "$ex/paper/unimodal_d50.vbn" --data "$ex/paper/unimodal_d50.csv" --seed 3 --chains 2 --warmup 100 --draws 100 &&
+  expect "auto chose varblock at 50 weights" err "note: method auto chose varblock" &&
+  expect "skewed proposal note" err "at the exact posterior mode \(Newton, [0-9]+ iterations\) skewed by the triangular map of its third derivatives, with the Laplace covariance" &&
+  expect "mapped block moved whole" err "varblock: whole blocks \(1 of 1\) propose from that t with 100 degrees of freedom" &&
+  if grep -q "sub-blocks" "$tmp/err"; then bad "a mapped block is still split"; else ok; fi
 
 # --- gibbs: hidden values sampled, no limit on them per row --------------------------------
 run "fit gibbs" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method gibbs --seed 3 --warmup 200 --draws 200 --quiet &&
@@ -286,19 +294,19 @@ run "nuts beyond dense csv" 0 -- "$vbn" fit "$wide" --data "$tmp/wide.csv" --met
   --draws 20 --seed 1 --quiet --output "$tmp/wn.csv" &&
   if grep -q 'metric = diag_e' "$tmp/wn_1.csv" && grep -q '^# Diagonal elements of inverse mass matrix:' "$tmp/wn_1.csv"; then ok; else
     bad "nuts CSV beyond 2,000 parameters: a diagonal metric"; fi
-# auto resolved to nuts (a node with more than 20 weights): the CSV header names hmc/nuts and
+# auto resolved to nuts (a node with more than 64 weights): the CSV header names hmc/nuts and
 # records the dense metric NUTS adapted, as with --method nuts.
 many=$tmp/many.vbn
-printf 'node x[21] ~ bernoulli(0.5);\nnode y ~ logistic(w * x);\nw ~ normal(0, 1);\n' >"$many"
+printf 'node x[65] ~ bernoulli(0.5);\nnode y ~ logistic(w * x);\nw ~ normal(0, 1);\n' >"$many"
 "$vbn" simulate "$many" --rows 40 --seed 3 --output "$tmp/many.csv" 2>/dev/null
 run "auto nuts csv" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 50 --draws 20 --seed 1 \
   --quiet --output "$tmp/an.csv" &&
   if grep -q 'algorithm = hmc' "$tmp/an_1.csv" && grep -q 'engine = nuts' "$tmp/an_1.csv" &&
     grep -q 'metric = dense_e' "$tmp/an_1.csv" && grep -q '^# Elements of inverse mass matrix:' "$tmp/an_1.csv"; then ok; else
     bad "auto resolved to nuts: the CSV header's algorithm and dense metric"; fi
-# NUTS's target acceptance: 0.65 for this fully observed 21-parameter model (a note says so and
+# NUTS's target acceptance: 0.65 for this fully observed 65-parameter model (a note says so and
 # the CSV header records it), 0.8 for a small one, --adapt-delta sets it and is range-checked.
-if grep -q '^# delta = 0.65$' "$tmp/an_1.csv"; then ok; else bad "auto nuts on a log-concave 21-parameter posterior: delta 0.65 in the CSV header"; fi
+if grep -q '^# delta = 0.65$' "$tmp/an_1.csv"; then ok; else bad "auto nuts on a log-concave 65-parameter posterior: delta 0.65 in the CSV header"; fi
 run "auto nuts adapt delta note" 0 -- "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 20 --draws 10 --seed 1 &&
   expect "target acceptance note" err "nuts: target acceptance 0\.65 \(log-concave posterior"
 run "nuts adapt delta small" 0 -- "$vbn" fit "$m" --data "$d" --method nuts --chains 1 --warmup 20 --draws 10 --seed 1 \

@@ -345,8 +345,8 @@ TEST_CASE("varblock: complete blocks centred by the mean correction are not re-c
     const Example e("unimodal_d10");
     const Target target(e.g, e.data);
     const VbFit q = variational(e.g, e.data).best_fit();
-    LaplaceProposalOptions with_map;
-    with_map.skew_map = true;
+    LaplaceProposalOptions with_map;  // the map at 10 weights too (by default from 21)
+    with_map.map_min_dim = 1;
     const auto p = laplace_proposal(target, q, with_map);
     REQUIRE(p);
     REQUIRE(p->mean_shifted.size() == 1);
