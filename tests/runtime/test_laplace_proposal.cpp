@@ -200,6 +200,37 @@ TEST_CASE("10 parents in whitened sub-blocks: varblock agrees with a long NUTS r
     }
 }
 
+TEST_CASE("50 parents: varblock's whole block, skewed by the triangular map, agrees with a long NUTS run") {
+    const Example e("unimodal_d50");
+    std::ifstream in(std::string(VBN_SOURCE_DIR) + "/bench/reference/unimodal_d50.json");
+    REQUIRE(in);
+    const nlohmann::json ref = nlohmann::json::parse(in);  // NUTS, 4 x 5,000 draws
+    REQUIRE(ref["mean"].size() == static_cast<std::size_t>(e.g.dim));
+    FitOptions o;  // the defaults: auto (varblock here), 4 chains of 1,000 + 1,000
+    o.seed = 7;
+    const FitResult r = fit(e.g, e.data, o);
+    CHECK(r.method == "varblock");
+    bool mapped = false, split = false;
+    for (const auto& n : r.notes) {
+        mapped |= n.find("skewed by the triangular map of its third derivatives") != std::string::npos;
+        split |= n.find("sub-blocks") != std::string::npos;
+    }
+    CHECK(mapped);
+    CHECK(!split);
+    const auto rows = summarize_fit(r, "unimodal_d50", o.warmup, o.draws).rows;
+    // The reference's own standard error (its smallest bulk-ESS is about 23,000) counts too.
+    const double ref_ess = ref["min_ess_bulk"].get<double>();
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        CAPTURE(rows[k].name);
+        const double ref_sd = ref["sd"][k].get<double>();
+        const double se = std::hypot(rows[k].mcse_mean, ref_sd / std::sqrt(ref_ess));
+        CHECK(std::abs(rows[k].mean - ref["mean"][k].get<double>()) < 4 * se);
+        CHECK(std::abs(rows[k].sd / ref_sd - 1) < 4 / std::sqrt(2 * std::min(rows[k].ess_bulk, rows[k].ess_tail)));
+        CHECK(rows[k].rhat < 1.01);
+        CHECK(rows[k].ess_bulk > 1500);
+    }
+}
+
 TEST_CASE("varblock: whole blocks from a t(100) re-centred in warmup give the same draws with 1 or 2 threads") {
     const Example e("unimodal_d5");
     FitOptions o = vbn::test::short_run("varblock", 3, 200, 200, 8);
