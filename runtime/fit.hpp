@@ -6,7 +6,9 @@
 //             covariance, scale tuned in warmup
 //   varmh     independence MH with one proposal for all of θ (§4.1)
 //   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
-//             more than 20 weights in whitened sub-blocks (FitOptions::varblock_split), the
+//             more than 20 weights whose proposal has no triangular map (21-64 weights where
+//             every value is observed: LaplaceProposalOptions::skew_map) in whitened sub-blocks
+//             (FitOptions::varblock_split), the
 //             others from a t(100) at the mode plus its skewness correction where every value
 //             is observed, else re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
 //             and, after the warmup, by overrelaxed moves about it (FitOptions::varblock_overrelax)
@@ -79,11 +81,12 @@ struct FitOptions {
     // the variational fit with proposal_df and proposal_inflation (the paper's VarMCMC).
     std::string proposal = "laplace";
     LaplaceProposalOptions laplace;
-    // varblock: blocks of more than 20 weights are moved in whitened sub-blocks of at most 10
-    // coordinates, re-centred on the warmup's draws (inference/block_mh.hpp); an independence
-    // proposal for a whole block of 50 weights sticks (docs/methods.md, "Whitened sub-blocks").
+    // varblock: blocks of more than 20 weights whose proposal carries no triangular map are
+    // moved in whitened sub-blocks of at most 10 coordinates, re-centred on the warmup's draws
+    // (inference/block_mh.hpp); an unskewed independence proposal for a whole block of 50
+    // weights sticks (docs/methods.md, "Whitened sub-blocks").
     inference::BlockSplit varblock_split{20, 10, 0, 1.1, true};
-    // varblock's whole blocks (at most varblock_split.above weights) whose proposal is the
+    // varblock's whole blocks (at most varblock_split.above weights, or skewed by a map) whose proposal is the
     // exact posterior's Laplace fit: a t with varblock_df degrees of freedom rather than
     // laplace.df (0: laplace.df), re-centred on each chain's warmup draws unless the pilot kept a
     // centre with the skewness correction (LaplaceProposalOptions::mean_shift) (inference/block_mh.hpp;
