@@ -566,50 +566,22 @@ double third_derivative(double eta) {
 }
 }  // namespace
 
-Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
+void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, const char* what, Workspace& ws,
+                                 Eigen::MatrixXd& x, Eigen::VectorXd& c) const {
     check_theta(theta);
     if (!complete_block(b))
-        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no mean correction here", b));
+        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no {} here", b, what));
     const Merged& m = merged_[sz(b)];
     const BlockPrior& p = blocks_[sz(b)];
     const int k = p.size, n = m.rows();
     if (lower.rows() != k || lower.cols() != k)
-        throw Error(ErrorKind::usage, fmt::format("the mean correction of block {} needs a {}x{} factor, got {}x{}", b, k, k,
+        throw Error(ErrorKind::usage, fmt::format("the {} of block {} needs a {}x{} factor, got {}x{}", what, b, k, k,
                                                   lower.rows(), lower.cols()));
     const auto l = lower.triangularView<Eigen::Lower>();
     if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
-    Eigen::VectorXd v = Eigen::VectorXd::Zero(k), f(k), lf(k);
-    for (int start = 0; start < n; start += chunk_rows) {
-        const int len = std::min(chunk_rows, n - start);
-        complete_eta(b, theta, start, len, ws);
-        for (int t = 0; t < len; ++t) {
-            row_features(m, k, start + t, 1.0, f.data());
-            const double c = m.w_total[start + t] * third_derivative(ws.eta_[t]);
-            lf.noalias() = l.transpose() * f;
-            v += (c * lf.squaredNorm()) * f;
-        }
-    }
-    lf.noalias() = l.transpose() * v;
-    v.noalias() = l * lf;
-    return 0.5 * v;
-}
-
-std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
-                                                                       Workspace& ws) const {
-    check_theta(theta);
-    if (!complete_block(b))
-        throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no third derivatives here", b));
-    const Merged& m = merged_[sz(b)];
-    const BlockPrior& p = blocks_[sz(b)];
-    const int k = p.size, n = m.rows();
-    if (lower.rows() != k || lower.cols() != k)
-        throw Error(ErrorKind::usage, fmt::format("the third derivatives of block {} need a {}x{} factor, got {}x{}", b, k, k,
-                                                  lower.rows(), lower.cols()));
-    const auto l = lower.triangularView<Eigen::Lower>();
-    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
-    // Rows of whitened features x_t' = (L' f_t)' and their weights w_t c(η_t).
-    Eigen::MatrixXd x(n, k);
-    Eigen::VectorXd c(n), f(k);
+    x.resize(n, k);
+    c.resize(n);
+    Eigen::VectorXd f(k);
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
@@ -619,6 +591,24 @@ std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In 
             x.row(start + t).noalias() = (l.transpose() * f).transpose();
         }
     }
+}
+
+Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
+    // ½ Σ T[Σ] = ½ L Σ_t c_t |x_t|² x_t with x_t = L' f_t (T[Σ] = Σ_t c_t f_t |x_t|², Σ = L L').
+    Eigen::MatrixXd x;
+    Eigen::VectorXd c;
+    whitened_third_rows(b, theta, lower, "mean correction", ws, x, c);
+    const Eigen::VectorXd weights = c.cwiseProduct(x.rowwise().squaredNorm());
+    const Eigen::VectorXd whitened = 0.5 * (x.transpose() * weights);
+    return lower.triangularView<Eigen::Lower>() * whitened;
+}
+
+std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
+                                                                       Workspace& ws) const {
+    Eigen::MatrixXd x;
+    Eigen::VectorXd c;
+    whitened_third_rows(b, theta, lower, "third derivatives", ws, x, c);
+    const int k = static_cast<int>(x.cols()), n = static_cast<int>(x.rows());
     // Each slice's leading (a+1) × (a+1) block by one product (rows · d³/3 multiply-adds in
     // all, not rows · d³); the rest by the symmetry of the three indices: entry (i, j) of slice
     // a is an entry of slice max(a, i, j)'s leading block.
