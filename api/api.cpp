@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -293,6 +294,8 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         out.variational = variational_result(m.order, r.vb);
         out.warmup_seconds = r.warmup_seconds;
         out.sampling_seconds = r.sampling_seconds;
+        out.target_seconds = r.target_seconds;
+        out.proposal_seconds = r.proposal_seconds;
         for (const auto& ch : r.chains) {
             Chain c;
             c.chain = ch.chain;
@@ -311,7 +314,9 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         }
         if (!options.keep_draws) return out;
 
+        const auto summary_started = std::chrono::steady_clock::now();
         const vbn::FitSummary s = vbn::summarize_fit(r, m.name, options.warmup, options.draws);
+        out.summary_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - summary_started).count();
         for (const auto& f : s.failures) log(LogLevel::warning, f, out);
         for (const auto& row : s.rows)
             out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});

@@ -424,6 +424,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
                                                   "parameters (at most {1}); use --method varblock, varmix or nuts",
                                                   graph.dim, max_dense_dim));
 
+    const auto t_target = std::chrono::steady_clock::now();
     std::unique_ptr<Target> target;
     if (r.method != "gibbs") {
         try {
@@ -439,12 +440,14 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
     if (r.method == "gibbs") target = make_complete_data_target(graph, data);
     for (const auto& n : target->notes()) r.notes.push_back(n);
+    r.target_seconds = seconds_since(t_target);
 
     const auto t0 = std::chrono::steady_clock::now();
     r.vb = variational(graph, target->families(), o.vb);
     r.vb_seconds = seconds_since(t0);
     const VbFit& q = r.vb.best_fit();
     if (o.on_vb) o.on_vb(q, r.method);
+    const auto t_proposal = std::chrono::steady_clock::now();
 
     r.order = output_order(graph);
     for (int k : r.order) {
@@ -488,6 +491,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
     inference::ChainSettings s;
     inference::copy_chain_settings(o, s);
+    r.proposal_seconds = seconds_since(t_proposal);
     const auto t1 = std::chrono::steady_clock::now();
     inference::ChainCallbacks callbacks = o.callbacks;
     if (!callbacks.parameter_name) callbacks.parameter_name = [&graph](int i) { return graph.theta_name(i); };

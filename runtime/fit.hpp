@@ -130,7 +130,11 @@ struct FitResult {
     std::vector<std::string> names;                // reported values as users see them: w[1], W[2,3]
     std::vector<std::string> csv_names;            // the same with dotted indices: w.1, W.2.3
     std::vector<inference::ChainResult> chains;
-    double vb_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
+    // Wall time of each phase of fit(): building the target (families, merged rows), the
+    // variational fit, the proposals and kernel (Newton, pilot draws, mode search: everything
+    // between the variational fit and the chains), and the chains' warmup and sampling (their
+    // wall time split in the proportion the chains spent in each).
+    double target_seconds = 0, vb_seconds = 0, proposal_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
     std::vector<std::string> notes;                // things the user should know (not errors)
 };
 

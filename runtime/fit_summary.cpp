@@ -22,6 +22,11 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
     facts.warmup_seconds = r.warmup_seconds + r.vb_seconds;
     facts.sampling_seconds = r.sampling_seconds;
     facts.elbo = r.vb.best_fit().elbo;
+    facts.phase_seconds = {{"target", r.target_seconds},
+                           {"variational", r.vb_seconds},
+                           {"proposal", r.proposal_seconds},
+                           {"warmup", r.warmup_seconds},
+                           {"sampling", r.sampling_seconds}};
     std::vector<std::vector<inference::KernelStats>> stats;
     long regenerations = 0;
     long min_draws = draws;

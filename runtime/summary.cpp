@@ -245,6 +245,10 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     auto& acc = doc["acceptance"] = nlohmann::ordered_json::array();
     for (const auto& k : facts.kernels)
         acc.push_back({{"kernel", k.name}, {"accepted", k.accepted}, {"proposed", k.proposed}, {"rate", k.rate()}});
+    if (!facts.phase_seconds.empty()) {
+        auto& timings = doc["timings"] = nlohmann::ordered_json::object();
+        for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;
+    }
     return doc;
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vbn {
@@ -51,6 +52,9 @@ struct RunFacts {
     std::optional<long> regenerations;
     std::optional<double> elbo;
     long divergent = 0;  // divergent transitions after warmup, all chains
+    // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
+    // where the run's phases are unknown, as for CSV files).
+    std::vector<std::pair<std::string, double>> phase_seconds;
 };
 
 // Adds up the per-chain counters of kernels with the same name, keeping first-seen order.

@@ -228,6 +228,10 @@ struct FitResult {
     std::vector<Acceptance> acceptance;  // all chains
     VariationalResult variational;       // the fit the chains started from
     double warmup_seconds = 0, sampling_seconds = 0;  // wall time of the chains' phases
+    // Wall time of the phases before them (variational.seconds is the variational fit's):
+    // building the target from the data, and the proposals and kernel (Newton, pilot draws,
+    // mode search); and of the summary after them (0 without keep_draws).
+    double target_seconds = 0, proposal_seconds = 0, summary_seconds = 0;
     std::vector<std::string> notes;      // what Callbacks::log received as notes
     std::vector<std::string> warnings;   // ... and as warnings
     std::string table;                   // the summary as `vbn fit` prints it: name mean sd

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -296,8 +297,17 @@ TEST_CASE("api: fit results, callbacks and streamed draws") {
     };
     cb.log = [&](vbn::LogLevel, const std::string& message) { log.push_back(message); };
 
+    const auto started = std::chrono::steady_clock::now();
     const vbn::FitResult r = vbn::fit(m, d, o, cb);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     CHECK(r.method == "varmix");  // a hidden node and a missing value
+    // The phases' wall times: each measured, and together within the call's.
+    for (const double s : {r.target_seconds, r.variational.seconds, r.proposal_seconds, r.warmup_seconds, r.sampling_seconds,
+                           r.summary_seconds})
+        CHECK(s > 0);
+    CHECK(r.target_seconds + r.variational.seconds + r.proposal_seconds + r.warmup_seconds + r.sampling_seconds +
+              r.summary_seconds <=
+          elapsed);
     CHECK(!r.kernel.empty());
     CHECK(r.names == m.parameter_names());
     REQUIRE(r.chains.size() == 2);
@@ -353,6 +363,7 @@ TEST_CASE("api: fit results, callbacks and streamed draws") {
     CHECK(count == 300);
     CHECK(l.chains[0].draws.rows() == 0);
     CHECK(l.summary.empty());
+    CHECK(l.summary_seconds == 0);
 }
 
 TEST_CASE("api: cancellation") {

@@ -129,6 +129,17 @@ if [ -f "$tmp/fit_1.csv" ] && [ -f "$tmp/fit_2.csv" ] && [ ! -f "$tmp/fit_3.csv"
 if grep -q '^lp__,accept_stat__,stepsize__,treedepth__,n_leapfrog__,divergent__,energy__,w$' "$tmp/fit_1.csv"; then ok; else bad "CmdStan CSV header"; fi
 if [ "$(grep -vc '^#' "$tmp/fit_1.csv")" -eq 151 ]; then ok; else bad "CSV holds header + 150 draws"; fi
 if grep -q '"draws": *150' "$tmp/fit.json" && grep -q '"chains": *2' "$tmp/fit.json"; then ok; else bad "fit summary json"; fi
+# The phases' wall times: the seven, in the order they ran, none negative, and together no
+# more than the whole process took.
+started=$(date +%s%N)
+run "fit timings" 0 -- "$vbn" fit "$m" --data "$d" --seed 3 --warmup 100 --draws 150 --summary-json "$tmp/timed.json" --quiet
+elapsed_ns=$(($(date +%s%N) - started))
+if awk -v elapsed="$elapsed_ns" '
+  /"timings": \{/ { inside = 1; next }
+  inside && /^ *\}/ { inside = 0 }
+  inside { gsub(/[",:]/, " "); names = names $1 " "; if ($2 + 0 < 0 || $2 !~ /^[0-9.e+-]+$/) bad = 1; sum += $2 }
+  END { exit !(names == "load target variational proposal warmup sampling summary " && !bad && sum * 1e9 <= elapsed) }
+' "$tmp/timed.json"; then ok; else bad "fit summary json timings"; fi
 run "summary of our CSV" 0 -- "$vbn" summary "$tmp/fit_1.csv" "$tmp/fit_2.csv" &&
   if [ "$(grep '^w ' "$tmp/out")" = "$(grep '^w ' "$tmp/fit_table.txt")" ]; then ok; else bad "vbn summary reproduces the fit's row"; fi
 # With --output the draws are streamed to the files, not kept, and the summary is read back

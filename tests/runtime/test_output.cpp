@@ -541,6 +541,16 @@ TEST_CASE("the summary JSON has DESIGN.md's keys in order and null for NaN") {
     CHECK(d2["parameters"][1]["ess_tail"] == 80.7);
 }
 
+TEST_CASE("the summary JSON gives the run's phase times last, in order, and only where they are known") {
+    RunFacts facts = golden_facts();
+    CHECK(summary_json(golden_rows(), facts).contains("timings") == false);
+    facts.phase_seconds = {{"load", 0.001}, {"target", 0.002}, {"variational", 0.25}, {"summary", 0.5}};
+    const auto doc = summary_json(golden_rows(), facts);
+    REQUIRE(doc.contains("timings"));
+    CHECK((--doc.end()).key() == "timings");
+    CHECK(doc["timings"].dump() == R"({"load":0.001,"target":0.002,"variational":0.25,"summary":0.5})");
+}
+
 TEST_CASE("the vb JSON has the same shape with the variational means, sds and Gaussian quantiles") {
     VbFacts f;
     f.elbo = -50.25;
