@@ -153,6 +153,19 @@ constexpr int mode_search_prior_starts = 16;
 constexpr double mode_proposal_df = 4.0;         // heavy tails: the modes are often skewed
 constexpr double mode_proposal_inflation = 2.0;  // Laplace covariances understate the spread
 
+// "the 2 modes found by Newton from 17 starts"
+std::string modes_found(const std::vector<PosteriorMode>& modes) {
+    return fmt::format("the {} found by Newton from {} starts",
+                       modes.size() == 1 ? std::string("mode") : fmt::format("{} modes", modes.size()),
+                       mode_search_prior_starts + 1);
+}
+
+// varmix and regen on a small model with unobserved values take their proposal from the exact
+// posterior's modes; the Laplace proposal at one mode is only their fallback when none is found.
+bool searches_modes(const std::string& method, const ir::Graph& graph, bool unobserved) {
+    return (method == "varmix" || method == "regen") && unobserved && graph.dim <= mode_search_max_dim;
+}
+
 std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& target, const VbFit& q, const FitOptions& o) {
     std::vector<Eigen::VectorXd> starts{q.mean};
     inference::Rng rng(o.seed, 2);  // stream 2 of the seed: apart from the inits and chains
@@ -163,7 +176,8 @@ std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& ta
 // The jumps between modes: a t mixture fitted to the exact posterior by population Monte Carlo
 // from the modes' Laplace t's (runtime/pmc.hpp), with stream 3 of the seed.
 std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, const Target& target,
-                                                       const std::vector<PosteriorMode>& modes, const FitOptions& o) {
+                                                       const std::vector<PosteriorMode>& modes, const FitOptions& o,
+                                                       std::vector<std::string>& notes) {
     if (modes.empty()) return nullptr;
     Eigen::VectorXd prior_mean;  // the mixture's defensive component
     Eigen::MatrixXd prior_cov;
@@ -172,6 +186,11 @@ std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, c
     PmcOptions po;
     po.threads = o.threads;
     PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng, po);
+    notes.push_back(fmt::format("varmix: independence proposal from a mixture of {} t's and the prior, fitted to the exact "
+                                "posterior by population Monte Carlo ({} round{}) from {}; importance ESS {:.0f}% of the "
+                                "draws, k-hat {:.2f}",
+                                f.proposal.size() - 1, f.rounds, f.rounds == 1 ? "" : "s", modes_found(modes),
+                                100 * f.ess_fraction, f.pareto_k));
     return std::make_unique<inference::MixtureIndependenceMH>(std::move(f.proposal));
 }
 
@@ -335,9 +354,11 @@ std::optional<std::string> whole_block_note(const LaplaceProposal& exact, const 
     return out;
 }
 
+// modes: those of the exact posterior where searches_modes (empty when none was found), else empty.
 std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const VbFit& q, const FitOptions& o,
-                                                const ir::Graph& graph, const Target& target, bool unobserved,
-                                                const LaplaceProposal* exact, double adapt_delta) {
+                                                const ir::Graph& graph, const Target& target,
+                                                const std::vector<PosteriorMode>& modes, const LaplaceProposal* exact,
+                                                double adapt_delta, std::vector<std::string>& notes) {
     using namespace inference;
     if (method == "rwm") {
         RandomWalkOptions ro;
@@ -369,19 +390,19 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
         ro.mode = BlockMode::per_block;
         // Fully observed, the posterior is a product of logistic regressions that the
         // variational block marginals fit closely: the original mixture is better there.
-        if (unobserved && graph.dim <= mode_search_max_dim) {
-            if (auto jumps = mode_mixture_kernel(graph, target, search_modes(graph, target, q, o), o))
-                return jumps;
-        }
+        // With unobserved values in a small model: the modes' mixture, unless no mode was found.
+        if (auto jumps = mode_mixture_kernel(graph, target, modes, o, notes)) return jumps;
         return std::make_unique<Mixture>(o.mixture_nu, block_moves(), std::make_unique<RandomWalk>(q.covs, ro));
     }
     if (method == "regen") {
         RegenerationOptions ro;
         // The same modes' mixture, matched by one t's mean and covariance, as the starting
         // proposal: far wider than VB, so the first tours cover every mode it found.
-        if (unobserved && graph.dim <= mode_search_max_dim) {
-            const std::vector<PosteriorMode> modes = search_modes(graph, target, q, o);
-            if (!modes.empty()) return std::make_unique<RegenerationKernel>(moment_matched_proposal(modes), ro);
+        if (!modes.empty()) {
+            notes.push_back(fmt::format("regen: starting proposal t({:g}) with the mean and covariance (x {:g}) of the Laplace "
+                                        "fits at {}",
+                                        mode_proposal_df, mode_proposal_inflation, modes_found(modes)));
+            return std::make_unique<RegenerationKernel>(moment_matched_proposal(modes), ro);
         }
         return std::make_unique<RegenerationKernel>(
             exact ? exact->joint() : variational_proposal(q, o.proposal_df, o.proposal_inflation), ro);
@@ -466,7 +487,10 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         inits.push_back(std::move(x));
     }
 
-    const std::optional<LaplaceProposal> exact = exact_proposal(r.method, *target, q, o, r.notes);
+    const bool mode_search = searches_modes(r.method, graph, has_unobserved_values(graph, data));
+    const std::vector<PosteriorMode> modes = mode_search ? search_modes(graph, *target, q, o) : std::vector<PosteriorMode>{};
+    const std::optional<LaplaceProposal> exact =
+        modes.empty() ? exact_proposal(r.method, *target, q, o, r.notes) : std::nullopt;
     if (r.method == "varblock")
         if (auto note = split_note(graph, o.varblock_split, exact ? &*exact : nullptr)) r.notes.push_back(std::move(*note));
     if (r.method == "varblock" && exact)
@@ -478,8 +502,8 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
                                           "--adapt-delta sets it",
                                           r.adapt_delta, graph.dim));
     }
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(r.method, q, o, graph, *target, has_unobserved_values(graph, data),
-                                                                   exact ? &*exact : nullptr, r.adapt_delta);
+    const std::unique_ptr<inference::Kernel> kernel =
+        build_kernel(r.method, q, o, graph, *target, modes, exact ? &*exact : nullptr, r.adapt_delta, r.notes);
     r.kernel = kernel->name();
     std::unique_ptr<GibbsModel> gibbs_model;
     std::unique_ptr<inference::DensityFactory> factory;

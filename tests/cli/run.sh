@@ -368,6 +368,15 @@ run "summary of an interrupted CSV" 0 -- "$vbn" summary "$tmp/int_1.csv" && expe
 run "auto varmix on bimodal" 0 -- "$vbn" fit "$ex/paper/bimodal.vbn" --data "$ex/paper/bimodal.csv" --seed 1 &&
   expect "auto chose varmix" err "auto chose varmix" &&
   expect "varmix fitted mixture" out "^Acceptance: mixture independence mh \([0-9]+ components\) ([7-9][0-9]|100)\.[0-9]% \([0-9]+ of [0-9]+\)$"
+# The note says which proposal that is (3 t's and the prior: 4 components), and the Laplace
+# proposal, which the mode mixture replaces, is neither built nor noted.
+run "varmix mixture note" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method varmix --seed 1 --warmup 200 --draws 200 &&
+  expect "varmix mixture note" err "^note: varmix: independence proposal from a mixture of 3 t's and the prior, fitted to the exact posterior by population Monte Carlo \([0-9] rounds?\) from the mode found by Newton from 17 starts; importance ESS [0-9]+% of the draws, k-hat -?[0-9.]+$" &&
+  expect "varmix mixture components" out "^Acceptance: mixture independence mh \(4 components\)" &&
+  if grep -q "independence proposal: t(30)" "$tmp/err"; then bad "varmix with modes still notes the unused Laplace proposal"; else ok; fi
+run "regen modes note" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method regen --seed 1 --warmup 200 --draws 200 &&
+  expect "regen modes note" err "^note: regen: starting proposal t\(4\) with the mean and covariance \(x 2\) of the Laplace fits at the mode found by Newton from 17 starts$" &&
+  if grep -q "independence proposal: t(30)" "$tmp/err"; then bad "regen with modes still notes the unused Laplace proposal"; else ok; fi
 
 echo
 echo "$passed passed, $failed failed"
