@@ -23,6 +23,20 @@ namespace {
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 
+// Work over the rows of a round's draws is split in chunks of this many rows, fixed whatever
+// the thread count, so each row's arithmetic (and with it the fit) does not depend on it.
+constexpr std::size_t kRowChunk = 256;
+
+// body(begin, count, part) for the row chunks of [0, rows), on up to `threads` threads; part
+// says which thread (scratch may be kept per part).
+template <class Body>
+void for_row_chunks(int threads, Eigen::Index rows, Body body) {
+    inference::parallel_chunks(threads, static_cast<std::size_t>(rows), kRowChunk,
+                               [&](std::size_t begin, std::size_t end, std::size_t part) {
+                                   body(static_cast<Eigen::Index>(begin), static_cast<Eigen::Index>(end - begin), part);
+                               });
+}
+
 // One t component: location, lower Cholesky factor of the scale, log weight.
 struct TComponent {
     Vec mean;
@@ -48,31 +62,32 @@ struct TComponent {
 struct TMixture {
     std::vector<TComponent> parts;
 
-    // For every draw (row of x) and component k: terms(i, k) = log π_k t_k(x_i) and
-    // delta(i, k) = the Mahalanobis distance² of x_i under component k, a component at a time
-    // over all draws (one triangular solve with n right-hand sides, array log1p).
-    void component_terms(const Mat& x, Mat& terms, Mat& delta, Mat& scratch) const {
-        const auto k_count = static_cast<Eigen::Index>(parts.size());
+    // For the draws (rows of x) begin … begin+count−1 and every component k: terms(i, k) =
+    // log π_k t_k(x_i) and delta(i, k) = the Mahalanobis distance² of x_i under component k,
+    // a component at a time over those draws (one triangular solve with count right-hand
+    // sides, array log1p). terms and delta have x's rows and a column per component.
+    void component_terms(const Mat& x, Eigen::Index begin, Eigen::Index count, Mat& terms, Mat& delta, Mat& scratch) const {
         const double d = static_cast<double>(x.cols());
-        terms.resize(x.rows(), k_count);
-        delta.resize(x.rows(), k_count);
-        for (Eigen::Index k = 0; k < k_count; ++k) {
+        for (Eigen::Index k = 0; k < static_cast<Eigen::Index>(parts.size()); ++k) {
             const TComponent& c = parts[static_cast<std::size_t>(k)];
-            scratch = (x.rowwise() - c.mean.transpose()).transpose();
+            scratch = (x.middleRows(begin, count).rowwise() - c.mean.transpose()).transpose();
             c.lower.triangularView<Eigen::Lower>().solveInPlace(scratch);
-            delta.col(k) = scratch.colwise().squaredNorm().transpose();
+            auto dk = delta.col(k).segment(begin, count);
+            dk = scratch.colwise().squaredNorm().transpose();
+            auto tk = terms.col(k).segment(begin, count).array();
             if (c.gaussian())
-                terms.col(k).array() = c.log_weight + c.log_norm - 0.5 * delta.col(k).array();
+                tk = c.log_weight + c.log_norm - 0.5 * dk.array();
             else
-                terms.col(k).array() = c.log_weight + c.log_norm - 0.5 * (c.df + d) * (delta.col(k).array() / c.df).log1p();
+                tk = c.log_weight + c.log_norm - 0.5 * (c.df + d) * (dk.array() / c.df).log1p();
         }
     }
 
-    // log Σ_k π_k t_k(x_i) for every row of x.
-    void log_density(const Mat& x, Vec& out, Mat& terms, Mat& delta, Mat& scratch) const {
-        component_terms(x, terms, delta, scratch);
-        out.resize(x.rows());
-        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    // out[i] = log Σ_k π_k t_k(x_i) for the rows begin … begin+count−1 of x; terms and delta as
+    // for component_terms.
+    void log_density(const Mat& x, Eigen::Index begin, Eigen::Index count, Vec& out, Mat& terms, Mat& delta,
+                     Mat& scratch) const {
+        component_terms(x, begin, count, terms, delta, scratch);
+        for (Eigen::Index i = begin; i < begin + count; ++i) {
             const double top = terms.row(i).maxCoeff();
             out[i] = std::isfinite(top) ? top + std::log((terms.row(i).array() - top).exp().sum()) : top;
         }
@@ -177,25 +192,34 @@ std::vector<Vec> seed_centres(const Mat& x, const std::vector<double>& w, const 
 void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations, int threads) {
     const Eigen::Index n = x.rows(), d = x.cols();
     const Eigen::Map<const Vec> wv(w.data(), n);
-    Mat terms, delta, scratch;
+    Mat terms, delta, resp, scale;
+    std::vector<Mat> scratch(static_cast<std::size_t>(std::max(threads, 1)));
     for (int it = 0; it < iterations && !m.parts.empty(); ++it) {
         const auto k_count = static_cast<Eigen::Index>(m.parts.size());
         // resp(i, k) = w_i ρ_ik, the responsibilities ρ a softmax of each row of the terms;
-        // scale(i, k) = w_i ρ_ik u_ik with the t's latent scale u = (ν + d) / (ν + δ).
-        m.component_terms(x, terms, delta, scratch);
-        const Vec top = terms.rowwise().maxCoeff();
-        Mat resp = (terms.colwise() - top).array().exp().matrix();
-        const Vec sum = resp.rowwise().sum();
-        for (Eigen::Index i = 0; i < n; ++i)
-            resp.row(i) *= std::isfinite(top[i]) && sum[i] > 0 ? wv[i] / sum[i] : 0.0;
-        Mat scale(n, k_count);
-        for (Eigen::Index k = 0; k < k_count; ++k) {
-            const TComponent& c = m.parts[static_cast<std::size_t>(k)];
-            if (c.gaussian())
-                scale.col(k) = resp.col(k);
-            else
-                scale.col(k).array() = resp.col(k).array() * (c.df + static_cast<double>(d)) / (c.df + delta.col(k).array());
-        }
+        // scale(i, k) = w_i ρ_ik u_ik with the t's latent scale u = (ν + d) / (ν + δ). Row by
+        // row, so over chunks of rows on the threads.
+        terms.resize(n, k_count);
+        delta.resize(n, k_count);
+        resp.resize(n, k_count);
+        scale.resize(n, k_count);
+        for_row_chunks(threads, n, [&](Eigen::Index begin, Eigen::Index count, std::size_t part) {
+            m.component_terms(x, begin, count, terms, delta, scratch[part]);
+            const Vec top = terms.middleRows(begin, count).rowwise().maxCoeff();
+            auto r = resp.middleRows(begin, count);
+            r = (terms.middleRows(begin, count).colwise() - top).array().exp().matrix();
+            const Vec sum = r.rowwise().sum();
+            for (Eigen::Index i = 0; i < count; ++i)
+                r.row(i) *= std::isfinite(top[i]) && sum[i] > 0 ? wv[begin + i] / sum[i] : 0.0;
+            for (Eigen::Index k = 0; k < k_count; ++k) {
+                const TComponent& c = m.parts[static_cast<std::size_t>(k)];
+                if (c.gaussian())
+                    scale.col(k).segment(begin, count) = r.col(k);
+                else
+                    scale.col(k).segment(begin, count).array() =
+                        r.col(k).array() * (c.df + static_cast<double>(d)) / (c.df + delta.col(k).segment(begin, count).array());
+            }
+        });
         // M-step, one component per index.
         std::vector<TComponent> fitted(static_cast<std::size_t>(k_count));
         std::vector<char> kept(static_cast<std::size_t>(k_count), 0);
@@ -314,7 +338,8 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     std::vector<Target::Workspace> workspaces;
     for (int t = 0; t < threads; ++t) workspaces.push_back(target.make_workspace());
     Vec draw(d), z(d), log_q;
-    Mat terms, delta, scratch;
+    Mat terms, delta;
+    std::vector<Mat> scratch(static_cast<std::size_t>(threads));
     TMixture best;
     PmcFit out{laplace_mixture(modes, start_df, start_inflation)};
     out.ess_fraction = -1;
@@ -324,13 +349,17 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
             q.sample(rng, draw, z);
             x.row(static_cast<Eigen::Index>(i)) = draw.transpose();
         }
-        q.log_density(x, log_q, terms, delta, scratch);
-        inference::parallel_ranges(threads, n, [&](std::size_t begin, std::size_t end, std::size_t part) {
+        // Each draw's weight p / q: the mixture's density and the target's, a chunk of draws at a time.
+        terms.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(q.parts.size()));
+        delta.resize(terms.rows(), terms.cols());
+        log_q.resize(static_cast<Eigen::Index>(n));
+        for_row_chunks(threads, static_cast<Eigen::Index>(n), [&](Eigen::Index begin, Eigen::Index count, std::size_t part) {
+            q.log_density(x, begin, count, log_q, terms, delta, scratch[part]);
             Vec xi(d);
-            for (std::size_t i = begin; i < end; ++i) {
-                xi = x.row(static_cast<Eigen::Index>(i)).transpose();
+            for (Eigen::Index i = begin; i < begin + count; ++i) {
+                xi = x.row(i).transpose();
                 const double lp = target.log_density(xi, workspaces[part]);
-                log_w[i] = std::isfinite(lp) ? lp - log_q[static_cast<Eigen::Index>(i)] : -std::numeric_limits<double>::infinity();
+                log_w[static_cast<std::size_t>(i)] = std::isfinite(lp) ? lp - log_q[i] : -std::numeric_limits<double>::infinity();
             }
         });
         const double ess = normalise(log_w, w);
