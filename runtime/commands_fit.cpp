@@ -1,5 +1,6 @@
 // `vbn vb` and `vbn fit`: load, infer, report (DESIGN.md §3–4).
 #include "runtime/commands.hpp"
+#include "inference/clock.hpp"
 #include "runtime/command_guard.hpp"
 
 #include "runtime/dataset.hpp"
@@ -243,7 +244,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const auto started = std::chrono::steady_clock::now();
         const Loaded l = load(args.model, args.data, err);
-        const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double load_seconds = inference::seconds_since(started);
         if (args.plots && plot::find_gnuplot().empty())
             throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
                                           "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
@@ -355,14 +356,11 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1), range).draws;
         };
         constexpr double readback_budget = 64e6;
-        const auto summary_started = std::chrono::steady_clock::now();
         FitSummary fs = !args.output ? summarize_fit(r, args.model, args.warmup, args.draws)
                         : args.plots ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
                                                      [&](std::size_t c) { return read_back(c, 0, static_cast<Eigen::Index>(r.order.size())); })
                                      : summarize_fit(r, args.model, args.warmup, args.draws, counts, read_back, readback_budget);
         fs.facts.phase_seconds.insert(fs.facts.phase_seconds.begin(), {"load", load_seconds});
-        fs.facts.phase_seconds.emplace_back(
-            "summary", std::chrono::duration<double>(std::chrono::steady_clock::now() - summary_started).count());
         for (const auto& f : fs.failures) err << "warning: " << f << '\n';
         const auto& rows = fs.rows;
         const RunFacts& facts = fs.facts;

@@ -1,4 +1,5 @@
 #include "runtime/fit.hpp"
+#include "inference/clock.hpp"
 
 #include "inference/block_mh.hpp"
 #include "inference/gaussian.hpp"
@@ -412,9 +413,6 @@ std::unique_ptr<inference::Kernel> build_kernel(const std::string& method, const
     throw Error(ErrorKind::usage, fmt::format("unknown method '{}'", method));
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 }  // namespace
 
 FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) {
@@ -461,11 +459,11 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
     if (r.method == "gibbs") target = make_complete_data_target(graph, data);
     for (const auto& n : target->notes()) r.notes.push_back(n);
-    r.target_seconds = seconds_since(t_target);
+    r.target_seconds = inference::seconds_since(t_target);
 
     const auto t0 = std::chrono::steady_clock::now();
     r.vb = variational(graph, target->families(), o.vb);
-    r.vb_seconds = seconds_since(t0);
+    r.vb_seconds = inference::seconds_since(t0);
     const VbFit& q = r.vb.best_fit();
     if (o.on_vb) o.on_vb(q, r.method);
     const auto t_proposal = std::chrono::steady_clock::now();
@@ -515,12 +513,12 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     }
     inference::ChainSettings s;
     inference::copy_chain_settings(o, s);
-    r.proposal_seconds = seconds_since(t_proposal);
+    r.proposal_seconds = inference::seconds_since(t_proposal);
     const auto t1 = std::chrono::steady_clock::now();
     inference::ChainCallbacks callbacks = o.callbacks;
     if (!callbacks.parameter_name) callbacks.parameter_name = [&graph](int i) { return graph.theta_name(i); };
     r.chains = inference::run_chains(*factory, *kernel, inits, s, callbacks);
-    const double wall = seconds_since(t1);
+    const double wall = inference::seconds_since(t1);
 
     // Wall time split in the proportion the chains spent in each phase.
     double w = 0, d = 0;

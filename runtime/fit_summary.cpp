@@ -1,4 +1,5 @@
 #include "runtime/fit_summary.hpp"
+#include "inference/clock.hpp"
 
 #include "runtime/error.hpp"
 
@@ -14,6 +15,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
                          const std::vector<StreamedCounts>& counts,
                          const std::function<Eigen::MatrixXd(std::size_t c, Eigen::Index first, Eigen::Index count)>& draws_of,
                          double memory_budget) {
+    const auto started = std::chrono::steady_clock::now();
     FitSummary s;
     RunFacts& facts = s.facts;
     facts.model = model;
@@ -68,6 +70,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
         for (SummaryRow& row : summarize(names, part, r.threads)) s.rows.push_back(std::move(row));
         if (count == columns) s.draws = std::move(part);
     }
+    facts.phase_seconds.emplace_back("summary", inference::seconds_since(started));
     return s;
 }
 

@@ -21,7 +21,9 @@ struct FitSummary {
     std::vector<std::string> failures;   // "chain N failed and is left out: why", per failed chain
 };
 
-// `model` names the model in the facts; `warmup` and `draws` are the options of the run.
+// `model` names the model in the facts; `warmup` and `draws` are the options of the run. The
+// facts' phase_seconds are the run's phases (target to sampling) and then "summary", this
+// call's own wall time (reading the draws included); a caller adds the phases before the run.
 // Throws vbn::Error (inference) when no chain has draws to summarise.
 FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws);
 

@@ -1,4 +1,5 @@
 #include "runtime/laplace_proposal.hpp"
+#include "inference/clock.hpp"
 
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
@@ -259,7 +260,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
         out.mean_shifted.push_back(shifted && best_round == 0);
         out.skew_mapped.push_back(mapped && best_round == 0);
     }
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.seconds = inference::seconds_since(start);
     return out;
 }
 

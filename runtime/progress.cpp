@@ -1,4 +1,5 @@
 #include "runtime/progress.hpp"
+#include "inference/clock.hpp"
 
 #include <fmt/format.h>
 
@@ -26,7 +27,7 @@ std::string ProgressDisplay::describe(const inference::ChainProgress& p) {
 }
 
 void ProgressDisplay::update(const inference::ChainProgress& p) {
-    update(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    update(p, inference::seconds_since(start_));
 }
 
 void ProgressDisplay::update(const inference::ChainProgress& p, double now) {

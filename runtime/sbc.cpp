@@ -1,4 +1,5 @@
 #include "runtime/sbc.hpp"
+#include "inference/clock.hpp"
 
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
@@ -77,7 +78,7 @@ SbcResult run_sbc(const ir::Graph& graph, const SbcOptions& o, const ir::Graph* 
         r.chi_square.push_back(chi);
         r.p_value.push_back(n > 0 ? chi_square_upper_tail(chi, o.bins - 1) : 0.0);
     }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.seconds = inference::seconds_since(t0);
     return r;
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/vb.hpp"
+#include "inference/clock.hpp"
 
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
@@ -675,7 +676,7 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
         result.fits.push_back(run(p, options, k));
         if (result.fits.back().elbo > result.fits[sz(result.best)].elbo) result.best = k;
     }
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds = inference::seconds_since(start);
     return result;
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/vb_refine.hpp"
+#include "inference/clock.hpp"
 
 #include "inference/gaussian.hpp"
 #include "inference/mixture_mh.hpp"
@@ -218,7 +219,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         r.q50[k] = weighted_quantile(values, w, order, 0.5);
         r.q95[k] = weighted_quantile(values, w, order, 0.95);
     }
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.seconds = inference::seconds_since(start);
     return r;
 }
 
