@@ -1,4 +1,6 @@
 #include "inference/chains.hpp"
+#include "inference/clock.hpp"
+#include "inference/parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +11,6 @@
 #include <new>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 namespace vbn::inference {
 
@@ -17,7 +18,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 struct ChainJob {
     int chain = 0;
@@ -263,16 +263,8 @@ std::vector<ChainResult> run_chains(const DensityFactory& factory, const Kernel&
         return results;
     }
     // Work sharing: which thread runs a chain never affects its draws, only when they appear.
-    std::atomic<int> next{0};
-    auto work = [&] {
-        for (int c = next++; c < settings.chains; c = next++) {
-            runner.run(jobs[static_cast<std::size_t>(c)], results[static_cast<std::size_t>(c)]);
-        }
-    };
-    std::vector<std::thread> pool;
-    pool.reserve(static_cast<std::size_t>(workers));
-    for (int t = 0; t < workers; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
+    // The calling thread is one of the workers.
+    parallel_chunks(workers, jobs.size(), 1, [&](std::size_t c, std::size_t, std::size_t) { runner.run(jobs[c], results[c]); });
     return results;
 }
 

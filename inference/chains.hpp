@@ -34,7 +34,7 @@ struct ChainSettings {
     int draws = 1000;         // sampling iterations
     std::uint64_t seed = 0;
     int chains = 4;
-    int threads = 2;          // worker threads (at most `chains` are used)
+    int threads = 2;          // threads, the calling one among them (at most `chains` are used)
     bool keep_draws = true;   // hold draws, lp and transition info in the results
     int thin = 1;             // keep sampling iterations 0, thin, 2 thin, ...
 };

@@ -6,11 +6,18 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <thread>
 #include <vector>
 
 namespace vbn::inference {
+
+// Runs job(p) for p = 0 … parts−1 at the same time, part 0 on the calling thread and the others
+// on threads the process keeps for this (started on first use: starting a thread costs more
+// than many a parallel loop's work), and returns when every part has finished. job must not
+// throw. Safe to call from several threads at once, and from within a part.
+void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job);
 
 // Runs body(begin, end, part) over [0, n) split into at most `threads` contiguous parts, part
 // 0 on the calling thread, and returns when every part has finished. An exception thrown by a
@@ -26,10 +33,7 @@ void parallel_ranges(int threads, std::size_t n, Body body) {
             errors[p] = std::current_exception();
         }
     };
-    std::vector<std::thread> pool;
-    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(run, p);
-    run(0);
-    for (std::thread& t : pool) t.join();
+    run_parts(parts, run);
     for (const auto& e : errors)
         if (e) std::rethrow_exception(e);
 }
@@ -67,17 +71,19 @@ void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Before befor
             }
         }
     };
-    std::vector<std::thread> pool;
-    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(run, p);
     std::exception_ptr before_error;
-    try {
-        before();
-    } catch (...) {
-        before_error = std::current_exception();
-        failed = true;
-    }
-    if (!before_error) run(0);
-    for (std::thread& t : pool) t.join();
+    run_parts(parts, [&](std::size_t p) {
+        if (p == 0) {
+            try {
+                before();
+            } catch (...) {
+                before_error = std::current_exception();
+                failed = true;
+                return;
+            }
+        }
+        run(p);
+    });
     if (before_error) std::rethrow_exception(before_error);
     std::size_t lowest = parts;
     for (std::size_t p = 0; p < parts; ++p)

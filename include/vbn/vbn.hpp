@@ -141,7 +141,7 @@ struct FitOptions {
     int chains = 4;
     int warmup = 1000;            // iterations per chain, adapting, not kept
     int draws = 1000;             // kept iterations per chain
-    int threads = 2;              // worker threads for the chains (results do not depend on it)
+    int threads = 2;              // threads for the chains, the calling one among them (results do not depend on it)
     std::uint64_t seed = 1;       // the same seed gives the same draws bit for bit
     bool keep_draws = true;       // false: only stream them (Callbacks::on_draw), keep no matrix
     // NUTS's target acceptance (Stan's adapt_delta), in (0, 1); 0: automatic, 0.65 for a
@@ -165,8 +165,9 @@ struct Progress {
 
 enum class LogLevel { note, warning };
 
-// Optional hooks into a running fit. Calls may come from the chains' worker threads; calls of
-// one kind are never concurrent with each other except on_draw for different chains.
+// Optional hooks into a running fit. Calls may come from any thread running a chain (the
+// calling one among them); calls of one kind are never concurrent with each other except
+// on_draw for different chains.
 struct Callbacks {
     // At most once per `progress_interval` seconds per chain, plus when a phase ends.
     std::function<void(const Progress&)> progress;

@@ -1,16 +1,20 @@
 // parallel_chunks: every index once, one part's calls in turn, the lowest failing chunk's
 // exception whatever the timing, and before() on the calling thread ahead of its chunks.
+// run_parts (the kept worker threads under both): every part once and all at the same time,
+// part 0 on the caller, from several threads at once and from within a part.
 #include "inference/parallel.hpp"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 using vbn::inference::parallel_chunks;
+using vbn::inference::run_parts;
 
 TEST_CASE("parallel_chunks covers every index once, in chunks of the given size") {
     for (int threads : {1, 2, 3, 8}) {
@@ -84,4 +88,69 @@ TEST_CASE("parallel_chunks rethrows before()'s exception and runs no chunk on th
                         }),
                     std::logic_error);
     CHECK_FALSE(caller_ran.load());
+}
+
+// Every part waits until all have started (for 30 s at most: parts run one after another would
+// wait forever, and then count 0 here), so runs[p] is 1 only if the parts ran at the same time.
+void all_at_once(std::size_t parts, std::vector<int>& runs, bool& zero_on_caller) {
+    const std::thread::id caller = std::this_thread::get_id();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::atomic<bool> timed_out{false};
+    std::atomic<std::size_t> started{0};
+    std::vector<std::atomic<int>> count(parts);
+    std::atomic<bool> on_caller{false};
+    run_parts(parts, [&](std::size_t p) {
+        ++count[p];
+        if (p == 0) on_caller = std::this_thread::get_id() == caller;
+        ++started;
+        while (started.load() < parts) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                timed_out = true;
+                break;
+            }
+            std::this_thread::yield();
+        }
+    });
+    runs.clear();
+    for (const auto& c : count) runs.push_back(timed_out ? 0 : c.load());
+    zero_on_caller = on_caller.load();
+}
+
+TEST_CASE("run_parts runs every part once, all at the same time, part 0 on the caller") {
+    for (std::size_t parts : {1u, 2u, 3u, 7u}) {
+        for (int rep = 0; rep < 3; ++rep) {  // the second and third reuse the threads
+            std::vector<int> runs;
+            bool zero_on_caller = false;
+            all_at_once(parts, runs, zero_on_caller);
+            CHECK(runs == std::vector<int>(parts, 1));
+            CHECK(zero_on_caller);
+        }
+    }
+    run_parts(0, [](std::size_t) { FAIL("a part of none ran"); });
+}
+
+TEST_CASE("run_parts from several threads at once, and from within a part") {
+    std::atomic<int> bad{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+        callers.emplace_back([&] {
+            for (int rep = 0; rep < 20; ++rep) {
+                std::vector<int> runs;
+                bool zero_on_caller = false;
+                all_at_once(3, runs, zero_on_caller);
+                if (runs != std::vector<int>(3, 1) || !zero_on_caller) ++bad;
+            }
+        });
+    for (auto& c : callers) c.join();
+    CHECK(bad.load() == 0);
+
+    // Nested: each of 3 parts runs 3 parts of its own, all of which must be running together.
+    std::atomic<int> inner_bad{0};
+    run_parts(3, [&](std::size_t) {
+        std::vector<int> runs;
+        bool zero_on_caller = false;
+        all_at_once(3, runs, zero_on_caller);
+        if (runs != std::vector<int>(3, 1) || !zero_on_caller) ++inner_bad;
+    });
+    CHECK(inner_bad.load() == 0);
 }

@@ -1,0 +1,109 @@
+#include "inference/parallel.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+
+namespace vbn::inference {
+namespace {
+
+// Threads kept for the life of the process: each waits for a part of some run_parts call,
+// runs it, and waits again. There is always a thread free for every part handed out (more are
+// started when there are not), so a part never waits behind another call's, and a part that
+// itself calls run_parts cannot deadlock.
+class Workers {
+public:
+    Workers() = default;
+    Workers(const Workers&) = delete;
+    Workers& operator=(const Workers&) = delete;
+
+    ~Workers() {
+        {
+            const std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        for (std::thread& t : threads_) t.join();
+    }
+
+    void run(std::size_t parts, const std::function<void(std::size_t)>& job) {
+        Batch batch;
+        batch.job = &job;
+        std::size_t handed = 1;  // parts 1 … handed−1 go to the workers
+        {
+            const std::lock_guard lock(mutex_);
+            for (; handed < parts; ++handed) {
+                if (free_ <= queue_.size()) {
+                    // No thread can be started (resource limits): the caller runs the rest.
+                    try {
+                        threads_.emplace_back([this] { loop(); });
+                    } catch (const std::system_error&) {
+                        break;
+                    }
+                    ++free_;
+                }
+                queue_.push_back({&batch, handed});
+            }
+            batch.remaining = handed - 1;
+        }
+        wake_.notify_all();
+        job(0);
+        for (std::size_t p = handed; p < parts; ++p) job(p);
+        std::unique_lock lock(batch.mutex);
+        batch.done.wait(lock, [&] { return batch.remaining == 0; });
+    }
+
+private:
+    struct Batch {
+        const std::function<void(std::size_t)>* job = nullptr;
+        std::size_t remaining = 0;
+        std::mutex mutex;
+        std::condition_variable done;
+    };
+    struct Task {
+        Batch* batch;
+        std::size_t part;
+    };
+
+    void loop() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;  // stopping, nothing left
+            const Task task = queue_.front();
+            queue_.pop_front();
+            --free_;
+            lock.unlock();
+            (*task.batch->job)(task.part);
+            {
+                // The caller may return (and its batch go) as soon as it sees 0, which it can
+                // only do once this lock is released: nothing touches the batch after that.
+                const std::lock_guard done(task.batch->mutex);
+                if (--task.batch->remaining == 0) task.batch->done.notify_all();
+            }
+            lock.lock();
+            ++free_;
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Task> queue_;
+    std::vector<std::thread> threads_;
+    std::size_t free_ = 0;  // threads not running a part (waiting or about to)
+    bool stop_ = false;
+};
+
+}  // namespace
+
+void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
+    if (parts == 0) return;
+    if (parts == 1) {
+        job(0);
+        return;
+    }
+    static Workers workers;
+    workers.run(parts, job);
+}
+
+}  // namespace vbn::inference
