@@ -26,6 +26,11 @@ public:
         for (std::thread& t : threads_) t.join();
     }
 
+    std::size_t started() {
+        const std::lock_guard lock(mutex_);
+        return threads_.size();
+    }
+
     void run(std::size_t parts, const std::function<void(std::size_t)>& job) {
         Batch batch;
         batch.job = &job;
@@ -75,6 +80,11 @@ private:
             --free_;
             lock.unlock();
             (*task.batch->job)(task.part);
+            // Free again before the caller can learn that its parts are done: a caller that
+            // at once hands out more parts then counts this thread rather than starting one.
+            lock.lock();
+            ++free_;
+            lock.unlock();
             {
                 // The caller may return (and its batch go) as soon as it sees 0, which it can
                 // only do once this lock is released: nothing touches the batch after that.
@@ -82,7 +92,6 @@ private:
                 if (--task.batch->remaining == 0) task.batch->done.notify_all();
             }
             lock.lock();
-            ++free_;
         }
     }
 
@@ -94,6 +103,11 @@ private:
     bool stop_ = false;
 };
 
+Workers& workers() {
+    static Workers kept;
+    return kept;
+}
+
 }  // namespace
 
 void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
@@ -102,8 +116,9 @@ void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
         job(0);
         return;
     }
-    static Workers workers;
-    workers.run(parts, job);
+    workers().run(parts, job);
 }
+
+std::size_t worker_threads() { return workers().started(); }
 
 }  // namespace vbn::inference

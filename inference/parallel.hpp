@@ -19,6 +19,9 @@ namespace vbn::inference {
 // throw. Safe to call from several threads at once, and from within a part.
 void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job);
 
+// How many worker threads run_parts has started so far in this process.
+std::size_t worker_threads();
+
 // Runs body(begin, end, part) over [0, n) split into at most `threads` contiguous parts, part
 // 0 on the calling thread, and returns when every part has finished. An exception thrown by a
 // part is rethrown then (the lowest part's, when several throw).

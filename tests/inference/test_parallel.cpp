@@ -129,6 +129,19 @@ TEST_CASE("run_parts runs every part once, all at the same time, part 0 on the c
     run_parts(0, [](std::size_t) { FAIL("a part of none ran"); });
 }
 
+TEST_CASE("run_parts keeps its threads: calls one after another start none") {
+    run_parts(2, [](std::size_t) {});
+    const std::size_t kept = vbn::inference::worker_threads();
+    CHECK(kept >= 1);
+    for (int rep = 0; rep < 200; ++rep) {
+        std::vector<int> runs;
+        bool zero_on_caller = false;
+        all_at_once(2, runs, zero_on_caller);
+        REQUIRE(runs == std::vector<int>{1, 1});
+    }
+    CHECK(vbn::inference::worker_threads() == kept);
+}
+
 TEST_CASE("run_parts from several threads at once, and from within a part") {
     std::atomic<int> bad{0};
     std::vector<std::thread> callers;
