@@ -1,4 +1,5 @@
 #include "inference/chains.hpp"
+
 #include "inference/clock.hpp"
 #include "inference/parallel.hpp"
 
@@ -17,7 +18,6 @@ namespace vbn::inference {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
 
 struct ChainJob {
     int chain = 0;

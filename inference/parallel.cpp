@@ -3,6 +3,9 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 namespace vbn::inference {
 namespace {

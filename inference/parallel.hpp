@@ -8,7 +8,6 @@
 #include <exception>
 #include <functional>
 #include <limits>
-#include <thread>
 #include <vector>
 
 namespace vbn::inference {

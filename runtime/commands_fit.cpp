@@ -1,9 +1,9 @@
 // `vbn vb` and `vbn fit`: load, infer, report (DESIGN.md §3–4).
 #include "runtime/commands.hpp"
-#include "inference/clock.hpp"
 #include "runtime/command_guard.hpp"
 
 #include "runtime/dataset.hpp"
+#include "inference/clock.hpp"
 #include "inference/nuts.hpp"
 #include "runtime/error.hpp"
 #include "runtime/evidence.hpp"

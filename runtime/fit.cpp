@@ -1,7 +1,7 @@
 #include "runtime/fit.hpp"
-#include "inference/clock.hpp"
 
 #include "inference/block_mh.hpp"
+#include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/independence_mh.hpp"
 #include "inference/kernel_combinators.hpp"

@@ -1,6 +1,6 @@
 #include "runtime/fit_summary.hpp"
-#include "inference/clock.hpp"
 
+#include "inference/clock.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>

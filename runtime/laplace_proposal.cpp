@@ -1,6 +1,6 @@
 #include "runtime/laplace_proposal.hpp"
-#include "inference/clock.hpp"
 
+#include "inference/clock.hpp"
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"

@@ -1,4 +1,5 @@
 #include "runtime/progress.hpp"
+
 #include "inference/clock.hpp"
 
 #include <fmt/format.h>

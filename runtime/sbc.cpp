@@ -1,6 +1,6 @@
 #include "runtime/sbc.hpp"
-#include "inference/clock.hpp"
 
+#include "inference/clock.hpp"
 #include "runtime/dataset.hpp"
 #include "runtime/error.hpp"
 #include "runtime/fit.hpp"

@@ -1,6 +1,6 @@
 #include "runtime/vb.hpp"
-#include "inference/clock.hpp"
 
+#include "inference/clock.hpp"
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"

@@ -1,6 +1,6 @@
 #include "runtime/vb_refine.hpp"
-#include "inference/clock.hpp"
 
+#include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/mixture_mh.hpp"
 #include "inference/psis.hpp"
