@@ -34,9 +34,15 @@ struct Range {
     double lo, hi;
 };
 Range range_of(const DrawsRef& x) {
-    // A NaN makes both NaN, an infinite draw the least or the greatest.
+    // A NaN makes both NaN, an infinite draw the least or the greatest. With every draw finite
+    // (Σ 0·x is 0, NaN otherwise) Eigen's vectorised minimum and maximum give the same; its
+    // NaN-propagating ones, and hasNaN, go an entry at a time: an eighth of the summary's time.
+    if ((x.array() * 0.0).sum() == 0.0) {
+        const double lo = x.minCoeff(), hi = x.maxCoeff();
+        return {.finite = true, .lo = lo, .hi = hi};
+    }
     const double lo = x.minCoeff<Eigen::PropagateNaN>(), hi = x.maxCoeff<Eigen::PropagateNaN>();
-    return {.finite = std::isfinite(lo) && std::isfinite(hi), .lo = lo, .hi = hi};
+    return {.finite = false, .lo = lo, .hi = hi};
 }
 
 bool any_nonfinite(const DrawsRef& x) { return !range_of(x).finite; }

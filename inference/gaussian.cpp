@@ -245,10 +245,21 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
     return GaussianProposal(mean_.segment(offset, size), parts, df_);
 }
 
+// Column by column, each an axpy over the column's lower part that the compiler vectorises: at
+// the block sizes proposals have (up to a few dozen) Eigen's blocked triangular product spends
+// more on its panels than on the arithmetic (one draw at 20 weights: 4% of a whole fit's CPU).
 void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const {
     for (std::size_t b = 0; b < chol_.size(); ++b) {
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
-        out.segment(o, n).noalias() = chol_[b].triangularView<Eigen::Lower>() * z.segment(o, n);
+        const double* __restrict zb = z.data() + o;
+        double* __restrict ob = out.data() + o;
+        const double* l = chol_[b].data();
+        for (Eigen::Index i = 0; i < n; ++i) ob[i] = 0;
+        for (Eigen::Index j = 0; j < n; ++j) {
+            const double zj = zb[j];
+            const double* __restrict col = l + j * n;
+            for (Eigen::Index i = j; i < n; ++i) ob[i] += col[i] * zj;
+        }
     }
 }
 
