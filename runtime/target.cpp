@@ -18,6 +18,10 @@
 
 #include <fmt/format.h>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace vbn {
 
 namespace {
@@ -38,16 +42,30 @@ constexpr int sign_min_columns = 8;
 
 int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * sign_group_bits); }
 
-// For each group g of up to 8 consecutive weights θ_{8g..}, the sums Σ_k ±θ_{8g+k} for every
-// sign pattern p (bit k set: +): the all-minus sum, then, weight by weight, the patterns with
-// bit k set from those below 2^k, plus twice that weight (contiguous runs of adds, which the
-// compiler vectorises).
-void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int groups, double* sums) {
+// With AVX-512, η of a ±1 family with at most 64 columns is summed from tables of 4 columns,
+// read 8 rows at a time by a two-register permute (Merged::sign_words). On an Ice Lake server
+// CPU, F θ over 1,000 rows took 0.56 against 1.24 us at 20 columns and 0.94 against 6.4 us at
+// 50 (a loop of each form alone).
+#if defined(__AVX512F__)
+constexpr bool word_signs = true;
+#else
+constexpr bool word_signs = false;
+#endif
+constexpr int word_group_bits = 4;
+constexpr int word_group_size = 1 << word_group_bits;
+constexpr int word_max_columns = 64;
+
+// For each group g of up to `bits` consecutive weights θ_{bits g..}, the sums Σ_k ±θ_{bits g+k}
+// for every sign pattern p (bit k set: +), 2^bits entries a group: the all-minus sum, then,
+// weight by weight, the patterns with bit k set from those below 2^k, plus twice that weight
+// (contiguous runs of adds, which the compiler vectorises).
+void build_sign_sums(const Eigen::Ref<const Eigen::VectorXd>& th, int bits, double* sums) {
     const int k = static_cast<int>(th.size());
+    const int groups = (k + bits - 1) / bits;
     for (int g = 0; g < groups; ++g) {
-        const int width = sign_group_width(k, g);
-        const double* w = th.data() + g * sign_group_bits;
-        double* t = sums + g * sign_group_size;
+        const int width = std::min(bits, k - g * bits);
+        const double* w = th.data() + g * bits;
+        double* t = sums + g * (1 << bits);
         double all_minus = 0;
         for (int j = 0; j < width; ++j) all_minus -= w[j];
         t[0] = all_minus;
@@ -92,6 +110,52 @@ void add_sign_groups(int len, const double* from, const unsigned char* const* s,
         out[t] = v;
     }
 }
+
+#if defined(__AVX512F__)
+// out[t] = from[t] + the Take 4-column groups' table entries for row t, groups first … first +
+// Take − 1 in order: each table's 16 entries sit in two registers and _mm512_permutex2var_pd
+// reads 8 rows' entries at once from the low 4 bits of each row's (shifted) sign word. The
+// rows past the last 8 add the same entries in the same order, a scalar at a time.
+template <int Take>
+void add_word_groups(int len, const double* from, const std::uint64_t* words, int first, const double* tables,
+                     double* out) {
+    __m512d lo[Take], hi[Take];
+    for (int i = 0; i < Take; ++i) {
+        lo[i] = _mm512_loadu_pd(tables + i * word_group_size);
+        hi[i] = _mm512_loadu_pd(tables + i * word_group_size + 8);
+    }
+    const int shift = first * word_group_bits;
+    int t = 0;
+    for (; t + 8 <= len; t += 8) {
+        const __m512i w = _mm512_srli_epi64(_mm512_loadu_si512(words + t), shift);
+        __m512d v = _mm512_loadu_pd(from + t);
+        for (int i = 0; i < Take; ++i)
+            v = _mm512_add_pd(v, _mm512_permutex2var_pd(lo[i], _mm512_srli_epi64(w, i * word_group_bits), hi[i]));
+        _mm512_storeu_pd(out + t, v);
+    }
+    for (; t < len; ++t) {
+        const std::uint64_t w = words[t] >> shift;
+        double v = from[t];
+        for (int i = 0; i < Take; ++i) v += tables[i * word_group_size + ((w >> (i * word_group_bits)) & 15u)];
+        out[t] = v;
+    }
+}
+
+// Calls f.template operator()<Take>() with Take = take, for take in 1..8.
+template <class F>
+void with_take8(int take, F&& f) {
+    switch (take) {
+    case 8: f.template operator()<8>(); break;
+    case 7: f.template operator()<7>(); break;
+    case 6: f.template operator()<6>(); break;
+    case 5: f.template operator()<5>(); break;
+    case 4: f.template operator()<4>(); break;
+    case 3: f.template operator()<3>(); break;
+    case 2: f.template operator()<2>(); break;
+    default: f.template operator()<1>(); break;
+    }
+}
+#endif
 
 // bucket_i[s_i[t]] += r[t] for the Take groups, even rows into the first set of buckets and
 // odd rows into the second (`set` doubles on): two independent chains of read-add-writes per
@@ -244,6 +308,14 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
             for (int r = 0; r < rows; ++r)
                 out[r] = static_cast<unsigned char>(out[r] | (static_cast<unsigned>(col[from_row[sz(r)]] > 0) << shift));
         }
+        if (word_signs && k <= word_max_columns) {
+            m.sign_words.assign(sz(rows), 0);
+            for (int j = 0; j < k; ++j) {
+                const double* col = cf.f.col(j).data();
+                for (int r = 0; r < rows; ++r)
+                    m.sign_words[sz(r)] |= std::uint64_t{col[from_row[sz(r)]] > 0} << j;
+            }
+        }
     } else {
         m.f.resize(rows, k);
         for (int j = 0; j < k; ++j)
@@ -381,12 +453,33 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
     return value;
 }
 
+void Target::build_eta_tables(const Merged& m, In theta_b, Workspace& ws) {
+    if (m.sign_groups == 0) return;
+    build_sign_sums(theta_b, m.sign_words.empty() ? sign_group_bits : word_group_bits, ws.sign_sums_.data());
+}
+
 void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) const {
     const Merged& m = merged_[sz(b)];
     const BlockPrior& p = blocks_[sz(b)];
     const auto th = theta.segment(p.offset, p.size);
     const int groups = m.sign_groups;
     auto eta = ws.eta_.head(len);
+#if defined(__AVX512F__)
+    if (!m.sign_words.empty()) {
+        // Up to 8 groups a pass (16 registers of tables); the first pass starts from a.
+        const int word_groups = (p.size + word_group_bits - 1) / word_group_bits;
+        const double* from = m.a.data() + start;
+        for (int g = 0; g < word_groups; g += 8) {
+            const int take = std::min(8, word_groups - g);
+            const double* tables = ws.sign_sums_.data() + g * word_group_size;
+            with_take8(take, [&]<int Take>() {
+                add_word_groups<Take>(len, from, m.sign_words.data() + start, g, tables, eta.data());
+            });
+            from = eta.data();
+        }
+        return;
+    }
+#endif
     if (groups > 0) {
         // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
         // sums are independent of each other (row by row they were one chain of dependent
@@ -427,9 +520,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     const auto th = theta.segment(p.offset, p.size);
     const int n = m.rows();
     const int groups = m.sign_groups;
-    if (groups > 0) {
-        build_sign_sums(th, groups, ws.sign_sums_.data());
-    }
+    build_eta_tables(m, th, ws);
     double value = 0;
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
@@ -540,7 +631,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         p.chol.triangularView<Eigen::Lower>().solveInPlace(inv_l);
         h.noalias() = inv_l.transpose() * inv_l;
     }
-    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    build_eta_tables(m, theta.segment(p.offset, k), ws);
     Eigen::MatrixXd x(k, std::min(n, chunk_rows));
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
@@ -578,7 +669,7 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
         throw Error(ErrorKind::usage, fmt::format("the {} of block {} needs a {}x{} factor, got {}x{}", what, b, k, k,
                                                   lower.rows(), lower.cols()));
     const auto l = lower.triangularView<Eigen::Lower>();
-    if (m.sign_groups > 0) build_sign_sums(theta.segment(p.offset, k), m.sign_groups, ws.sign_sums_.data());
+    build_eta_tables(m, theta.segment(p.offset, k), ws);
     x.resize(n, k);
     c.resize(n);
     Eigen::VectorXd f(k);

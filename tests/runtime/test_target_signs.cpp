@@ -1,8 +1,10 @@
 // Families whose parents are all ±1 with 8 or more weights are evaluated from packed signs and
 // per-pattern sums (runtime/target.cpp): checked here against the log posterior, its gradient
 // and its negative Hessian written out directly from the CSV rows, in long double, on the
-// paper's 10- and 50-parent examples (10 = one group of 8 parents and one of 2), whole and cut
-// to row counts that are odd and not a multiple of 8 (the packed loops' tails).
+// paper's 10-, 20- and 50-parent examples (10 = one group of 8 parents and one of 2; with
+// AVX-512, η comes from groups of 4, 13 of them at 50 parents, in two passes) and on 70 parents
+// (more than a sign word holds: groups of 8 on every CPU), whole and cut to row counts that are
+// odd and not a multiple of 8 (the packed loops' tails).
 #include "runtime/dataset.hpp"
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
@@ -10,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -42,79 +45,113 @@ std::vector<std::vector<double>> read_rows(const std::string& path, std::size_t 
     return rows;
 }
 
+// The checks on one data set: `rows` are its CSV's rows as numbers (y last), for a model
+// y ~ logistic(0.5 + w * x), w ~ normal(0, 10).
+void check_against_rows(const ir::Graph& g, const std::string& csv, const std::vector<std::vector<double>>& rows,
+                        const std::string& name) {
+    std::istringstream csv_in(csv);
+    const Dataset data = load_csv(g, csv_in, name);
+    const Target target(g, data);
+    const int k = target.dim();
+    REQUIRE(static_cast<int>(rows.front().size()) == k + 1);
+    auto ws = target.make_workspace();
+    // Moderate weights, and large ones of both signs (|η| up to ~10^3).
+    for (const double scale : {0.3, 60.0}) {
+        CAPTURE(scale);
+        Eigen::VectorXd theta(k);
+        for (int j = 0; j < k; ++j) theta[j] = scale * std::sin(1.7 * j + 0.4);
+        // y ~ logistic(0.5 + w·x), w ~ N(0, 10²): Σ_t log g(y_t η_t) − θ'θ / 200, and
+        // its gradient Σ_t y_t g(−y_t η_t) x_t − θ / 100.
+        long double value = 0;
+        std::vector<long double> grad(static_cast<std::size_t>(k), 0.0L);
+        // −∇² = Σ_t g(η_t) g(−η_t) x_t x_t' + I / 100.
+        std::vector<long double> hess(static_cast<std::size_t>(k * k), 0.0L);
+        for (const auto& r : rows) {
+            long double eta = 0.5L;
+            for (int j = 0; j < k; ++j) eta += static_cast<long double>(theta[j]) * r[static_cast<std::size_t>(j)];
+            const long double z = r.back() * eta;
+            value += -(z < 0 ? -z + std::log1p(std::exp(z)) : std::log1p(std::exp(-z)));
+            const long double resid = r.back() / (1.0L + std::exp(z));
+            for (int j = 0; j < k; ++j) grad[static_cast<std::size_t>(j)] += resid * r[static_cast<std::size_t>(j)];
+            const long double e = std::exp(-std::abs(eta)), curvature = e / ((1 + e) * (1 + e));
+            for (int j = 0; j < k; ++j)
+                for (int l = 0; l < k; ++l)
+                    hess[static_cast<std::size_t>(j * k + l)] +=
+                        curvature * r[static_cast<std::size_t>(j)] * r[static_cast<std::size_t>(l)];
+        }
+        for (int j = 0; j < k; ++j) {
+            value -= static_cast<long double>(theta[j]) * theta[j] / 200.0L;
+            grad[static_cast<std::size_t>(j)] -= theta[j] / 100.0L;
+            hess[static_cast<std::size_t>(j * k + j)] += 1 / 100.0L;
+        }
+        Eigen::VectorXd g_out(k);
+        const double lp = target.log_density_gradient(theta, g_out, ws);
+        CHECK(std::abs(lp - static_cast<double>(value)) <= 1e-11 * std::max(1.0, std::abs(static_cast<double>(value))));
+        CHECK(target.log_density(theta, ws) == lp);
+        // The workspace left by a gradient gives the same bits as a fresh one.
+        Eigen::VectorXd g_again(k), g_fresh(k);
+        auto fresh = target.make_workspace();
+        CHECK(target.log_density_gradient(theta, g_again, ws) == lp);
+        CHECK(target.log_density_gradient(theta, g_fresh, fresh) == lp);
+        CHECK(g_again == g_out);
+        CHECK(g_fresh == g_out);
+        double gmax = 1;
+        for (const long double v : grad) gmax = std::max(gmax, static_cast<double>(std::abs(v)));
+        for (int j = 0; j < k; ++j) {
+            CAPTURE(j);
+            CHECK(std::abs(g_out[j] - static_cast<double>(grad[static_cast<std::size_t>(j)])) <= 1e-11 * gmax);
+        }
+        REQUIRE(target.complete_block(0));
+        const Eigen::MatrixXd h = target.complete_block_negative_hessian(0, theta, ws);
+        double hmax = 0, herr = 0;
+        for (int j = 0; j < k; ++j)
+            for (int l = 0; l < k; ++l) {
+                const long double want = hess[static_cast<std::size_t>(j * k + l)];
+                hmax = std::max(hmax, static_cast<double>(std::abs(want)));
+                herr = std::max(herr, static_cast<double>(std::abs(h(j, l) - want)));
+            }
+        CHECK(herr <= 1e-12 * hmax);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("±1 parents packed as signs: log density, gradient and Hessian equal the direct sum over rows to rounding") {
-    for (const std::string name : {"unimodal_d10", "unimodal_d50"})
-    for (const std::size_t keep : {std::size_t{1000}, std::size_t{517}, std::size_t{251}}) {
-        CAPTURE(name);
-        CAPTURE(keep);
-        const ir::Graph g = load_model(paper + name + ".vbn");
-        std::string csv;
-        const auto rows = read_rows(paper + name + ".csv", keep, csv);
-        REQUIRE(rows.size() == keep);
-        std::istringstream csv_in(csv);
-        const Dataset data = load_csv(g, csv_in, name);
-        const Target target(g, data);
-        const int k = target.dim();
-        REQUIRE(static_cast<int>(rows.front().size()) == k + 1);
-        auto ws = target.make_workspace();
-        // Moderate weights, and large ones of both signs (|η| up to ~10^3).
-        for (const double scale : {0.3, 60.0}) {
-            CAPTURE(scale);
-            Eigen::VectorXd theta(k);
-            for (int j = 0; j < k; ++j) theta[j] = scale * std::sin(1.7 * j + 0.4);
-            // y ~ logistic(0.5 + w·x), w ~ N(0, 10²): Σ_t log g(y_t η_t) − θ'θ / 200, and
-            // its gradient Σ_t y_t g(−y_t η_t) x_t − θ / 100.
-            long double value = 0;
-            std::vector<long double> grad(static_cast<std::size_t>(k), 0.0L);
-            // −∇² = Σ_t g(η_t) g(−η_t) x_t x_t' + I / 100.
-            std::vector<long double> hess(static_cast<std::size_t>(k * k), 0.0L);
-            for (const auto& r : rows) {
-                long double eta = 0.5L;
-                for (int j = 0; j < k; ++j) eta += static_cast<long double>(theta[j]) * r[static_cast<std::size_t>(j)];
-                const long double z = r.back() * eta;
-                value += -(z < 0 ? -z + std::log1p(std::exp(z)) : std::log1p(std::exp(-z)));
-                const long double resid = r.back() / (1.0L + std::exp(z));
-                for (int j = 0; j < k; ++j) grad[static_cast<std::size_t>(j)] += resid * r[static_cast<std::size_t>(j)];
-                const long double e = std::exp(-std::abs(eta)), curvature = e / ((1 + e) * (1 + e));
-                for (int j = 0; j < k; ++j)
-                    for (int l = 0; l < k; ++l)
-                        hess[static_cast<std::size_t>(j * k + l)] +=
-                            curvature * r[static_cast<std::size_t>(j)] * r[static_cast<std::size_t>(l)];
-            }
-            for (int j = 0; j < k; ++j) {
-                value -= static_cast<long double>(theta[j]) * theta[j] / 200.0L;
-                grad[static_cast<std::size_t>(j)] -= theta[j] / 100.0L;
-                hess[static_cast<std::size_t>(j * k + j)] += 1 / 100.0L;
-            }
-            Eigen::VectorXd g_out(k);
-            const double lp = target.log_density_gradient(theta, g_out, ws);
-            CHECK(std::abs(lp - static_cast<double>(value)) <= 1e-11 * std::max(1.0, std::abs(static_cast<double>(value))));
-            CHECK(target.log_density(theta, ws) == lp);
-            // The workspace left by a gradient gives the same bits as a fresh one.
-            Eigen::VectorXd g_again(k), g_fresh(k);
-            auto fresh = target.make_workspace();
-            CHECK(target.log_density_gradient(theta, g_again, ws) == lp);
-            CHECK(target.log_density_gradient(theta, g_fresh, fresh) == lp);
-            CHECK(g_again == g_out);
-            CHECK(g_fresh == g_out);
-            double gmax = 1;
-            for (const long double v : grad) gmax = std::max(gmax, static_cast<double>(std::abs(v)));
-            for (int j = 0; j < k; ++j) {
-                CAPTURE(j);
-                CHECK(std::abs(g_out[j] - static_cast<double>(grad[static_cast<std::size_t>(j)])) <= 1e-11 * gmax);
-            }
-            REQUIRE(target.complete_block(0));
-            const Eigen::MatrixXd h = target.complete_block_negative_hessian(0, theta, ws);
-            double hmax = 0, herr = 0;
-            for (int j = 0; j < k; ++j)
-                for (int l = 0; l < k; ++l) {
-                    const long double want = hess[static_cast<std::size_t>(j * k + l)];
-                    hmax = std::max(hmax, static_cast<double>(std::abs(want)));
-                    herr = std::max(herr, static_cast<double>(std::abs(h(j, l) - want)));
-                }
-            CHECK(herr <= 1e-12 * hmax);
+    for (const std::string name : {"unimodal_d10", "unimodal_d20", "unimodal_d50"})
+        for (const std::size_t keep : {std::size_t{1000}, std::size_t{517}, std::size_t{251}}) {
+            CAPTURE(name);
+            CAPTURE(keep);
+            const ir::Graph g = load_model(paper + name + ".vbn");
+            std::string csv;
+            const auto rows = read_rows(paper + name + ".csv", keep, csv);
+            REQUIRE(rows.size() == keep);
+            check_against_rows(g, csv, rows, name);
         }
+}
+
+TEST_CASE("±1 parents packed as signs: 70 parents, past a sign word's 64") {
+    const int d = 70;
+    const ir::Graph g = compile_model("node x[70] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
+                                      "wide70");
+    // Rows of signs from a fixed linear congruential sequence (distinct rows, both signs of y).
+    std::uint64_t state = 12345;
+    const auto next_sign = [&state] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (state >> 62) & 1u ? 1.0 : -1.0;
+    };
+    for (const std::size_t keep : {std::size_t{300}, std::size_t{251}}) {
+        CAPTURE(keep);
+        std::string csv;
+        for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
+        csv += "y\n";
+        std::vector<std::vector<double>> rows;
+        for (std::size_t t = 0; t < keep; ++t) {
+            std::vector<double> row;
+            for (int j = 0; j <= d; ++j) row.push_back(next_sign());
+            for (std::size_t j = 0; j < row.size(); ++j)
+                csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
+            rows.push_back(row);
+        }
+        check_against_rows(g, csv, rows, "wide70");
     }
 }
