@@ -46,14 +46,14 @@ int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * si
 // read 8 rows at a time by a two-register permute (Merged::sign_words). On an Ice Lake server
 // CPU, F θ over 1,000 rows took 0.56 against 1.24 us at 20 columns and 0.94 against 6.4 us at
 // 50 (a loop of each form alone).
+constexpr int word_group_bits = 4;
+constexpr int word_max_columns = 64;
 #if defined(__AVX512F__)
 constexpr bool word_signs = true;
+constexpr int word_group_size = 1 << word_group_bits;
 #else
 constexpr bool word_signs = false;
 #endif
-constexpr int word_group_bits = 4;
-constexpr int word_group_size = 1 << word_group_bits;
-constexpr int word_max_columns = 64;
 
 // For each group g of up to `bits` consecutive weights θ_{bits g..}, the sums Σ_k ±θ_{bits g+k}
 // for every sign pattern p (bit k set: +), 2^bits entries a group: the all-minus sum, then,
