@@ -12,9 +12,52 @@
 #include <vector>
 #include <algorithm>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace vbn::inference {
 
 namespace {
+
+#if defined(__AVX512F__)
+// out = L z for an n × n lower-triangular L (column-major, zeros above the diagonal) with
+// 8 (V − 1) < n ≤ 8 V: out's V vectors stay in registers while the columns go past, every
+// column times all V of them (the zeros above the diagonal add nothing). Each entry is the
+// same chain of fused multiply-adds, in order of the column, as the loop over the triangle
+// makes; only where that sum is zero can the sign of the zero differ. In a loop of products
+// at 20 weights this took 40 ns against 120-140 ns for the loop over the triangle, whose
+// accumulators go through memory (at 50, 490 against 580-650 ns).
+template <int V>
+void lower_times(const double* l, Eigen::Index n, const double* z, double* out) {
+    __m512d acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = _mm512_setzero_pd();
+    const auto last = static_cast<__mmask8>((1u << (n - 8 * (V - 1))) - 1);
+    for (Eigen::Index j = 0; j < n; ++j) {
+        const __m512d zj = _mm512_set1_pd(z[j]);
+        const double* col = l + j * n;
+        for (int v = 0; v + 1 < V; ++v) acc[v] = _mm512_fmadd_pd(_mm512_loadu_pd(col + 8 * v), zj, acc[v]);
+        acc[V - 1] = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(last, col + 8 * (V - 1)), zj, acc[V - 1]);
+    }
+    for (int v = 0; v + 1 < V; ++v) _mm512_storeu_pd(out + 8 * v, acc[v]);
+    _mm512_mask_storeu_pd(out + 8 * (V - 1), last, acc[V - 1]);
+}
+
+// lower_times<(n + 7) / 8>; false (nothing done) for n > 64.
+bool lower_times_registers(const double* l, Eigen::Index n, const double* z, double* out) {
+    switch ((n + 7) / 8) {
+    case 1: lower_times<1>(l, n, z, out); return true;
+    case 2: lower_times<2>(l, n, z, out); return true;
+    case 3: lower_times<3>(l, n, z, out); return true;
+    case 4: lower_times<4>(l, n, z, out); return true;
+    case 5: lower_times<5>(l, n, z, out); return true;
+    case 6: lower_times<6>(l, n, z, out); return true;
+    case 7: lower_times<7>(l, n, z, out); return true;
+    case 8: lower_times<8>(l, n, z, out); return true;
+    default: return false;
+    }
+}
+#endif
 
 void check_df(double df) {
     if (!(df > 0)) throw std::invalid_argument(fmt::format("proposal: degrees of freedom must be positive, got {}", df));
@@ -254,6 +297,9 @@ void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, E
         const double* __restrict zb = z.data() + o;
         double* __restrict ob = out.data() + o;
         const double* l = chol_[b].data();
+#if defined(__AVX512F__)
+        if (lower_times_registers(l, n, zb, ob)) continue;
+#endif
         for (Eigen::Index i = 0; i < n; ++i) ob[i] = 0;
         for (Eigen::Index j = 0; j < n; ++j) {
             const double zj = zb[j];

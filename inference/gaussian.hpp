@@ -123,7 +123,8 @@ private:
     void times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // out = L z
 
     Eigen::VectorXd mean_;
-    std::vector<Eigen::MatrixXd> chol_;       // lower Cholesky factor of each diagonal block
+    std::vector<Eigen::MatrixXd> chol_;       // lower Cholesky factor of each diagonal block,
+                                              // zeros above the diagonal (times_lower reads them)
     std::vector<Eigen::Index> block_offset_;  // where each block starts in the mean
     double df_ = gaussian_df;
     double log_norm_ = 0;

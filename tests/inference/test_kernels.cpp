@@ -1033,3 +1033,45 @@ TEST_CASE("whitened sub-blocks: sizes as equal as possible; invalid splits are r
     CHECK(stats.front().proposed == 300);
     CHECK(target.block_calls <= 2 * 300);
 }
+
+TEST_CASE("a Gaussian proposal's draw is mean + L z of the normals it takes, at every vector width") {
+    // Sizes on both sides of 8-double vectors, up to the 64 that L z keeps in registers and past
+    // it; one proposal of several blocks too. The reference is Eigen's triangular product of
+    // the covariance's own Cholesky factor (a different order of operations: agreement to
+    // rounding, not bits).
+    const auto covariance = [](Eigen::Index n, double shift) {
+        Eigen::MatrixXd a(n, n);
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index j = 0; j < n; ++j) a(i, j) = std::sin(1.3 * static_cast<double>(i * n + j) + shift);
+        return Eigen::MatrixXd(a * a.transpose() + static_cast<double>(n) * Eigen::MatrixXd::Identity(n, n));
+    };
+    const auto check = [](GaussianProposal& q, const Eigen::VectorXd& mean, const Eigen::MatrixXd& lower) {
+        const Eigen::Index n = mean.size();
+        Rng rng(17, 3);
+        for (int draw = 0; draw < 5; ++draw) {
+            Rng copy = rng;
+            Eigen::VectorXd out(n), z(n);
+            q.sample(rng, out);
+            for (Eigen::Index i = 0; i < n; ++i) z[i] = copy.normal();
+            const Eigen::VectorXd want = mean + lower.triangularView<Eigen::Lower>() * z;
+            CHECK((out - want).cwiseAbs().maxCoeff() <= 1e-12 * (1 + want.cwiseAbs().maxCoeff()));
+        }
+    };
+    for (const Eigen::Index n : {1, 2, 7, 8, 9, 16, 20, 33, 64, 65}) {
+        CAPTURE(n);
+        const Eigen::MatrixXd cov = covariance(n, 0.2);
+        Eigen::VectorXd mean(n);
+        for (Eigen::Index i = 0; i < n; ++i) mean[i] = 0.1 * static_cast<double>(i) - 1;
+        GaussianProposal q(mean, cov);
+        check(q, mean, Eigen::LLT<Eigen::MatrixXd>(cov).matrixL().toDenseMatrix());
+    }
+    const std::vector<Eigen::MatrixXd> blocks = {covariance(3, 0.5), covariance(20, 0.7), covariance(9, 0.9)};
+    Eigen::MatrixXd lower = Eigen::MatrixXd::Zero(32, 32);
+    for (Eigen::Index o = 0; const Eigen::MatrixXd& b : blocks) {
+        lower.block(o, o, b.rows(), b.rows()) = Eigen::LLT<Eigen::MatrixXd>(b).matrixL().toDenseMatrix();
+        o += b.rows();
+    }
+    const Eigen::VectorXd mean = Eigen::VectorXd::LinSpaced(32, -2, 2);
+    GaussianProposal q(mean, blocks);
+    check(q, mean, lower);
+}
