@@ -4,7 +4,7 @@
 // paper's 10-, 20- and 50-parent examples (10 = one group of 8 parents and one of 2; with
 // AVX-512, η comes from groups of 4, 13 of them at 50 parents, in two passes) and on 70 parents
 // (more than a sign word holds: groups of 8 on every CPU), whole and cut to row counts that are
-// odd and not a multiple of 8 (the packed loops' tails).
+// odd and not a multiple of 8 (the packed loops' tails), and on 2,500 rows of 70 parents.
 #include "runtime/dataset.hpp"
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
@@ -55,8 +55,10 @@ void check_against_rows(const ir::Graph& g, const std::string& csv, const std::v
     const int k = target.dim();
     REQUIRE(static_cast<int>(rows.front().size()) == k + 1);
     auto ws = target.make_workspace();
-    // Moderate weights, and large ones of both signs (|η| up to ~10^3).
-    for (const double scale : {0.3, 60.0}) {
+    // Moderate weights, large ones of both signs (|η| up to ~10^3), and none (η = 0.5 in
+    // every row, so that each row's factor 1 + e^-|η| is 1.6 and a product over more than
+    // about 1,500 rows would overflow).
+    for (const double scale : {0.3, 60.0, 0.0}) {
         CAPTURE(scale);
         Eigen::VectorXd theta(k);
         for (int j = 0; j < k; ++j) theta[j] = scale * std::sin(1.7 * j + 0.4);
@@ -139,7 +141,8 @@ TEST_CASE("±1 parents packed as signs: 70 parents, past a sign word's 64") {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         return (state >> 62) & 1u ? 1.0 : -1.0;
     };
-    for (const std::size_t keep : {std::size_t{300}, std::size_t{251}}) {
+    // 2,500 rows: one run of equal weights longer than a product of factors may hold (1,000).
+    for (const std::size_t keep : {std::size_t{300}, std::size_t{251}, std::size_t{2500}}) {
         CAPTURE(keep);
         std::string csv;
         for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
