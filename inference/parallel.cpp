@@ -7,6 +7,11 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace vbn::inference {
 namespace {
 
@@ -34,6 +39,19 @@ public:
         return threads_.size();
     }
 
+    void start(std::size_t count) {
+        const std::lock_guard lock(mutex_);
+        while (threads_.size() < count) {
+            try {
+                threads_.emplace_back([this] { loop(); });
+            } catch (const std::system_error&) {
+                return;  // run() starts them when it can, or runs the parts itself
+            }
+            ++free_;
+            last_cpu_ = -1;  // the new thread may run anywhere
+        }
+    }
+
     void run(std::size_t parts, const std::function<void(std::size_t)>& job) {
         Batch batch;
         batch.job = &job;
@@ -49,10 +67,12 @@ public:
                         break;
                     }
                     ++free_;
+                    last_cpu_ = -1;
                 }
                 queue_.push_back({&batch, handed});
             }
             batch.remaining = handed - 1;
+            if (handed > 1) keep_off_this_cpu();
         }
         wake_.notify_all();
         job(0);
@@ -62,6 +82,24 @@ public:
     }
 
 private:
+    // Restricts the workers to the processors the caller may use other than the one it runs
+    // on, so that a woken worker does not land on the caller's processor and wait for it (or
+    // push it off) while another processor idles: a scheduler that packs threads onto few
+    // processors did that for milliseconds at a time. Called with mutex_ held; skipped where
+    // the caller may use one processor only. Linux only.
+    void keep_off_this_cpu() {
+#if defined(__linux__)
+        const int cpu = sched_getcpu();
+        if (cpu < 0 || cpu == last_cpu_) return;
+        cpu_set_t mask;
+        if (sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return;
+        CPU_CLR(cpu, &mask);
+        for (std::thread& t : threads_)
+            if (t.get_id() != std::this_thread::get_id()) pthread_setaffinity_np(t.native_handle(), sizeof mask, &mask);
+        last_cpu_ = cpu;
+#endif
+    }
+
     struct Batch {
         const std::function<void(std::size_t)>* job = nullptr;
         std::size_t remaining = 0;
@@ -103,6 +141,7 @@ private:
     std::deque<Task> queue_;
     std::vector<std::thread> threads_;
     std::size_t free_ = 0;  // threads not running a part (waiting or about to)
+    int last_cpu_ = -1;     // the processor keep_off_this_cpu last kept the workers off
     bool stop_ = false;
 };
 
@@ -123,5 +162,7 @@ void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
 }
 
 std::size_t worker_threads() { return workers().started(); }
+
+void start_workers(std::size_t count) { workers().start(count); }
 
 }  // namespace vbn::inference

@@ -21,6 +21,11 @@ void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job);
 // How many worker threads run_parts has started so far in this process.
 std::size_t worker_threads();
 
+// Starts worker threads until there are `count` (without waiting for them to run), so that a
+// later run_parts finds them ready: a fit calls it first thing, and the threads start while
+// the data are compiled.
+void start_workers(std::size_t count);
+
 // Runs body(begin, end, part) over [0, n) split into at most `threads` contiguous parts, part
 // 0 on the calling thread, and returns when every part has finished. An exception thrown by a
 // part is rethrown then (the lowest part's, when several throw).

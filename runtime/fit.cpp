@@ -7,6 +7,7 @@
 #include "inference/kernel_combinators.hpp"
 #include "inference/mixture_mh.hpp"
 #include "inference/nuts.hpp"
+#include "inference/parallel.hpp"
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
 #include "runtime/error.hpp"
@@ -442,6 +443,10 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
         throw Error(ErrorKind::limit, fmt::format("--method regen adapts dense {0} x {0} covariances, too large for {0} "
                                                   "parameters (at most {1}); use --method varblock, varmix or nuts",
                                                   graph.dim, max_dense_dim));
+
+    // The chains, the pilot and the summary split their work over threads: started now, they
+    // are running by the time the first of those needs them.
+    if (o.threads > 1) inference::start_workers(static_cast<std::size_t>(std::min(o.threads, o.chains) - 1));
 
     const auto t_target = std::chrono::steady_clock::now();
     std::unique_ptr<Target> target;

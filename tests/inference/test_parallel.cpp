@@ -13,6 +13,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 using vbn::inference::parallel_chunks;
 using vbn::inference::run_parts;
 
@@ -141,6 +145,33 @@ TEST_CASE("run_parts keeps its threads: calls one after another start none") {
     }
     CHECK(vbn::inference::worker_threads() == kept);
 }
+
+TEST_CASE("start_workers starts threads that run_parts then uses without starting more") {
+    vbn::inference::start_workers(3);
+    const std::size_t kept = vbn::inference::worker_threads();
+    CHECK(kept >= 3);
+    std::vector<int> runs;
+    bool zero_on_caller = false;
+    all_at_once(4, runs, zero_on_caller);
+    CHECK(runs == std::vector<int>(4, 1));
+    CHECK(vbn::inference::worker_threads() == kept);
+}
+
+#if defined(__linux__)
+TEST_CASE("run_parts keeps its workers off the caller's processor where it may use several") {
+    cpu_set_t caller;
+    REQUIRE(sched_getaffinity(0, sizeof caller, &caller) == 0);
+    int worker_count = -1;
+    run_parts(2, [&](std::size_t p) {
+        cpu_set_t mine;
+        if (p == 1 && sched_getaffinity(0, sizeof mine, &mine) == 0) worker_count = CPU_COUNT(&mine);
+    });
+    if (CPU_COUNT(&caller) >= 2)
+        CHECK(worker_count == CPU_COUNT(&caller) - 1);
+    else
+        CHECK(worker_count == CPU_COUNT(&caller));
+}
+#endif
 
 TEST_CASE("run_parts from several threads at once, and from within a part") {
     std::atomic<int> bad{0};
