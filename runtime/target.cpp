@@ -45,8 +45,8 @@ int sign_group_width(int k, int g) { return std::min(sign_group_bits, k - g * si
 
 // With AVX-512, η of a ±1 family with at most 64 columns is summed from tables of 4 columns,
 // read 8 rows at a time by a two-register permute (Merged::sign_words). On an Ice Lake server
-// CPU, F θ over 1,000 rows took 0.56 against 1.24 us at 20 columns and 0.94 against 6.4 us at
-// 50 (a loop of each form alone).
+// CPU a value of the log density over 1,000 rows took 1.45-1.47 against 2.18-2.27 us at 20
+// columns and 2.07-2.12 against 3.74-4.11 us at 50 (bench_target, alternated runs).
 constexpr int word_group_bits = 4;
 constexpr int word_max_columns = 64;
 #if defined(__AVX512F__)
