@@ -41,15 +41,8 @@ public:
 
     void start(std::size_t count) {
         const std::lock_guard lock(mutex_);
-        while (threads_.size() < count) {
-            try {
-                threads_.emplace_back([this] { loop(); });
-            } catch (const std::system_error&) {
-                return;  // run() starts them when it can, or runs the parts itself
-            }
-            ++free_;
-            last_cpu_ = -1;  // the new thread may run anywhere
-        }
+        while (threads_.size() < count)
+            if (!add_thread()) return;  // run() starts them when it can, or runs the parts itself
     }
 
     void run(std::size_t parts, const std::function<void(std::size_t)>& job) {
@@ -59,16 +52,8 @@ public:
         {
             const std::lock_guard lock(mutex_);
             for (; handed < parts; ++handed) {
-                if (free_ <= queue_.size()) {
-                    // No thread can be started (resource limits): the caller runs the rest.
-                    try {
-                        threads_.emplace_back([this] { loop(); });
-                    } catch (const std::system_error&) {
-                        break;
-                    }
-                    ++free_;
-                    last_cpu_ = -1;
-                }
+                // No thread can be started (resource limits): the caller runs the rest.
+                if (free_ <= queue_.size() && !add_thread()) break;
                 queue_.push_back({&batch, handed});
             }
             batch.remaining = handed - 1;
@@ -82,6 +67,18 @@ public:
     }
 
 private:
+    // Starts one more waiting thread; false where none can be started. Called with mutex_ held.
+    bool add_thread() {
+        try {
+            threads_.emplace_back([this] { loop(); });
+        } catch (const std::system_error&) {
+            return false;
+        }
+        ++free_;
+        last_cpu_ = -1;  // the new thread may run anywhere
+        return true;
+    }
+
     // Restricts the workers to the processors the caller may use other than the one it runs
     // on, so that a woken worker does not land on the caller's processor and wait for it (or
     // push it off) while another processor idles: a scheduler that packs threads onto few

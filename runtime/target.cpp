@@ -141,21 +141,6 @@ void add_word_groups(int len, const double* from, const std::uint64_t* words, in
         out[t] = v;
     }
 }
-
-// Calls f.template operator()<Take>() with Take = take, for take in 1..8.
-template <class F>
-void with_take8(int take, F&& f) {
-    switch (take) {
-    case 8: f.template operator()<8>(); break;
-    case 7: f.template operator()<7>(); break;
-    case 6: f.template operator()<6>(); break;
-    case 5: f.template operator()<5>(); break;
-    case 4: f.template operator()<4>(); break;
-    case 3: f.template operator()<3>(); break;
-    case 2: f.template operator()<2>(); break;
-    default: f.template operator()<1>(); break;
-    }
-}
 #endif
 
 // bucket_i[s_i[t]] += r[t] for the Take groups, even rows into the first set of buckets and
@@ -187,13 +172,15 @@ void scatter_sign_groups(int len, const double* r, const unsigned char* const* s
         for (int i = 0; i < Take; ++i) b[i][s[i][t]] += r[t];
 }
 
-// Calls f.template operator()<Take>() with Take = take, for take in 1..4.
-template <class F>
+// Calls f.template operator()<Take>() with Take = take, for take in 1..Max (1 below that).
+template <int Max, class F>
 void with_take(int take, F&& f) {
-    if (take == 4) f.template operator()<4>();
-    else if (take == 3) f.template operator()<3>();
-    else if (take == 2) f.template operator()<2>();
-    else f.template operator()<1>();
+    if constexpr (Max > 1) {
+        if (take == Max) return f.template operator()<Max>();
+        return with_take<Max - 1>(take, f);
+    } else {
+        f.template operator()<1>();
+    }
 }
 
 // grad_{8g+k} += Σ_p ±bucket_g[p] (+ where bit k of p is set) for Take consecutive groups of
@@ -240,7 +227,7 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
     for (int g = 0; g < groups;) {
         const int width = sign_group_width(k, g);
         const int take = width == sign_group_bits ? std::min(4, k / sign_group_bits - g) : 1;
-        with_take(take, [&]<int Take>() {
+        with_take<4>(take, [&]<int Take>() {
             fold_sign_groups<Take>(width, buckets + g * sign_group_size, set, grad + g * sign_group_bits);
         });
         g += take;
@@ -473,7 +460,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
         for (int g = 0; g < word_groups; g += 8) {
             const int take = std::min(8, word_groups - g);
             const double* tables = ws.sign_sums_.data() + g * word_group_size;
-            with_take8(take, [&]<int Take>() {
+            with_take<8>(take, [&]<int Take>() {
                 add_word_groups<Take>(len, from, m.sign_words.data() + start, g, tables, eta.data());
             });
             from = eta.data();
@@ -496,7 +483,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
                 s[i] = m.group_signs(g + i, start);
                 tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
             }
-            with_take(take, [&]<int Take>() { add_sign_groups<Take>(len, from, s, tb, out); });
+            with_take<4>(take, [&]<int Take>() { add_sign_groups<Take>(len, from, s, tb, out); });
             from = out;
         }
     } else {
@@ -602,7 +589,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                     }
                     const int set = groups * sign_group_size;
                     const double* r = ws.resid_.data();
-                    with_take(take, [&]<int Take>() { scatter_sign_groups<Take>(len, r, s, bucket, set); });
+                    with_take<4>(take, [&]<int Take>() { scatter_sign_groups<Take>(len, r, s, bucket, set); });
                 }
             } else {
                 Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
