@@ -23,6 +23,10 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace vbn::inference {
 namespace {
 
@@ -186,11 +190,15 @@ namespace {
 constexpr std::size_t kInitialLags = 8;
 constexpr std::size_t kMaxDirectLags = 64;
 
-// Lags summed side by side: each lag's products are added in order of i, as a lag on its own
-// would be, but the block's independent sums proceed together (one vector operation a step).
-// Only where the compiler fuses a product with its addition (FMA) can differ from a loop over
-// one lag, and with it a sum's last bit.
+// Lags summed side by side: the block's independent sums proceed together (one vector
+// operation a step), each in kLagStreams partial sums over i mod kLagStreams added at the end,
+// so that a step does not wait for the previous one's addition to finish (one stream was bound
+// by that latency: a fifth of a parameter's diagnostics). A lag's sum is then not the one a
+// loop over i in order gives (it differs in the last bits), but the same whichever block or
+// round asks for it; where the compiler fuses products with additions, and with AVX-512,
+// products and sums are fused.
 constexpr std::size_t kLagBlock = 8;
+constexpr std::size_t kLagStreams = 4;
 
 // out[k − from] = Σ_{i<n−k} d_i d_{i+k} for the lags k = from … to−1.
 void lag_products(std::span<const double> d, std::size_t from, std::size_t to, double* out) {
@@ -203,10 +211,38 @@ void lag_products(std::span<const double> d, std::size_t from, std::size_t to, d
         }
         return;
     }
-    std::array<double, kLagBlock> sum{};
+    static_assert(kLagStreams == 4, "four partial sums below");
+    std::array<double, kLagBlock> s0{}, s1{}, s2{}, s3{};
     const std::size_t all = n - (to - 1);  // i < all: every lag of the block has d_{i+k}
-    for (std::size_t i = 0; i < all; ++i)
-        for (std::size_t b = 0; b < kLagBlock; ++b) sum[b] += d[i] * d[i + from + b];
+    const std::size_t whole = all - all % kLagStreams;
+    const double* ahead = d.data() + from;
+#if defined(__AVX512F__)
+    // GCC turned the loop below into shuffles across the streams, slower than one stream was:
+    // here each partial sum is one register, updated by a fused multiply-add.
+    static_assert(kLagBlock == 8, "one 8-double register per partial sum");
+    __m512d p0 = _mm512_setzero_pd(), p1 = p0, p2 = p0, p3 = p0;
+    for (std::size_t i = 0; i < whole; i += kLagStreams) {
+        p0 = _mm512_fmadd_pd(_mm512_set1_pd(d[i]), _mm512_loadu_pd(ahead + i), p0);
+        p1 = _mm512_fmadd_pd(_mm512_set1_pd(d[i + 1]), _mm512_loadu_pd(ahead + i + 1), p1);
+        p2 = _mm512_fmadd_pd(_mm512_set1_pd(d[i + 2]), _mm512_loadu_pd(ahead + i + 2), p2);
+        p3 = _mm512_fmadd_pd(_mm512_set1_pd(d[i + 3]), _mm512_loadu_pd(ahead + i + 3), p3);
+    }
+    _mm512_storeu_pd(s0.data(), p0);
+    _mm512_storeu_pd(s1.data(), p1);
+    _mm512_storeu_pd(s2.data(), p2);
+    _mm512_storeu_pd(s3.data(), p3);
+#else
+    for (std::size_t i = 0; i < whole; i += kLagStreams) {
+        for (std::size_t b = 0; b < kLagBlock; ++b) s0[b] += d[i] * ahead[i + b];
+        for (std::size_t b = 0; b < kLagBlock; ++b) s1[b] += d[i + 1] * ahead[i + 1 + b];
+        for (std::size_t b = 0; b < kLagBlock; ++b) s2[b] += d[i + 2] * ahead[i + 2 + b];
+        for (std::size_t b = 0; b < kLagBlock; ++b) s3[b] += d[i + 3] * ahead[i + 3 + b];
+    }
+#endif
+    for (std::size_t i = whole; i < all; ++i)
+        for (std::size_t b = 0; b < kLagBlock; ++b) s0[b] += d[i] * ahead[i + b];
+    std::array<double, kLagBlock> sum;
+    for (std::size_t b = 0; b < kLagBlock; ++b) sum[b] = (s0[b] + s1[b]) + (s2[b] + s3[b]);
     for (std::size_t b = 0; b < kLagBlock; ++b) {
         for (std::size_t i = all; i + from + b < n; ++i) sum[b] += d[i] * d[i + from + b];
         out[b] = sum[b];
@@ -631,7 +667,9 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     // One sort serves the quantiles, the bulk z-scale and (by a merge) the folded one: split
     // chains hold every draw when the chains' length is even.
     const Eigen::MatrixXd split = diag::split_chains(x);
-    const bool one_sort = split.size() == x.size() && !x.hasNaN();
+    // Eigen's hasNaN goes an entry at a time: only draws that are not all finite can hold one.
+    const bool has_nan = !range.finite && x.hasNaN();
+    const bool one_sort = split.size() == x.size() && !has_nan;
     const diag::Ranked order = one_sort ? diag::ranked(split) : diag::Ranked{};
     std::vector<double> sorted;
     if (one_sort) {
@@ -640,7 +678,6 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     } else {
         sorted = pooled_sorted(x);
     }
-    const bool has_nan = x.hasNaN();
     d.q5 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.05);
     d.q50 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.5);
     d.q95 = has_nan ? kNaN : diag::quantile_sorted(sorted, 0.95);
