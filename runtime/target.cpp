@@ -677,15 +677,17 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
     build_eta_tables(m, theta.segment(p.offset, k), ws);
     x.resize(n, k);
     c.resize(n);
-    Eigen::VectorXd f(k);
+    // A chunk's rows f_t' at once, then x_t' = f_t' L for all of them by one triangular product
+    // (a product per row took most of the mean correction's time: 0.3-0.5 ms at 20 weights).
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> f(std::min(n, chunk_rows), k);
     for (int start = 0; start < n; start += chunk_rows) {
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
-            row_features(m, k, start + t, 1.0, f.data());
+            row_features(m, k, start + t, 1.0, f.row(t).data());
             c[start + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
-            x.row(start + t).noalias() = (l.transpose() * f).transpose();
         }
+        x.middleRows(start, len).noalias() = f.topRows(len) * l;
     }
 }
 
