@@ -181,14 +181,16 @@ struct BlockFit {
     Vec mu;
     Mat sigma;
     double log_det = 0;  // log |Σ|
-    // Complete-family patterns: ξ, λ(ξ), E[η], E[η²], one entry per pattern.
-    Vec xi, lambda, e_eta, e_eta2;
+    // Complete-family patterns: ξ, λ(ξ), log g(ξ), E[η], E[η²], one entry per pattern.
+    Vec xi, lambda, log_g, e_eta, e_eta2;
 };
 
-// λ(ξ) of every complete pattern, computed once per new ξ: the next q(θ_i) and the bound
-// both use it.
+// λ(ξ) and log g(ξ) of every complete pattern, computed once per new ξ: the next q(θ_i) and
+// the bound use them, and the bound is evaluated several times per ξ (before and after an
+// extrapolated step, and for each iteration's ELBO).
 void update_lambda(BlockFit& bf) {
     bf.lambda = bf.xi.unaryExpr([](double xi) { return jj_lambda(xi); });
+    bf.log_g = bf.xi.unaryExpr([](double xi) { return log_inv_logit(xi); });
 }
 
 struct BlockState : BlockFit {
@@ -275,8 +277,12 @@ Moments factor_moments(const MfFactor& mf, const ComponentState& cs, const Block
 
 // The expected log ξ-bound of one factor (JJ eq. 7, 51; Variational MCMC eq. 6):
 //   log g(ξ) + (E[x η] − ξ)/2 − λ(ξ)(E[η²] − ξ²).
+double bound_term(double xi, double lambda, double ex_eta, double e_eta2, double log_g_xi) {
+    return log_g_xi + 0.5 * (ex_eta - xi) - lambda * (e_eta2 - xi * xi);
+}
+
 double bound_term(double xi, double lambda, double ex_eta, double e_eta2) {
-    return log_inv_logit(xi) + 0.5 * (ex_eta - xi) - lambda * (e_eta2 - xi * xi);
+    return bound_term(xi, lambda, ex_eta, e_eta2, log_inv_logit(xi));
 }
 
 // Entropy of a Bernoulli with natural parameter d.
@@ -433,7 +439,7 @@ double add_block_bound(const Problem& p, BlockState& bs, std::size_t b, double t
     total += neg_kl(p.priors[b], bs);
     const CompleteFamily& cf = p.families->complete[b];
     for (Eigen::Index t = 0; t < cf.w.size(); ++t)
-        total += cf.w[t] * bound_term(bs.xi[t], bs.lambda[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t]);
+        total += cf.w[t] * bound_term(bs.xi[t], bs.lambda[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t], bs.log_g[t]);
     return total;
 }
 
