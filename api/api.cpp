@@ -313,7 +313,7 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         }
         if (!options.keep_draws) return out;
 
-        const vbn::FitSummary s = vbn::summarize_fit(r, m.name, options.warmup, options.draws);
+        const vbn::FitSummary s = vbn::summarize_fit(r, m.name, options.warmup, options.draws, false);
         out.summary_seconds = s.facts.phase_seconds.back().second;  // "summary", the last phase
         for (const auto& f : s.failures) log(LogLevel::warning, f, out);
         for (const auto& row : s.rows)

@@ -356,7 +356,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             return read_stan_csv(chain_file_path(*args.output, static_cast<int>(c) + 1), range).draws;
         };
         constexpr double readback_budget = 64e6;
-        FitSummary fs = !args.output ? summarize_fit(r, args.model, args.warmup, args.draws)
+        FitSummary fs = !args.output ? summarize_fit(r, args.model, args.warmup, args.draws, args.plots.has_value())
                         : args.plots ? summarize_fit(r, args.model, args.warmup, args.draws, counts,
                                                      [&](std::size_t c) { return read_back(c, 0, static_cast<Eigen::Index>(r.order.size())); })
                                      : summarize_fit(r, args.model, args.warmup, args.draws, counts, read_back, readback_budget);

@@ -24,8 +24,10 @@ struct FitSummary {
 // `model` names the model in the facts; `warmup` and `draws` are the options of the run. The
 // facts' phase_seconds are the run's phases (target to sampling) and then "summary", this
 // call's own wall time (reading the draws included); a caller adds the phases before the run.
-// Throws vbn::Error (inference) when no chain has draws to summarise.
-FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws);
+// Throws vbn::Error (inference) when no chain has draws to summarise. Without keep_draws,
+// FitSummary::draws stays empty: the rows are computed from the result's own draws.
+FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws,
+                         bool keep_draws = true);
 
 // A run whose draws were streamed (FitOptions::keep_draws off) rather than kept: what was
 // counted as they passed, per chain of result.chains (in that order).

@@ -67,7 +67,16 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const s
     }
     if (static_cast<Eigen::Index>(names.size()) != params)
         throw Error(ErrorKind::data, fmt::format("{} names for {} parameter columns", names.size(), params));
+    return summarize(names, chains.size(), draws,
+                     [&](std::size_t c, Eigen::Index p) { return chains[c].col(p).data(); }, threads);
+}
+
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, std::size_t chains, Eigen::Index draws,
+                                  const std::function<const double*(std::size_t c, Eigen::Index p)>& column,
+                                  int threads) {
+    if (chains == 0) throw Error(ErrorKind::data, "no chains to summarise");
     if (draws == 0) throw Error(ErrorKind::data, "the chains hold no draws");
+    const auto params = static_cast<Eigen::Index>(names.size());
 
     std::vector<SummaryRow> rows(names.size());
     // One parameter at a time to whichever thread is free: a thread that starts late then
@@ -75,10 +84,10 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const s
     std::vector<Eigen::MatrixXd> scratch(static_cast<std::size_t>(std::max(threads, 1)));
     inference::parallel_chunks(threads, static_cast<std::size_t>(params), 1, [&](std::size_t begin, std::size_t end, std::size_t part) {
         Eigen::MatrixXd& x = scratch[part];
-        x.resize(draws, static_cast<Eigen::Index>(chains.size()));
+        x.resize(draws, static_cast<Eigen::Index>(chains));
         for (std::size_t p = begin; p < end; ++p) {
-            for (std::size_t c = 0; c < chains.size(); ++c)
-                x.col(static_cast<Eigen::Index>(c)) = chains[c].col(static_cast<Eigen::Index>(p));
+            for (std::size_t c = 0; c < chains; ++c)
+                x.col(static_cast<Eigen::Index>(c)) = Eigen::Map<const Eigen::VectorXd>(column(c, static_cast<Eigen::Index>(p)), draws);
             const inference::ScalarDiagnostics d = inference::diagnose(x);
             rows[p] = SummaryRow{names[p], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95, d.ess_bulk,
                                  d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <ostream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ struct SummaryRow {
 // shape, with one column per name. Throws vbn::Error (data) on mismatched shapes. Columns are
 // independent, so up to `threads` threads share them; the rows do not depend on it.
 std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains,
+                                  int threads = 1);
+
+// The same where the draws already sit in memory, column by column: column(c, p) points at
+// `draws` consecutive draws of parameter p (one per name) in chain c, for c < chains (each
+// is copied beside the other chains' as its turn comes, not all at once).
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, std::size_t chains, Eigen::Index draws,
+                                  const std::function<const double*(std::size_t c, Eigen::Index p)>& column,
                                   int threads = 1);
 
 struct ChainSeconds {
