@@ -121,8 +121,16 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
     const auto started = std::chrono::steady_clock::now();
     FitSummary s = run_facts(r, model, warmup, draws, counts);
     std::vector<std::size_t> kept;
-    for (std::size_t c = 0; c < r.chains.size(); ++c)
-        if (r.chains[c].ok()) kept.push_back(c);
+    for (std::size_t c = 0; c < r.chains.size(); ++c) {
+        const auto& ch = r.chains[c];
+        if (!ch.ok()) continue;
+        if (ch.draws.rows() < s.facts.draws || ch.draws.cols() < static_cast<Eigen::Index>(r.order.size()))
+            throw Error(ErrorKind::inference, fmt::format("chain {}: {} draws of {} values held where {} of {} were made "
+                                                          "(a streamed run's draws are summarised from where they went)",
+                                                          c + 1, ch.draws.rows(), ch.draws.cols(), s.facts.draws,
+                                                          r.order.size()));
+        kept.push_back(c);
+    }
     s.rows = summarize(r.names, kept.size(), s.facts.draws,
                        [&](std::size_t k, Eigen::Index p) { return r.chains[kept[k]].draws.col(r.order[static_cast<std::size_t>(p)]).data(); },
                        r.threads);

@@ -9,9 +9,9 @@
 #include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
 
+#include <functional>
 #include <optional>
 #include <ostream>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>

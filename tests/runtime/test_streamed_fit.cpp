@@ -95,6 +95,8 @@ TEST_CASE("streamed fit: no draws held, every draw seen, the same summary") {
             CHECK(calls[c] == o.draws);
             CHECK(seen[c].allFinite());
         }
+        // Its chains hold no draws: summarising them in place is an error, not a read past them.
+        CHECK_THROWS_WITH(summarize_fit(streamed, "m", s.warmup, s.draws, false), doctest::Contains("0 draws of"));
         const FitSummary from_stream = summarize_fit(streamed, "m", s.warmup, s.draws, counts, [&](std::size_t c) { return seen[c]; });
         check_same(from_kept, from_stream);
         if (method == "regen") CHECK(*from_stream.facts.regenerations > 0);  // the count is exercised
