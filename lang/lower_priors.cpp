@@ -13,6 +13,7 @@
 // significant digits, e.g. `normal(3, 3.16228)` for `normal(3, sqrt(10))`.
 #include "lang/lower_state.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -145,11 +146,31 @@ std::optional<std::vector<double>> per_element(Lowering& s, const ParamInfo& p, 
     return std::nullopt;
 }
 
+// A prior mean must leave the log prior finite at weight 0 and near it: its square, and its
+// distance from 0 in standard deviations squared, must be finite doubles. (A mean of 1e308
+// made the log density −∞ at every weight a logistic link uses, and the variational fit then
+// failed with no place named.)
+bool check_mean(Lowering& s, const Literal& mean_lit, double mean, double sd) {
+    const double z = mean / sd;
+    if (std::isfinite(mean * mean) && std::isfinite(z * z)) return true;
+    // The caret at the entry written with this value (the literal's elements may be in another
+    // order than the parameter's).
+    const auto at = std::find(mean_lit.values.begin(), mean_lit.values.end(), mean) - mean_lit.values.begin();
+    const Location where = static_cast<std::size_t>(at) < mean_lit.places.size() ? mean_lit.places[static_cast<std::size_t>(at)]
+                                                                                 : mean_lit.loc;
+    s.diag.error(where, fmt::format("the mean {} is out of range for a standard deviation of {}: its square and its distance "
+                                    "from 0 in standard deviations, squared, must be finite numbers",
+                                    format_number(mean), format_number(sd)));
+    return false;
+}
+
 bool apply_normal(Lowering& s, ParamInfo& p, const PriorArgs& args) {
     const auto mean = per_element(s, p, *args.mean, "mean");
     const auto sd = per_element(s, p, *args.spread, "standard deviation");
     if (!mean || !sd) return false;
     const auto n = static_cast<std::size_t>(p.size());
+    for (std::size_t k = 0; k < n; ++k)
+        if (!check_mean(s, *args.mean, (*mean)[k], (*sd)[k])) return false;
     p.mean = *mean;
     p.var.resize(n);
     for (std::size_t k = 0; k < n; ++k) p.var[k] = (*sd)[k] * (*sd)[k];
@@ -185,6 +206,10 @@ bool apply_mvnormal(Lowering& s, ParamInfo& p, const PriorArgs& args, Location u
         ok = false;
     }
     if (!ok) return false;
+    for (int k = 0; k < n; ++k) {
+        const double v = cov.values[static_cast<std::size_t>(k * n + k)];
+        if (v > 0 && !check_mean(s, mean, mean.values[static_cast<std::size_t>(k)], std::sqrt(v))) return false;
+    }
     p.mean = mean.values;
     p.cov = cov.values;
     p.var.resize(static_cast<std::size_t>(n));
