@@ -24,9 +24,10 @@ int first_group_rows(int d) { return d % lanes == 0 ? lanes : d % lanes; }
 int group_count(int d) { return d == 0 ? 0 : 1 + (d - first_group_rows(d)) / lanes; }
 int group_first_row(int d, int v) { return v == 0 ? 0 : first_group_rows(d) + lanes * (v - 1); }
 int group_last_row(int d, int v) { return group_first_row(d, v + 1) - 1; }
+int group_of(int d, int k) { return k < first_group_rows(d) ? 0 : 1 + (k - first_group_rows(d)) / lanes; }
 
 // Columns that a group's rows read: the pairs (i, j ≤ i) and the coordinates i with i below
-// its last row (a row k reads y_i for i < k only).
+// its last row (a row k reads z_i for i < k only).
 int quad_columns(int d, int v) {
     const int last = group_last_row(d, v);
     return last * (last + 1) / 2;
@@ -34,7 +35,7 @@ int quad_columns(int d, int v) {
 int lin_columns(int d, int v) { return group_last_row(d, v); }
 
 // Columns as stored: whole groups of 8 (zero columns after the last), so that columns_times
-// runs one loop.
+// takes 8 columns a pass with no remainder.
 int padded(int columns) { return (columns + 7) / 8 * 8; }
 
 }  // namespace
@@ -51,26 +52,9 @@ TriangularMap TriangularMap::from_third_derivatives(const std::vector<Eigen::Mat
     }
     TriangularMap t;
     t.b_.resize(d);
-    t.slope_ = Eigen::MatrixXd::Zero(d, d);
-    t.start_.resize(static_cast<std::size_t>(d));
-    Eigen::Index total = 0;
-    for (int k = 0; k < d; ++k) {
-        t.start_[static_cast<std::size_t>(k)] = total;
-        total += static_cast<Eigen::Index>(k) * (k + 1) / 2;
-    }
-    t.packed_.resize(total);
-    for (int k = 0; k < d; ++k) {
-        const Eigen::MatrixXd& ak = a[static_cast<std::size_t>(k)];
-        double b = ak(k, k);
-        for (int j = k + 1; j < d; ++j) b += ak(j, j);
-        t.b_[k] = 0.5 * b;
-        double* p = t.packed_.data() + t.start_[static_cast<std::size_t>(k)];
-        for (int i = 0; i < k; ++i)
-            for (int j = 0; j <= i; ++j) *p++ = i == j ? 0.5 * ak(i, i) : ak(i, j);  // ½ (A_kij + A_kji)
-        for (int i = 0; i < k; ++i) t.slope_(i, k) = 0.5 * ak(k, i);
-    }
-    // The same coefficients by groups of `lanes` rows k, column by column (entry l of column c
-    // is row lanes·v + l's coefficient of product c, or of z_c; 0 where that row does not read it).
+    // The coefficients by groups of `lanes` rows k, column by column: entry l of group v's
+    // column c is row group_first_row(v) + l's coefficient of product c (the pairs (i, j ≤ i)
+    // in order, ½ (A_kij + A_kji)) or of z_c (½ A_kkc), 0 where that row does not read it.
     const int groups = group_count(d);
     t.quad_start_.assign(static_cast<std::size_t>(groups) + 1, 0);
     t.lin_start_.assign(static_cast<std::size_t>(groups) + 1, 0);
@@ -80,16 +64,17 @@ TriangularMap TriangularMap::from_third_derivatives(const std::vector<Eigen::Mat
     }
     t.quad_.assign(static_cast<std::size_t>(t.quad_start_.back()), Column{});
     t.lin_.assign(static_cast<std::size_t>(t.lin_start_.back()), Column{});
-    for (int v = 0; v < groups; ++v) {
-        for (int l = 0; l < lanes; ++l) {
-            const int k = group_first_row(d, v) + l;
-            if (k > group_last_row(d, v)) break;
-            const double* p = t.packed_.data() + t.start_[static_cast<std::size_t>(k)];
-            for (int c = 0; c < k * (k + 1) / 2; ++c)
-                t.quad_[static_cast<std::size_t>(t.quad_start_[static_cast<std::size_t>(v)] + c)].v[l] = p[c];
-            for (int i = 0; i < k; ++i)
-                t.lin_[static_cast<std::size_t>(t.lin_start_[static_cast<std::size_t>(v)] + i)].v[l] = t.slope_(i, k);
-        }
+    for (int k = 0; k < d; ++k) {
+        const Eigen::MatrixXd& ak = a[static_cast<std::size_t>(k)];
+        double b = ak(k, k);
+        for (int j = k + 1; j < d; ++j) b += ak(j, j);
+        t.b_[k] = 0.5 * b;
+        const int v = group_of(d, k), l = k - group_first_row(d, v);
+        Column* quad = t.quad_.data() + t.quad_start_[static_cast<std::size_t>(v)];
+        for (int i = 0; i < k; ++i)
+            for (int j = 0; j <= i; ++j) (quad++)->v[l] = i == j ? 0.5 * ak(i, i) : ak(i, j);
+        Column* lin = t.lin_.data() + t.lin_start_[static_cast<std::size_t>(v)];
+        for (int i = 0; i < k; ++i) lin[i].v[l] = 0.5 * ak(k, i);
     }
     return t;
 }
@@ -123,9 +108,12 @@ void columns_times(const TriangularMap::Column* cols, const double* x, int n, do
 #endif
 }
 
-// Σ a_i b_i over n entries (the inverse's, one coordinate at a time), summed by Eigen.
-double dot(const double* a, const double* b, int n) {
-    return Eigen::Map<const Eigen::VectorXd>(a, n).dot(Eigen::Map<const Eigen::VectorXd>(b, n));
+// Σ_c cols[c].v[l] x[c] over n columns: one row of a group (the inverse's, one coordinate at
+// a time).
+double row_times(const TriangularMap::Column* cols, int l, const double* x, int n) {
+    double sum = 0;
+    for (int c = 0; c < n; ++c) sum += cols[c].v[l] * x[c];
+    return sum;
 }
 
 // exp(u) for u in [-max_log_scale, max_log_scale] = [-½, ½], as exp(u − ½) e^½ (a loop of
@@ -176,13 +164,16 @@ double TriangularMap::forward(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen:
 
 double TriangularMap::inverse(Eigen::Ref<Eigen::VectorXd> y_to_z) const {
     // From the first coordinate up: z_k needs z_<k, already in place.
+    const int d = dim();
     double products[max_dim * (max_dim + 1) / 2];
     double log_jacobian = 0;
-    for (int k = 0; k < dim(); ++k) {
+    for (int k = 0; k < d; ++k) {
         if (k > 0) append_products(y_to_z.data(), k - 1, k, products);
-        const double m = std::clamp(dot(packed_.data() + start_[static_cast<std::size_t>(k)], products, k * (k + 1) / 2),
+        const int v = group_of(d, k), l = k - group_first_row(d, v);
+        const double m = std::clamp(row_times(quad_.data() + quad_start_[static_cast<std::size_t>(v)], l, products, k * (k + 1) / 2),
                                     -max_drift, max_drift);
-        const double u = std::clamp(dot(slope_.col(k).data(), y_to_z.data(), k), -max_log_scale, max_log_scale);
+        const double u = std::clamp(row_times(lin_.data() + lin_start_[static_cast<std::size_t>(v)], l, y_to_z.data(), k),
+                                    -max_log_scale, max_log_scale);
         y_to_z[k] = (y_to_z[k] - b_[k] - m) / scale_of(u);
         log_jacobian += u;
     }

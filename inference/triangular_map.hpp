@@ -57,16 +57,12 @@ public:
 
 private:
     Eigen::VectorXd b_;
-    // m_k's quadratic form ½ z_<k' A[k] z_<k: the rows of its lower triangle in order, the
-    // off-diagonal entries doubled, from start_[k]: a dot product with the products z_i z_j
-    // (inverse reads these).
-    Eigen::VectorXd packed_;
-    std::vector<Eigen::Index> start_;
-    Eigen::MatrixXd slope_;              // slope_(i, k) = ½ A[k](k, i) for i < k (column k: u_k's)
-    // The same coefficients for forward, by groups of `lanes` rows k, one Column per product
-    // z_i z_j (in the order of packed_'s rows) or coordinate z_i: group v's quadratic ones from
+    // The coefficients of m_k's quadratic form ½ z_<k' A[k] z_<k and of u_k, by groups of
+    // `lanes` rows k, one Column per product z_i z_j (the pairs (i, j ≤ i) in order, the
+    // off-diagonal entries doubled) or coordinate z_i: group v's quadratic ones from
     // quad_[quad_start_[v]], its linear ones from lin_[lin_start_[v]], 0 where a row does not
-    // read that column, and zero columns up to a multiple of 8.
+    // read that column, and zero columns up to a multiple of 8. forward reads whole columns,
+    // inverse one row of them.
     std::vector<Column> quad_, lin_;
     std::vector<Eigen::Index> quad_start_, lin_start_;
 };
