@@ -63,7 +63,9 @@ void check_df(double df) {
     if (!(df > 0)) throw std::invalid_argument(fmt::format("proposal: degrees of freedom must be positive, got {}", df));
 }
 
-// Marsaglia & Tsang (2000): Gamma(shape, 1) for shape >= 1.
+// Marsaglia & Tsang (2000): Gamma(shape, 1) for shape >= 1. Their squeeze u < 1 - 0.0331 z^4
+// lies inside the exact test, so it decides only what the exact test would (no draw changes)
+// and spares its two logs about 92% of the time (a t proposal draws one Gamma per move).
 double gamma_marsaglia_tsang(Rng& rng, double shape) {
     const double d = shape - 1.0 / 3.0;
     const double c = 1.0 / std::sqrt(9.0 * d);
@@ -73,7 +75,9 @@ double gamma_marsaglia_tsang(Rng& rng, double shape) {
         if (t <= 0) continue;
         const double v = t * t * t;
         const double u = rng.uniform();
-        if (std::log(u) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v;
+        const double z2 = z * z;
+        if (u < 1.0 - 0.0331 * z2 * z2) return d * v;
+        if (std::log(u) < 0.5 * z2 + d - d * v + d * std::log(v)) return d * v;
     }
 }
 
