@@ -87,12 +87,13 @@ public:
             const double x = u * z.x[i];
             if (std::abs(x) < z.x[i + 1]) return x;
             if (i == 0) {
+                constexpr double r = rng_detail::NormalZiggurat::r;
                 double a = 0, b = 0;
                 do {
-                    a = -std::log(uniform()) / rng_detail::NormalZiggurat::r;
+                    a = -std::log(uniform()) / r;
                     b = -std::log(uniform());
                 } while (b + b < a * a);
-                return u < 0 ? -(rng_detail::NormalZiggurat::r + a) : rng_detail::NormalZiggurat::r + a;
+                return u < 0 ? -(r + a) : r + a;
             }
             if (z.f[i] + uniform() * (z.f[i + 1] - z.f[i]) < std::exp(-0.5 * x * x)) return x;
         }

@@ -174,7 +174,8 @@ KernelRun run_warmup_then_sample(inference::Kernel& kernel, inference::Density& 
 
 // Batch-means Monte Carlo standard error of the mean of a series (batches must be much longer
 // than the autocorrelation time; 40 batches leave the error estimate within ~±20%).
-inline double batch_means_mcse(const Eigen::VectorXd& series, int batches = 40) {
+inline constexpr int moment_batches = 40;
+inline double batch_means_mcse(const Eigen::VectorXd& series, int batches = moment_batches) {
     const Eigen::Index m = series.size() / batches;
     Eigen::VectorXd means(batches);
     for (int k = 0; k < batches; ++k) means[k] = series.segment(k * m, m).mean();
@@ -193,7 +194,7 @@ inline double batch_means_mcse(const Eigen::VectorXd& series, int batches = 40) 
 // on the 10-D Gaussian went over 4 in 2 of 120 runs over seeds, with no entry biased.)
 inline double moments_threshold(Eigen::Index d, double alpha) {
     const double entries = static_cast<double>(d + d * (d + 1) / 2);
-    return boost::math::quantile(boost::math::complement(boost::math::students_t(39), alpha / (2 * entries)));
+    return boost::math::quantile(boost::math::complement(boost::math::students_t(moment_batches - 1), alpha / (2 * entries)));
 }
 
 inline std::string check_moments(const Eigen::MatrixXd& draws, const Eigen::VectorXd& mean, const Eigen::MatrixXd& cov,

@@ -2,8 +2,8 @@
 // against the standard normal, in the bulk, in the wedges and in the tail beyond r, which take
 // separate paths through the code.
 #include "inference/rng.hpp"
+#include "runtime/sbc.hpp"
 
-#include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/normal.hpp>
 #include <doctest/doctest.h>
 
@@ -21,7 +21,7 @@ using vbn::inference::rng_detail::normal_ziggurat;
 namespace {
 
 // Upper tail probability of the standard normal, P(Z > x).
-double upper(double x) { return 0.5 * std::erfc(x / std::numbers::sqrt2); }
+double upper(double x) { return boost::math::cdf(boost::math::complement(boost::math::normal(), x)); }
 
 // Pearson's chi-square of counts against expected counts, and its p-value (df = bins - 1).
 double chi_square_p(const std::vector<long>& counts, const std::vector<double>& expected) {
@@ -30,7 +30,7 @@ double chi_square_p(const std::vector<long>& counts, const std::vector<double>& 
         const double d = static_cast<double>(counts[k]) - expected[k];
         stat += d * d / expected[k];
     }
-    return boost::math::cdf(boost::math::complement(boost::math::chi_squared(static_cast<double>(counts.size() - 1)), stat));
+    return vbn::chi_square_upper_tail(stat, static_cast<int>(counts.size()) - 1);
 }
 
 }  // namespace
