@@ -4,6 +4,7 @@
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
+#include "runtime/error.hpp"
 #include "runtime/vb_refine.hpp"
 
 #include <fmt/format.h>
@@ -48,53 +49,40 @@ struct Pilot {
 // Importance draws of block b from q against the block's exact conditional (the rest of x is
 // left as given: a separable block's density does not read it), the k̂ of their weights and
 // their Pareto-smoothed weighted moments.
-Pilot pilot(const Target& target, int b, GaussianProposal& q, const Vec& x, long draws, int threads, inference::Rng& rng) {
+Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x, long draws, int threads, inference::Rng& rng) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Mat values(size, draws);
-    // The draws are made in order on the calling thread, so the weights do not depend on how
-    // many threads evaluate them. The other threads evaluate them meanwhile, a chunk once all
-    // its draws are made (`made` counts them); each thread has its own copy of x. log q comes
-    // with each draw (with a triangular map, evaluating it at a given point takes the map's
-    // inverse, one coordinate after another, 3–4 times a draw's cost at 20 weights).
+    // Chunk c of the draws comes from stream c of a seed drawn from rng, so the draws and their
+    // weights do not depend on how many threads make and evaluate them, and a chunk is made and
+    // evaluated by whichever thread takes it (each with its own copy of q's scratch space and of
+    // x). log q comes with each draw (with a triangular map, evaluating it at a given point takes
+    // the map's inverse, one coordinate after another, 3–4 times a draw's cost at 20 weights).
     constexpr long chunk = 25;
-    std::atomic<long> made{0};
-    std::atomic<bool> abandoned{false};
+    const std::uint64_t chunk_seed = rng();
     struct Scratch {
         std::optional<Target::Workspace> ws;
+        std::optional<GaussianProposal> q;
         Vec x;
     };
     const auto parts = static_cast<std::size_t>(std::clamp<long>(threads, 1, (draws + chunk - 1) / chunk));
     std::vector<Scratch> scratch(parts);
-    Vec log_w(draws), log_q(draws);
-    inference::parallel_chunks(
-        static_cast<int>(parts), static_cast<std::size_t>(draws), chunk,
-        [&] {
-            try {
-                for (long i = 0; i < draws; ++i) {
-                    auto v = values.col(i);
-                    log_q[i] = q.sample_log_density(rng, v);
-                    if ((i + 1) % chunk == 0 || i + 1 == draws) made.store(i + 1, std::memory_order_release);
-                }
-            } catch (...) {
-                abandoned = true;
-                throw;
-            }
-        },
-        [&](std::size_t begin, std::size_t end, std::size_t part) {
-            while (made.load(std::memory_order_acquire) < static_cast<long>(end)) {
-                if (abandoned.load()) return;
-                std::this_thread::yield();
-            }
-            Scratch& s = scratch[part];
-            if (!s.ws) {
-                s.ws.emplace(target.make_workspace());
-                s.x = x;
-            }
-            for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
-                s.x.segment(off, size) = values.col(i);
-                log_w[i] = target.block_log_density(b, s.x, *s.ws) - log_q[i];
-            }
-        });
+    Vec log_w(draws);
+    inference::parallel_chunks(static_cast<int>(parts), static_cast<std::size_t>(draws), chunk,
+                               [&](std::size_t begin, std::size_t end, std::size_t part) {
+                                   Scratch& s = scratch[part];
+                                   if (!s.ws) {
+                                       s.ws.emplace(target.make_workspace());
+                                       s.q.emplace(q);
+                                       s.x = x;
+                                   }
+                                   inference::Rng chunk_rng(chunk_seed, begin / chunk);
+                                   for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
+                                       auto v = values.col(i);
+                                       const double log_q = s.q->sample_log_density(chunk_rng, v);
+                                       s.x.segment(off, size) = v;
+                                       log_w[i] = target.block_log_density(b, s.x, *s.ws) - log_q;
+                                   }
+                               });
     Pilot p;
     const double top = log_w.maxCoeff();
     if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;
@@ -152,6 +140,11 @@ std::string LaplaceProposal::describe(const LaplaceProposalOptions& o) const {
 
 std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFit& fit, const LaplaceProposalOptions& o,
                                                 std::string* why_not) {
+    return laplace_proposal(target, fit.mean, o, why_not);
+}
+
+std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec& newton_start,
+                                                const LaplaceProposalOptions& o, std::string* why_not) {
     const auto start = std::chrono::steady_clock::now();
     auto fail = [&](std::string why) {
         if (why_not) *why_not = std::move(why);
@@ -163,7 +156,10 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFi
     for (int b = 0; b < target.blocks(); ++b)
         if (!target.block_separable(b)) return fail("summed-out values couple the blocks");
 
-    const NewtonMode mode = posterior_mode(target, fit.mean);
+    if (newton_start.size() != target.dim())
+        throw Error(ErrorKind::usage, fmt::format("Newton's start has {} entries but the model has {} parameters",
+                                                  newton_start.size(), target.dim()));
+    const NewtonMode mode = posterior_mode(target, newton_start, o.max_newton);
     if (!mode.converged) return fail("Newton did not reach a mode with a positive definite Hessian");
 
     LaplaceProposal out;

@@ -7,8 +7,8 @@
 // separable (nothing summed out couples two blocks, so the posterior is a product over blocks),
 // the proposal is built per block from the exact posterior instead:
 //
-//  1. the exact posterior mode and its Laplace covariance, by Newton from the VB mean
-//     (posterior_mode in runtime/vb_refine.hpp);
+//  1. the exact posterior mode and its Laplace covariance, by Newton from the VB mean or from
+//     a given start (posterior_mode in runtime/vb_refine.hpp);
 //  2. per block, a Student-t at the block's mode with its block of the Laplace covariance
 //     (optionally widened); a complete block's t is moved towards the posterior mean by the
 //     mean's next Laplace term, or, up to map_max_dim weights, skewed by the triangular map of
@@ -62,8 +62,9 @@ struct LaplaceProposalOptions {
     int map_min_dim = 21;
     int map_max_dim = inference::TriangularMap::max_dim;  // the map costs rows · d³/3 to build, d³/6 per draw
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted
-    std::uint64_t seed = 1;  // pilot draws use Rng(seed, 3)
-    int threads = 1;         // threads that evaluate the pilot draws (the result does not depend on it)
+    int max_newton = 30;     // Newton iterations before it is given up
+    std::uint64_t seed = 1;  // pilot draws come from Rng(seed, 3)
+    int threads = 1;         // threads that make and evaluate the pilot draws (the result does not depend on it)
 };
 
 struct LaplaceProposal {
@@ -89,6 +90,13 @@ struct LaplaceProposal {
 // the target has more than max_dim parameters, or Newton does not reach a mode with a positive
 // definite Hessian: callers then keep the variational proposal.
 std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFit& fit,
+                                                const LaplaceProposalOptions& options = {},
+                                                std::string* why_not = nullptr);
+
+// The same with Newton started at `start` instead of the VB mean: where the posterior has one
+// mode (every node observed, so each block is a Bayesian logistic regression, log-concave),
+// the proposal needs no variational fit and can be built while that fit runs.
+std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Eigen::VectorXd& start,
                                                 const LaplaceProposalOptions& options = {},
                                                 std::string* why_not = nullptr);
 
