@@ -160,6 +160,47 @@ void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
 
 std::size_t worker_threads() { return workers().started(); }
 
+void ChunkShare::offer(const std::function<void(std::size_t)>* job) {
+    {
+        const std::lock_guard lock(mutex_);
+        job_ = job;
+        ++offered_;
+    }
+    changed_.notify_all();
+}
+
+void ChunkShare::withdraw() {
+    std::unique_lock lock(mutex_);
+    job_ = nullptr;
+    changed_.wait(lock, [&] { return !inside_; });
+}
+
+void ChunkShare::join() {
+    std::unique_lock lock(mutex_);
+    std::size_t served = offered_;  // a job offered before joining is still open if job_ is set
+    if (job_) --served;
+    for (;;) {
+        changed_.wait(lock, [&] { return closed_ || (job_ && offered_ != served); });
+        if (closed_) return;
+        const auto* job = job_;
+        served = offered_;
+        inside_ = true;
+        lock.unlock();
+        (*job)(1);
+        lock.lock();
+        inside_ = false;
+        changed_.notify_all();
+    }
+}
+
+void ChunkShare::close() {
+    {
+        const std::lock_guard lock(mutex_);
+        closed_ = true;
+    }
+    changed_.notify_all();
+}
+
 void start_workers(std::size_t count) { workers().start(count); }
 
 }  // namespace vbn::inference

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 namespace vbn::inference {
@@ -103,5 +105,57 @@ template <class Body>
 void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Body body) {
     parallel_chunks(threads, n, chunk, [] {}, body);
 }
+
+// Chunked work that one thread (the owner) runs and one other thread may join once it has
+// nothing else to do: the owner calls run() as often as it likes, and join(), on the other
+// thread, takes chunks of each run() in progress until close(). Used where a part of a
+// run_parts call has parallel work of its own while the other parts are still busy: handing
+// that work to yet another thread would only make the processors' threads share them.
+class ChunkShare {
+public:
+    // body(begin, end, slot) over [0, n) in chunks of `chunk`: slot 0 on this thread, slot 1 on
+    // a thread inside join(). Returns when every chunk has run; an exception thrown by a chunk
+    // is rethrown then (no further chunks are handed out after it).
+    template <class Body>
+    void run(std::size_t n, std::size_t chunk, Body body) {
+        chunk = std::max<std::size_t>(chunk, 1);
+        const std::size_t chunks = (n + chunk - 1) / chunk;
+        std::atomic<std::size_t> next{0};
+        std::atomic<bool> failed{false};
+        std::exception_ptr errors[2];
+        const std::function<void(std::size_t)> take = [&](std::size_t slot) {
+            while (!failed.load(std::memory_order_relaxed)) {
+                const std::size_t c = next++;
+                if (c >= chunks) return;
+                try {
+                    body(c * chunk, std::min(n, (c + 1) * chunk), slot);
+                } catch (...) {
+                    errors[slot] = std::current_exception();
+                    failed = true;
+                }
+            }
+        };
+        offer(&take);
+        take(0);
+        withdraw();
+        for (const auto& e : errors)
+            if (e) std::rethrow_exception(e);
+    }
+    // On the other thread: takes chunks of every run() until close().
+    void join();
+    // No more run(): join() returns.
+    void close();
+
+private:
+    void offer(const std::function<void(std::size_t)>* job);
+    void withdraw();  // waits until a joined thread is out of the job
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    const std::function<void(std::size_t)>* job_ = nullptr;
+    std::size_t offered_ = 0;  // jobs offered so far: join() enters each at most once
+    bool inside_ = false;      // the joined thread is running job_
+    bool closed_ = false;
+};
 
 }  // namespace vbn::inference

@@ -49,14 +49,16 @@ struct Pilot {
 // Importance draws of block b from q against the block's exact conditional (the rest of x is
 // left as given: a separable block's density does not read it), the k̂ of their weights and
 // their Pareto-smoothed weighted moments.
-Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x, long draws, int threads, inference::Rng& rng) {
+Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x, long draws,
+            const LaplaceProposalOptions& o, inference::Rng& rng) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Mat values(size, draws);
     // Chunk c of the draws comes from stream c of a seed drawn from rng, so the draws and their
     // weights do not depend on how many threads make and evaluate them, and a chunk is made and
     // evaluated by whichever thread takes it (each with its own copy of q's scratch space and of
-    // x). log q comes with each draw (with a triangular map, evaluating it at a given point takes
-    // the map's inverse, one coordinate after another, 3–4 times a draw's cost at 20 weights).
+    // x): o.threads of them, or this one and the one joined to o.share. log q comes with each
+    // draw (with a triangular map, evaluating it at a given point takes the map's inverse, one
+    // coordinate after another, 3–4 times a draw's cost at 20 weights).
     constexpr long chunk = 25;
     const std::uint64_t chunk_seed = rng();
     struct Scratch {
@@ -64,25 +66,28 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
         std::optional<GaussianProposal> q;
         Vec x;
     };
-    const auto parts = static_cast<std::size_t>(std::clamp<long>(threads, 1, (draws + chunk - 1) / chunk));
+    const auto parts = o.share ? std::size_t{2} : static_cast<std::size_t>(std::clamp<long>(o.threads, 1, (draws + chunk - 1) / chunk));
     std::vector<Scratch> scratch(parts);
     Vec log_w(draws);
-    inference::parallel_chunks(static_cast<int>(parts), static_cast<std::size_t>(draws), chunk,
-                               [&](std::size_t begin, std::size_t end, std::size_t part) {
-                                   Scratch& s = scratch[part];
-                                   if (!s.ws) {
-                                       s.ws.emplace(target.make_workspace());
-                                       s.q.emplace(q);
-                                       s.x = x;
-                                   }
-                                   inference::Rng chunk_rng(chunk_seed, begin / chunk);
-                                   for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
-                                       auto v = values.col(i);
-                                       const double log_q = s.q->sample_log_density(chunk_rng, v);
-                                       s.x.segment(off, size) = v;
-                                       log_w[i] = target.block_log_density(b, s.x, *s.ws) - log_q;
-                                   }
-                               });
+    const auto body = [&](std::size_t begin, std::size_t end, std::size_t part) {
+        Scratch& s = scratch[part];
+        if (!s.ws) {
+            s.ws.emplace(target.make_workspace());
+            s.q.emplace(q);
+            s.x = x;
+        }
+        inference::Rng chunk_rng(chunk_seed, begin / chunk);
+        for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
+            auto v = values.col(i);
+            const double log_q = s.q->sample_log_density(chunk_rng, v);
+            s.x.segment(off, size) = v;
+            log_w[i] = target.block_log_density(b, s.x, *s.ws) - log_q;
+        }
+    };
+    if (o.share)
+        o.share->run(static_cast<std::size_t>(draws), chunk, body);
+    else
+        inference::parallel_chunks(static_cast<int>(parts), static_cast<std::size_t>(draws), chunk, body);
     Pilot p;
     const double top = log_w.maxCoeff();
     if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;
@@ -212,13 +217,13 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
         // best so far is not good: the last pilot's weighted moments with heavier tails, until
         // two rounds in a row do not improve on the best.
-        Pilot p = pilot(target, b, q, x, o.pilot_draws, o.threads, rng);
+        Pilot p = pilot(target, b, q, x, o.pilot_draws, o, rng);
         GaussianProposal best = q;
         Pilot best_pilot = p;
         int best_round = 0, round = 0, stale = 0;
         auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
             ++round;
-            p = pilot(target, b, next, x, o.pilot_draws, o.threads, rng);
+            p = pilot(target, b, next, x, o.pilot_draws, o, rng);
             const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
             if (better) {
                 best = std::move(next);

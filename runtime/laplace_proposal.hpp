@@ -29,6 +29,7 @@
 #pragma once
 
 #include "inference/gaussian.hpp"
+#include "inference/parallel.hpp"
 #include "runtime/target.hpp"
 #include "runtime/vb.hpp"
 
@@ -65,6 +66,7 @@ struct LaplaceProposalOptions {
     int max_newton = 30;     // Newton iterations before it is given up
     std::uint64_t seed = 1;  // pilot draws come from Rng(seed, 3)
     int threads = 1;         // threads that make and evaluate the pilot draws (the result does not depend on it)
+    inference::ChunkShare* share = nullptr;  // instead: this thread and the one joined to it
 };
 
 struct LaplaceProposal {

@@ -198,3 +198,84 @@ TEST_CASE("run_parts from several threads at once, and from within a part") {
     });
     CHECK(inner_bad.load() == 0);
 }
+
+TEST_CASE("ChunkShare: every index of every run once, in slot 0 on the owner and slot 1 on the joined thread") {
+    using vbn::inference::ChunkShare;
+    for (int joined_late : {0, 1}) {
+        CAPTURE(joined_late);
+        ChunkShare share;
+        const std::thread::id owner_id = std::this_thread::get_id();
+        std::atomic<bool> helper_started{false};
+        std::thread::id helper_id;
+        std::thread helper([&] {
+            helper_id = std::this_thread::get_id();
+            if (joined_late) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            helper_started = true;
+            share.join();
+        });
+        std::atomic<int> wrong_thread{0}, overlap{0};
+        std::atomic<long> by_helper{0};
+        std::vector<std::atomic<int>> busy(2);
+        for (int run = 0; run < 30; ++run) {
+            const std::size_t n = 40 + static_cast<std::size_t>(run) * 7;
+            std::vector<std::atomic<int>> seen(n);
+            share.run(n, 3, [&](std::size_t begin, std::size_t end, std::size_t slot) {
+                if (slot > 1 || (slot == 0) != (std::this_thread::get_id() == owner_id)) ++wrong_thread;
+                if (slot > 1) return;
+                if (busy[slot]++ != 0) ++overlap;
+                if (slot == 1) by_helper += static_cast<long>(end - begin);
+                for (std::size_t i = begin; i < end; ++i) ++seen[i];
+                // The owner's first chunk waits (10 s at most) for the joined thread to take one.
+                if (run == 0 && begin == 0) {
+                    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                    while (by_helper.load() == 0 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(5));
+                --busy[slot];
+            });
+            for (std::size_t i = 0; i < n; ++i) CHECK(seen[i].load() == 1);
+        }
+        share.close();
+        helper.join();
+        CHECK(helper_started.load());
+        CHECK(wrong_thread.load() == 0);
+        CHECK(overlap.load() == 0);
+        CHECK(by_helper.load() > 0);
+    }
+}
+
+TEST_CASE("ChunkShare: run() without a joined thread, join() after close(), and exceptions rethrown by run()") {
+    using vbn::inference::ChunkShare;
+    ChunkShare alone;
+    std::vector<int> seen(50, 0);
+    alone.run(50, 8, [&](std::size_t begin, std::size_t end, std::size_t slot) {
+        CHECK(slot == 0);
+        for (std::size_t i = begin; i < end; ++i) ++seen[i];
+    });
+    CHECK(seen == std::vector<int>(50, 1));
+    alone.close();
+    alone.join();  // returns at once
+
+    ChunkShare share;
+    std::thread helper([&] { share.join(); });
+    for (int rep = 0; rep < 20; ++rep) {
+        const auto throw_in = static_cast<std::size_t>(rep % 2);  // the owner's slot or the helper's
+        std::atomic<int> started{0};
+        std::string what;
+        try {
+            share.run(400, 1, [&](std::size_t begin, std::size_t, std::size_t slot) {
+                ++started;
+                std::this_thread::sleep_for(std::chrono::microseconds(10));
+                // The slot named throws from chunk 100 on; chunk 300 on, either does.
+                if (begin >= 100 && (slot == throw_in || begin >= 300)) throw std::runtime_error("chunk " + std::to_string(begin));
+            });
+        } catch (const std::runtime_error& e) {
+            what = e.what();
+        }
+        CHECK(what.rfind("chunk ", 0) == 0);
+        // Handing out stops at the first throw: not every chunk ran.
+        CHECK(started.load() < 400);
+    }
+    share.close();
+    helper.join();
+}
