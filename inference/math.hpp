@@ -1,4 +1,5 @@
-// Stable scalar primitives. One each, used everywhere; never re-derived inline.
+// Stable scalar primitives (and one batch form of two of them). One each, used everywhere;
+// never re-derived inline.
 #pragma once
 
 #include <algorithm>
@@ -6,6 +7,10 @@
 #include <limits>
 
 #include <math.h>  // lgamma_r
+
+#include <Eigen/Core>
+
+#include "inference/exp_nonpositive.hpp"
 
 namespace vbn::inference {
 
@@ -64,8 +69,37 @@ double log_sum_exp(It first, It last) {
 // Jaakkola–Jordan λ(ξ) = tanh(ξ/2) / (4ξ), with its limit 1/8 at ξ = 0 (the papers' φ(ξ)).
 inline double jj_lambda(double xi) {
     const double a = std::abs(xi);
-    if (a < 1e-4) return 0.125 - a * a / 192.0;
+    if (a < 1e-4) return 0.125 - a * a / 96.0;  // 1/8 (1 - x²/3), x = a/2
     return std::tanh(a / 2.0) / (4.0 * a);
+}
+
+// jj_lambda and log_inv_logit of n values at once (a fit's patterns), from one e = exp(−|ξ|)
+// each, in loops the compiler vectorises (a tanh, an exp and a log1p each from the C library
+// were a fifth of a variational fit's time at 20 weights): λ = tanh(x) / (8x), x = |ξ|/2, with
+// tanh(x) = (1 − e) / (1 + e) from |ξ| = 0.2 on and below it by the series of tanh(x)/x to
+// x^14 (1 − e would lose digits; the next term is under 1e-19 there), and log g(ξ) =
+// min(ξ, 0) − log(1 + e) by Eigen's vectorised log. λ is within 10 ulps of jj_lambda, and
+// log g within an ulp of max(1, |log g|) of log_inv_logit: what a sum of bounds over patterns
+// can use (tests/inference/test_math.cpp).
+inline void jj_lambda_log_inv_logit(const double* xi, Eigen::Index n, double* lambda, double* log_g) {
+    // e goes into log_g first, then log g in its place.
+    for (Eigen::Index t = 0; t < n; ++t) log_g[t] = exp_nonpositive(-std::abs(xi[t]));
+    for (Eigen::Index t = 0; t < n; ++t) {
+        const double a = std::abs(xi[t]), y = 0.25 * a * a, e = log_g[t];
+        // tanh(x)/x = Σ c_k x^2k: 1, −1/3, 2/15, −17/315, 62/2835, −1382/155925, 21844/6081075, −929569/638512875.
+        double series = -929569.0 / 638512875.0;
+        series = series * y + 21844.0 / 6081075.0;
+        series = series * y - 1382.0 / 155925.0;
+        series = series * y + 62.0 / 2835.0;
+        series = series * y - 17.0 / 315.0;
+        series = series * y + 2.0 / 15.0;
+        series = series * y - 1.0 / 3.0;
+        series = series * y + 1.0;
+        const double direct = (1.0 - e) / (4.0 * a * (1.0 + e));
+        lambda[t] = a < 0.2 ? 0.125 * series : direct;
+    }
+    Eigen::Map<Eigen::ArrayXd> g(log_g, n);
+    g = Eigen::Map<const Eigen::ArrayXd>(xi, n).min(0.0) - (1.0 + g).log();
 }
 
 }  // namespace vbn::inference

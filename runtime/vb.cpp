@@ -189,8 +189,9 @@ struct BlockFit {
 // the bound use them, and the bound is evaluated several times per ξ (before and after an
 // extrapolated step, and for each iteration's ELBO).
 void update_lambda(BlockFit& bf) {
-    bf.lambda = bf.xi.unaryExpr([](double xi) { return jj_lambda(xi); });
-    bf.log_g = bf.xi.unaryExpr([](double xi) { return log_inv_logit(xi); });
+    bf.lambda.resize(bf.xi.size());
+    bf.log_g.resize(bf.xi.size());
+    inference::jj_lambda_log_inv_logit(bf.xi.data(), bf.xi.size(), bf.lambda.data(), bf.log_g.data());
 }
 
 struct BlockState : BlockFit {
