@@ -102,7 +102,10 @@ double median_sorted(const std::vector<double>& s) {
 double ess_indicator(const DrawsRef& split, double q) {
     thread_local Eigen::MatrixXd indicator;  // keeps its storage from one parameter to the next
     indicator = (split.array() <= q).cast<double>().matrix();
-    return diag::ess_raw(indicator);
+    // Finite by construction, so undefined exactly where constant: all 0 or all 1.
+    const double ones = indicator.sum();
+    if (ones == 0 || ones == static_cast<double>(indicator.size())) return kNaN;
+    return diag::ess_raw_defined(indicator);
 }
 
 double quantile_prob_for_ess(double prob, Eigen::Index size) {
@@ -543,6 +546,10 @@ void autocovariance(std::span<const double> x, std::span<double> out) {
 
 double rhat_raw(const DrawsRef& x) {
     if (undefined(x)) return kNaN;
+    return rhat_raw_defined(x);
+}
+
+double rhat_raw_defined(const DrawsRef& x) {
     const double n = static_cast<double>(x.rows());
     const Eigen::VectorXd chain_mean = x.colwise().mean().transpose();
     Eigen::VectorXd chain_var(x.cols());
@@ -553,8 +560,13 @@ double rhat_raw(const DrawsRef& x) {
 }
 
 double ess_raw(const DrawsRef& x) {
+    if (x.rows() < 3 || undefined(x)) return kNaN;
+    return ess_raw_defined(x);
+}
+
+double ess_raw_defined(const DrawsRef& x) {
     const Eigen::Index n = x.rows(), m = x.cols();
-    if (n < 3 || undefined(x)) return kNaN;
+    if (n < 3) return kNaN;
     const double nd = static_cast<double>(n);
     const double chain_means_var = m > 1 ? sample_var(Eigen::VectorXd(x.colwise().mean().transpose())) : 0.0;
 
@@ -689,20 +701,36 @@ ScalarDiagnostics diagnose(const DrawsRef& x) {
     d.constant = is_constant(range);
 
     const double median = median_sorted(sorted);
-    const Eigen::MatrixXd z_split =
-        one_sort ? diag::z_scale_ranked(order, split.rows(), split.cols()) : diag::z_scale(split);
-    const double bulk = diag::rhat_raw(z_split);
-    const double tail = diag::rhat_raw(one_sort ? diag::z_scale_ranked(diag::ranked_fold(order, median), split.rows(), split.cols())
-                                                : diag::z_scale(diag::split_chains(fold_about(x, median))));
+    double bulk = kNaN, tail = kNaN;
+    if (one_sort) {
+        // What undefined() would find without another pass: z-scores are finite, and constant
+        // exactly where the values they rank are all equal; so are the split draws, whose range
+        // is that of x.
+        const bool z_constant = order.front().first == order.back().first;
+        const Eigen::MatrixXd z_split = diag::z_scale_ranked(order, split.rows(), split.cols());
+        const diag::Ranked folded = diag::ranked_fold(order, median);
+        if (!z_constant) {
+            bulk = diag::rhat_raw_defined(z_split);
+            d.ess_bulk = diag::ess_raw_defined(z_split);
+        } else {
+            d.ess_bulk = kNaN;
+        }
+        if (folded.front().first != folded.back().first)
+            tail = diag::rhat_raw_defined(diag::z_scale_ranked(folded, split.rows(), split.cols()));
+    } else {
+        const Eigen::MatrixXd z_split = diag::z_scale(split);
+        bulk = diag::rhat_raw(z_split);
+        tail = diag::rhat_raw(diag::z_scale(diag::split_chains(fold_about(x, median))));
+        d.ess_bulk = diag::ess_raw(z_split);
+    }
     d.rhat = std::isnan(bulk) || std::isnan(tail) ? kNaN : std::max(bulk, tail);
-    d.ess_bulk = diag::ess_raw(z_split);
 
     const double ess_q5 = d.constant ? kNaN : ess_indicator(split, d.q5);
     const double ess_q95 = d.constant ? kNaN : ess_indicator(split, d.q95);
     d.ess_tail = std::isnan(ess_q5) || std::isnan(ess_q95) ? kNaN : std::min(ess_q5, ess_q95);
     d.mcse_q5 = mcse_quantile_sorted(sorted, 0.05, ess_q5);
     d.mcse_q95 = mcse_quantile_sorted(sorted, 0.95, ess_q95);
-    d.mcse_mean = d.sd / std::sqrt(diag::ess_raw(split));
+    d.mcse_mean = d.sd / std::sqrt(one_sort ? (d.constant ? kNaN : diag::ess_raw_defined(split)) : diag::ess_raw(split));
     return d;
 }
 

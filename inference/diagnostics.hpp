@@ -86,6 +86,10 @@ void autocovariance_fft(std::span<const double> x, std::span<double> out);
 double ess_raw(const DrawsRef& x);
 // sqrt(((n − 1)/n · W + B/n) / W) on the chains as given.
 double rhat_raw(const DrawsRef& x);
+// The same two without the check that every draw is finite and not all are equal (NaN
+// otherwise, as posterior gives): for callers that know it already.
+double ess_raw_defined(const DrawsRef& x);
+double rhat_raw_defined(const DrawsRef& x);
 
 // Type-7 quantile of already sorted values.
 double quantile_sorted(std::span<const double> sorted, double prob);

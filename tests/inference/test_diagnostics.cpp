@@ -365,6 +365,33 @@ TEST_CASE("z-scores follow the order of the draws wherever their bits differ") {
 // that sort; the building blocks rank each on its own. Both must give the same bits, with
 // the ties a Metropolis chain makes (repeated values, some straddling the median) and with
 // an odd chain length, where the split drops draws and diagnose sorts separately.
+TEST_CASE("diagnose where a transformed draw is constant: folded draws, and an indicator at a quantile") {
+    Rng rng(20261124, 4);
+    // ±1 in equal numbers: the median is 0, so every |x − median| is 1 and the folded R-hat
+    // (so R-hat) is NaN, while the bulk ones are defined.
+    Eigen::MatrixXd x(200, 4);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = i % 2 == 0 ? 1.0 : -1.0;
+    for (Eigen::Index i = x.size() - 1; i > 0; --i) std::swap(x.data()[i], x.data()[static_cast<Eigen::Index>(rng.uniform() * static_cast<double>(i + 1))]);
+    ScalarDiagnostics d = diagnose(x);
+    CHECK(std::isnan(d.rhat));
+    CHECK(std::isnan(rhat(x)));
+    CHECK(d.ess_bulk == ess_bulk(x));
+    CHECK(std::isfinite(d.ess_bulk));
+    // Its 95% quantile is 1, the largest value: the tail-ESS is NaN too.
+    CHECK(std::isnan(d.ess_tail));
+    CHECK(std::isnan(ess_tail(x)));
+    // 6% of the draws at the largest value: the 95% quantile is that value, I(x ≤ q95) is all
+    // ones, and the tail-ESS is NaN.
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = i % 50 < 3 ? 1.0 : rng.uniform() - 1.0;
+    d = diagnose(x);
+    CHECK(d.q95 == 1.0);
+    CHECK(std::isnan(d.ess_tail));
+    CHECK(std::isnan(ess_tail(x)));
+    CHECK(d.ess_bulk == ess_bulk(x));
+    CHECK(d.rhat == rhat(x));
+    CHECK(std::isfinite(d.ess_bulk));
+}
+
 TEST_CASE("diagnose gives the building blocks' R-hat and ESS, bit for bit, with ties and odd lengths") {
     Rng rng(20261122, 4);
     for (const Eigen::Index n : {200, 201}) {
