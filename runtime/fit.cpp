@@ -488,7 +488,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     // this thread, once the fit is done, joins in its pilot draws. With one thread it is built
     // after the fit from the same start, so the draws do not depend on the thread count. Where
     // Newton does not get there from the prior mean, it starts from the VB mean after all
-    // (exact_proposal). At 20 weights this takes the fit and the proposal from 2.1 to 1.5 ms.
+    // (exact_proposal). At 20 weights this takes the fit and the proposal from 2.1 to 1.4 ms.
     proposal_beside_vb = proposal_beside_vb && uses_exact_proposal(r.method, o);
     std::optional<LaplaceProposal> early;
     inference::ChunkShare share;
