@@ -47,6 +47,54 @@ void parallel_ranges(int threads, std::size_t n, Body body) {
         if (e) std::rethrow_exception(e);
 }
 
+namespace detail {
+
+// Chunks of [0, n) handed out in order to whichever part asks next, and the exception of the
+// lowest chunk that threw; after a throw no further chunks are handed out. parallel_chunks and
+// ChunkShare take their chunks from one.
+class ChunkQueue {
+public:
+    ChunkQueue(std::size_t n, std::size_t chunk, std::size_t parts)
+        : n_(n), chunk_(std::max<std::size_t>(chunk, 1)), chunks_((n + chunk_ - 1) / chunk_), errors_(parts),
+          error_at_(parts, std::numeric_limits<std::size_t>::max()) {}
+    // Runs body(begin, end, part) on chunks taken one after another until none is left or one
+    // has thrown. A chunk once taken is always run: the chunks taken are those below next_.
+    template <class Body>
+    void take(std::size_t part, Body& body) {
+        while (!failed_.load(std::memory_order_relaxed)) {
+            const std::size_t c = next_++;
+            if (c >= chunks_) return;
+            try {
+                body(c * chunk_, std::min(n_, (c + 1) * chunk_), part);
+            } catch (...) {
+                errors_[part] = std::current_exception();
+                error_at_[part] = c;
+                failed_ = true;
+                return;
+            }
+        }
+    }
+    // No further chunks are handed out.
+    void stop() { failed_ = true; }
+    // Rethrows the exception of the lowest chunk that threw, if any: every chunk below it has
+    // run, so which one it is does not depend on timing. Call once no part is taking chunks.
+    void rethrow() const {
+        std::size_t lowest = errors_.size();
+        for (std::size_t p = 0; p < errors_.size(); ++p)
+            if (errors_[p] && (lowest == errors_.size() || error_at_[p] < error_at_[lowest])) lowest = p;
+        if (lowest < errors_.size()) std::rethrow_exception(errors_[lowest]);
+    }
+
+private:
+    const std::size_t n_, chunk_, chunks_;
+    std::atomic<std::size_t> next_{0};
+    std::atomic<bool> failed_{false};
+    std::vector<std::exception_ptr> errors_;
+    std::vector<std::size_t> error_at_;
+};
+
+}  // namespace detail
+
 // Runs body(begin, end, part) over [0, n) in chunks of `chunk` indices, handed out in order to
 // whichever of at most `threads` threads asks next; `part` says which thread (0: the calling
 // thread), and one part's calls run one after another, so a part may keep scratch space of its
@@ -59,27 +107,8 @@ void parallel_ranges(int threads, std::size_t n, Body body) {
 template <class Before, class Body>
 void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Before before, Body body) {
     chunk = std::max<std::size_t>(chunk, 1);
-    const std::size_t chunks = (n + chunk - 1) / chunk;
-    const std::size_t parts = std::clamp<std::size_t>(chunks, 1, static_cast<std::size_t>(std::max(threads, 1)));
-    std::atomic<std::size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::vector<std::exception_ptr> errors(parts);
-    std::vector<std::size_t> error_at(parts, std::numeric_limits<std::size_t>::max());
-    auto run = [&](std::size_t p) {
-        // A chunk once taken is always run: the chunks taken are those below `next`.
-        while (!failed.load(std::memory_order_relaxed)) {
-            const std::size_t c = next++;
-            if (c >= chunks) return;
-            try {
-                body(c * chunk, std::min(n, (c + 1) * chunk), p);
-            } catch (...) {
-                errors[p] = std::current_exception();
-                error_at[p] = c;
-                failed = true;
-                return;
-            }
-        }
-    };
+    const std::size_t parts = std::clamp<std::size_t>((n + chunk - 1) / chunk, 1, static_cast<std::size_t>(std::max(threads, 1)));
+    detail::ChunkQueue queue(n, chunk, parts);
     std::exception_ptr before_error;
     run_parts(parts, [&](std::size_t p) {
         if (p == 0) {
@@ -87,17 +116,14 @@ void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Before befor
                 before();
             } catch (...) {
                 before_error = std::current_exception();
-                failed = true;
+                queue.stop();
                 return;
             }
         }
-        run(p);
+        queue.take(p, body);
     });
     if (before_error) std::rethrow_exception(before_error);
-    std::size_t lowest = parts;
-    for (std::size_t p = 0; p < parts; ++p)
-        if (errors[p] && (lowest == parts || error_at[p] < error_at[lowest])) lowest = p;
-    if (lowest < parts) std::rethrow_exception(errors[lowest]);
+    queue.rethrow();
 }
 
 // parallel_chunks with nothing to do first.
@@ -114,32 +140,16 @@ void parallel_chunks(int threads, std::size_t n, std::size_t chunk, Body body) {
 class ChunkShare {
 public:
     // body(begin, end, slot) over [0, n) in chunks of `chunk`: slot 0 on this thread, slot 1 on
-    // a thread inside join(). Returns when every chunk has run; an exception thrown by a chunk
-    // is rethrown then (no further chunks are handed out after it).
+    // a thread inside join(). Returns when every chunk has run; the exception of the lowest
+    // chunk that threw is rethrown then (no further chunks are handed out after a throw).
     template <class Body>
     void run(std::size_t n, std::size_t chunk, Body body) {
-        chunk = std::max<std::size_t>(chunk, 1);
-        const std::size_t chunks = (n + chunk - 1) / chunk;
-        std::atomic<std::size_t> next{0};
-        std::atomic<bool> failed{false};
-        std::exception_ptr errors[2];
-        const std::function<void(std::size_t)> take = [&](std::size_t slot) {
-            while (!failed.load(std::memory_order_relaxed)) {
-                const std::size_t c = next++;
-                if (c >= chunks) return;
-                try {
-                    body(c * chunk, std::min(n, (c + 1) * chunk), slot);
-                } catch (...) {
-                    errors[slot] = std::current_exception();
-                    failed = true;
-                }
-            }
-        };
+        detail::ChunkQueue queue(n, chunk, 2);
+        const std::function<void(std::size_t)> take = [&](std::size_t slot) { queue.take(slot, body); };
         offer(&take);
         take(0);
         withdraw();
-        for (const auto& e : errors)
-            if (e) std::rethrow_exception(e);
+        queue.rethrow();
     }
     // On the other thread: takes chunks of every run() until close().
     void join();

@@ -493,12 +493,9 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     std::optional<LaplaceProposal> early;
     inference::ChunkShare share;
     const auto build_early = [&](inference::ChunkShare* with) {
-        Eigen::VectorXd start(graph.dim);
-        for (const auto& b : graph.blocks)
-            start.segment(b.offset, b.size) = Eigen::Map<const Eigen::VectorXd>(b.prior_mean.data(), b.size);
         LaplaceProposalOptions lo = laplace_options(o);
         lo.share = with;
-        early = laplace_proposal(*target, start, lo);
+        early = laplace_proposal(*target, prior_mean(graph), lo);
     };
     const auto t0 = std::chrono::steady_clock::now();
     auto t_proposal = t0;  // the variational fit's end: what is left of the proposal's time counts from there

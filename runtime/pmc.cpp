@@ -258,11 +258,16 @@ void em(TMixture& m, const Mat& x, const std::vector<double>& w, int iterations,
 
 }  // namespace
 
+Eigen::VectorXd prior_mean(const ir::Graph& graph) {
+    Vec mean(graph.dim);
+    for (const ir::Block& b : graph.blocks) mean.segment(b.offset, b.size) = Eigen::Map<const Vec>(b.prior_mean.data(), b.size);
+    return mean;
+}
+
 void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov) {
-    mean.resize(graph.dim);
+    mean = prior_mean(graph);
     cov = Mat::Zero(graph.dim, graph.dim);
     for (const ir::Block& b : graph.blocks) {
-        mean.segment(b.offset, b.size) = Eigen::Map<const Vec>(b.prior_mean.data(), b.size);
         cov.block(b.offset, b.offset, b.size, b.size) =
             Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(b.prior_cov.data(), b.size, b.size);
     }

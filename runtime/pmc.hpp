@@ -32,6 +32,8 @@ struct Graph;
 
 // The prior of θ, N(mean, cov) with cov block diagonal (each block's prior is a Gaussian).
 void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov);
+// Its mean alone (no dense covariance, for models of any size).
+Eigen::VectorXd prior_mean(const ir::Graph& graph);
 
 struct PmcOptions {
     int components_per_mode = 4;   // each mode's share of components (a ridge needs several)
