@@ -36,6 +36,15 @@ constexpr int kProductRows = 1000;  // factors in (1, 2] in one product: at most
 static_assert(chunk_rows <= kProductRows, "a chunk's product of factors in (1, 2] must not overflow");
 constexpr int kLogGroup = 16;  // the shortest average run of equal weights given one log per run
 
+// The evaluation by products (complete_term_by_products) applies to a ±1 family whose offsets
+// are all within ±kMaxProductOffset, at a θ where |a_t| + Σ_j |θ_j| is at most
+// kMaxProductBound: e^η_t and 1 + e^η_t are then normal doubles below 2^93.4, and the
+// log density's two sums (Σ w_pos η and Σ w_total log(1 + e^η), about as large as Σ w_total |η|
+// each) no more than 64 times the number of rows, so their difference loses little. Beyond it
+// (weights of tens) complete_term takes η and exp(-|η|) row by row.
+constexpr double kMaxProductOffset = 32;
+constexpr double kMaxProductBound = 64;
+
 // ±1 families: parents per sign group (one byte of signs) and the smallest block packed.
 constexpr int sign_group_bits = 8;
 constexpr int sign_group_size = 1 << sign_group_bits;
@@ -91,33 +100,35 @@ std::uint64_t sign_word(const unsigned char* s) {
 unsigned sign_byte(std::uint64_t w, int r) { return static_cast<unsigned>(w >> (8 * r)) & 0xffu; }
 
 // out[t] = from[t] + the Take groups' table entries for row t's sign bytes, added in group
-// order; Take is a constant so that the inner loop unrolls and the row loop stays one pass.
-// The signs are read eight rows to a word.
-template <int Take>
+// order (or, with Multiply, multiplied); Take is a constant so that the inner loop unrolls and
+// the row loop stays one pass. The signs are read eight rows to a word.
+template <int Take, bool Multiply = false>
 void add_sign_groups(int len, const double* from, const unsigned char* const* s, const double* const* tb, double* out) {
+    const auto combine = [](double v, double x) { return Multiply ? v * x : v + x; };
     int t = 0;
     for (; t + 8 <= len; t += 8) {
         std::uint64_t w[Take];
         for (int i = 0; i < Take; ++i) w[i] = sign_word(s[i] + t);
         for (int r = 0; r < 8; ++r) {
             double v = from[t + r];
-            for (int i = 0; i < Take; ++i) v += tb[i][sign_byte(w[i], r)];
+            for (int i = 0; i < Take; ++i) v = combine(v, tb[i][sign_byte(w[i], r)]);
             out[t + r] = v;
         }
     }
     for (; t < len; ++t) {
         double v = from[t];
-        for (int i = 0; i < Take; ++i) v += tb[i][s[i][t]];
+        for (int i = 0; i < Take; ++i) v = combine(v, tb[i][s[i][t]]);
         out[t] = v;
     }
 }
 
 #if defined(__AVX512F__)
 // out[t] = from[t] + the Take 4-column groups' table entries for row t, groups first … first +
-// Take − 1 in order: each table's 16 entries sit in two registers and _mm512_permutex2var_pd
-// reads 8 rows' entries at once from the low 4 bits of each row's (shifted) sign word. The
-// rows past the last 8 add the same entries in the same order, a scalar at a time.
-template <int Take>
+// Take − 1 in order (or, with Multiply, times them): each table's 16 entries sit in two
+// registers and _mm512_permutex2var_pd reads 8 rows' entries at once from the low 4 bits of
+// each row's (shifted) sign word. The rows past the last 8 take the same entries in the same
+// order, a scalar at a time.
+template <int Take, bool Multiply = false>
 void add_word_groups(int len, const double* from, const std::uint64_t* words, int first, const double* tables,
                      double* out) {
     __m512d lo[Take], hi[Take];
@@ -130,14 +141,19 @@ void add_word_groups(int len, const double* from, const std::uint64_t* words, in
     for (; t + 8 <= len; t += 8) {
         const __m512i w = _mm512_srli_epi64(_mm512_loadu_si512(words + t), shift);
         __m512d v = _mm512_loadu_pd(from + t);
-        for (int i = 0; i < Take; ++i)
-            v = _mm512_add_pd(v, _mm512_permutex2var_pd(lo[i], _mm512_srli_epi64(w, i * word_group_bits), hi[i]));
+        for (int i = 0; i < Take; ++i) {
+            const __m512d x = _mm512_permutex2var_pd(lo[i], _mm512_srli_epi64(w, i * word_group_bits), hi[i]);
+            v = Multiply ? _mm512_mul_pd(v, x) : _mm512_add_pd(v, x);
+        }
         _mm512_storeu_pd(out + t, v);
     }
     for (; t < len; ++t) {
         const std::uint64_t w = words[t] >> shift;
         double v = from[t];
-        for (int i = 0; i < Take; ++i) v += tables[i * word_group_size + ((w >> (i * word_group_bits)) & 15u)];
+        for (int i = 0; i < Take; ++i) {
+            const double x = tables[i * word_group_size + ((w >> (i * word_group_bits)) & 15u)];
+            v = Multiply ? v * x : v + x;
+        }
         out[t] = v;
     }
 }
@@ -304,6 +320,18 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
                     m.sign_words[sz(r)] |= std::uint64_t{col[from_row[sz(r)]] > 0} << j;
             }
         }
+        m.max_abs_a = rows > 0 ? m.a.cwiseAbs().maxCoeff() : 0.0;
+        if (m.max_abs_a <= kMaxProductOffset) {
+            m.exp_a = m.a.array().exp();
+            m.lin_a = m.w_pos.dot(m.a);
+            m.lin_f = Eigen::VectorXd::Zero(k);
+            for (int j = 0; j < k; ++j) {
+                const double* col = cf.f.col(j).data();
+                double sum = 0;
+                for (int r = 0; r < rows; ++r) sum += col[from_row[sz(r)]] > 0 ? m.w_pos[r] : -m.w_pos[r];
+                m.lin_f[j] = sum;
+            }
+        }
     } else {
         m.f.resize(rows, k);
         for (int j = 0; j < k; ++j)
@@ -394,6 +422,8 @@ Target::Workspace Target::make_workspace() const {
     int groups = 0;
     for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
     ws.sign_sums_.resize(groups * sign_group_size);
+    ws.sign_exps_.resize(groups * sign_group_size);
+    ws.exp_theta_.resize(max_block_);
     // Even and odd rows; zero between gradients (add_sign_gradient leaves them so).
     ws.sign_buckets_.setZero(2 * groups * sign_group_size);
     return ws;
@@ -444,6 +474,88 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
 void Target::build_eta_tables(const Merged& m, In theta_b, Workspace& ws) {
     if (m.sign_groups == 0) return;
     build_sign_sums(theta_b, m.sign_words.empty() ? sign_group_bits : word_group_bits, ws.sign_sums_.data());
+}
+
+// exp(T_g[p]) for the tables T of build_sign_sums, from e_j = exp(θ_j): entry p of group g is
+// the product over the group's weights of e_j where bit j of p is set and 1 / e_j where it is
+// not, within a few ulps of the exp of the exact sum. Groups of 4 (sign words, AVX-512) take
+// each entry's product directly (16 entries, two registers, one multiply per weight); groups
+// of 8 by the recursion of build_sign_sums with products (255 multiplies where the direct
+// form would take 2,048).
+void Target::build_exp_tables(const Merged& m, In theta_b, Workspace& ws) {
+    const int k = static_cast<int>(theta_b.size());
+    const int bits = m.sign_words.empty() ? sign_group_bits : word_group_bits;
+    const int groups = (k + bits - 1) / bits;
+    auto e = ws.exp_theta_.head(k);
+    e = theta_b.array().exp();
+    double* out = ws.sign_exps_.data();
+    for (int g = 0; g < groups; ++g) {
+        const int width = std::min(bits, k - g * bits);
+        const double* eg = e.data() + g * bits;
+        double* t = out + g * (1 << bits);
+#if defined(__AVX512F__)
+        if (bits == word_group_bits) {
+            // Entries 0-7 and 8-15: bit j of the entry's index (j < 3) chooses by the same
+            // mask in both halves; bit 3 is clear in the first and set in the second.
+            static constexpr __mmask8 bit_set[3] = {0xaa, 0xcc, 0xf0};
+            __m512d lo = _mm512_set1_pd(1.0), hi = lo;
+            for (int j = 0; j < width; ++j) {
+                const __m512d up = _mm512_set1_pd(eg[j]), down = _mm512_set1_pd(1 / eg[j]);
+                if (j < 3) {
+                    const __m512d f = _mm512_mask_blend_pd(bit_set[j], down, up);
+                    lo = _mm512_mul_pd(lo, f);
+                    hi = _mm512_mul_pd(hi, f);
+                } else {
+                    lo = _mm512_mul_pd(lo, down);
+                    hi = _mm512_mul_pd(hi, up);
+                }
+            }
+            _mm512_storeu_pd(t, lo);
+            _mm512_storeu_pd(t + 8, hi);
+            continue;
+        }
+#endif
+        double all_plus = 1;
+        for (int j = 0; j < width; ++j) all_plus *= eg[j];
+        t[0] = 1 / all_plus;
+        for (int j = 0; j < width; ++j) {
+            const int half = 1 << j;
+            const double step = eg[j] * eg[j];
+            for (int q = 0; q < half; ++q) t[half + q] = t[q] * step;
+        }
+    }
+}
+
+void Target::complete_exp_eta(int b, int start, int len, Workspace& ws) const {
+    const Merged& m = merged_[sz(b)];
+    double* out = ws.eta_.data();
+    const double* from = m.exp_a.data() + start;
+#if defined(__AVX512F__)
+    if (!m.sign_words.empty()) {
+        const int word_groups = (blocks_[sz(b)].size + word_group_bits - 1) / word_group_bits;
+        for (int g = 0; g < word_groups; g += 8) {
+            const int take = std::min(8, word_groups - g);
+            const double* tables = ws.sign_exps_.data() + g * word_group_size;
+            with_take<8>(take, [&]<int Take>() {
+                add_word_groups<Take, true>(len, from, m.sign_words.data() + start, g, tables, out);
+            });
+            from = out;
+        }
+        return;
+    }
+#endif
+    const int groups = m.sign_groups;
+    for (int g = 0; g < groups; g += 4) {
+        const unsigned char* s[4] = {};
+        const double* tb[4] = {};
+        const int take = std::min(4, groups - g);
+        for (int i = 0; i < take; ++i) {
+            s[i] = m.group_signs(g + i, start);
+            tb[i] = ws.sign_exps_.data() + (g + i) * sign_group_size;
+        }
+        with_take<4>(take, [&]<int Take>() { add_sign_groups<Take, true>(len, from, s, tb, out); });
+        from = out;
+    }
 }
 
 void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) const {
@@ -508,6 +620,12 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     const auto th = theta.segment(p.offset, p.size);
     const int n = m.rows();
     const int groups = m.sign_groups;
+    if (m.exp_a.size() > 0) {
+        // |η_t| <= |a_t| + Σ_j |θ_j|; the comparison is false for a NaN, which then takes the
+        // row-by-row evaluation below.
+        const double bound = m.max_abs_a + th.cwiseAbs().sum();
+        if (bound <= kMaxProductBound) return complete_term_by_products(b, theta, bound, grad, ws);
+    }
     build_eta_tables(m, th, ws);
     double value = 0;
     double open_product = 1;  // Π (1 + e) over a run's rows in earlier chunks, not yet logged
@@ -579,18 +697,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
                 }
             }
             if (groups > 0) {
-                for (int g = 0; g < groups; g += 4) {
-                    const unsigned char* s[4] = {};
-                    double* bucket[4] = {};
-                    const int take = std::min(4, groups - g);
-                    for (int i = 0; i < take; ++i) {
-                        s[i] = m.group_signs(g + i, start);
-                        bucket[i] = ws.sign_buckets_.data() + (g + i) * sign_group_size;
-                    }
-                    const int set = groups * sign_group_size;
-                    const double* r = ws.resid_.data();
-                    with_take<4>(take, [&]<int Take>() { scatter_sign_groups<Take>(len, r, s, bucket, set); });
-                }
+                scatter_residuals(m, start, len, ws);
             } else {
                 Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
             }
@@ -598,6 +705,134 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
     }
     if (grad && groups > 0) add_sign_gradient(p.size, groups, ws.sign_buckets_.data(), grad);
     return value;
+}
+
+// Residuals r_t (ws.resid_, the chunk's rows) summed into each sign group's buckets by the
+// rows' sign patterns; add_sign_gradient turns the buckets into F' r.
+void Target::scatter_residuals(const Merged& m, int start, int len, Workspace& ws) {
+    const int groups = m.sign_groups;
+    for (int g = 0; g < groups; g += 4) {
+        const unsigned char* s[4] = {};
+        double* bucket[4] = {};
+        const int take = std::min(4, groups - g);
+        for (int i = 0; i < take; ++i) {
+            s[i] = m.group_signs(g + i, start);
+            bucket[i] = ws.sign_buckets_.data() + (g + i) * sign_group_size;
+        }
+        const int set = groups * sign_group_size;
+        const double* r = ws.resid_.data();
+        with_take<4>(take, [&]<int Take>() { scatter_sign_groups<Take>(len, r, s, bucket, set); });
+    }
+}
+
+// complete_term for a ±1 family where every |η_t| <= bound <= kMaxProductBound. With E_t = e^η_t,
+//     value = Σ_t w_pos η_t - w_total log(1 + E_t)
+//           = (Σ w_pos a) + θ' (Σ w_pos f_t) - Σ over runs of equal w_total of w_total log Π (1 + E_t),
+//     ∂/∂η_t = w_pos - w_total E_t / (1 + E_t) = (w_pos - w_neg E_t) / (1 + E_t),
+// where E_t = exp(a_t) Π_g exp(T_g[signs of row t in group g]) is a product of table entries
+// (build_exp_tables): no exp per row, and η itself is not needed. The products of 1 + E_t
+// are kept in 16 lanes of at most `per_lane` factors each, every factor below
+// 2^(1 + bound log2 e), so that no lane exceeds 2^1000; a lane's log is taken when it is
+// full and at the end of each run. E_t is within a few ulps (relative) of e^η_t, so each
+// log(1 + E_t) is within a few ulps of 1 (absolute) of the exact value, as in the row-by-row
+// evaluation. Value and gradient share the code of the value, so they give the same bits.
+double Target::complete_term_by_products(int b, In theta, double bound, double* grad, Workspace& ws) const {
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    const auto th = theta.segment(p.offset, p.size);
+    const int n = m.rows();
+    build_exp_tables(m, th, ws);
+    // 16 lanes: two registers of products, independent of each other, per 16 rows.
+    using Lanes = Eigen::Array<double, 16, 1>;
+    const int per_lane = std::max(1, static_cast<int>(1000.0 / (1.0 + bound * std::numbers::log2e)));
+    Lanes lanes = Lanes::Ones();
+    int steps = 0;  // factors in the fullest lane
+    double logs = 0;
+    // Products waiting for their log with their run's weight, eight to a packet log (at most
+    // 7 wait between pushes, and a push brings at most 16).
+    double pending[24], pending_weight[24];
+    int waiting = 0;
+    const auto push = [&](const double* values, int count, double weight) {
+        for (int l = 0; l < count; ++l) {
+            pending[waiting] = values[l];
+            pending_weight[waiting++] = weight;
+        }
+        int done = 0;
+        for (; waiting - done >= 8; done += 8) {
+            using Packet = Eigen::Array<double, 8, 1>;
+            logs += (Eigen::Map<const Packet>(pending_weight + done) * Eigen::Map<const Packet>(pending + done).log()).sum();
+        }
+        if (done == 0) return;
+        waiting -= done;
+        std::copy(pending + done, pending + done + waiting, pending);
+        std::copy(pending_weight + done, pending_weight + done + waiting, pending_weight);
+    };
+    const auto flush = [&](double weight) {
+        // The lanes halved, each a product of two, while the products stay within the bound.
+        if (2 * steps > per_lane) {
+            push(lanes.data(), 16, weight);
+        } else {
+            const Eigen::Array<double, 8, 1> h8 = lanes.head<8>() * lanes.tail<8>();
+            if (4 * steps > per_lane) {
+                push(h8.data(), 8, weight);
+            } else {
+                const Eigen::Array<double, 4, 1> h4 = h8.head<4>() * h8.tail<4>();
+                if (8 * steps > per_lane) {
+                    push(h4.data(), 4, weight);
+                } else {
+                    const Eigen::Array<double, 2, 1> h2 = h4.head<2>() * h4.tail<2>();
+                    if (16 * steps > per_lane) {
+                        push(h2.data(), 2, weight);
+                    } else {
+                        const double h1 = h2[0] * h2[1];
+                        push(&h1, 1, weight);
+                    }
+                }
+            }
+        }
+        lanes.setOnes();
+        steps = 0;
+    };
+    for (int start = 0; start < n; start += chunk_rows) {
+        const int len = std::min(chunk_rows, n - start);
+        complete_exp_eta(b, start, len, ws);
+        const double* e = ws.eta_.data();  // E_t of the chunk's rows
+        if (!m.product_logs) {
+            logs += (m.w_total.segment(start, len).array() * (1.0 + ws.eta_.head(len).array()).log()).sum();
+        }
+        for (int from = start; m.product_logs && from < start + len;) {
+            const int run_to = *std::upper_bound(m.run_end.begin(), m.run_end.end(), from);
+            const int to = std::min(start + len, run_to);
+            const double weight = m.w_total[from];
+            int t = from - start;
+            const int end = to - start;
+            while (end - t >= 16) {
+                // The products in a local, kept in registers through the loop.
+                const int take = std::min((end - t) / 16, per_lane - steps);
+                Lanes acc = lanes;
+                for (int i = 0; i < take; ++i, t += 16) acc *= 1.0 + Eigen::Map<const Lanes>(e + t);
+                lanes = acc;
+                steps += take;
+                if (steps == per_lane) flush(weight);
+            }
+            if (t < end) {
+                lanes.head(end - t) *= 1.0 + Eigen::Map<const Eigen::ArrayXd>(e + t, end - t);
+                if (++steps == per_lane) flush(weight);
+            }
+            if (to == run_to && steps > 0) flush(weight);
+            from = to;
+        }
+        if (grad) {
+            const double* __restrict wpos = m.w_pos.data() + start;
+            const double* __restrict wneg = m.w_neg.data() + start;
+            double* __restrict r = ws.resid_.data();
+            for (int t = 0; t < len; ++t) r[t] = (wpos[t] - wneg[t] * e[t]) / (1.0 + e[t]);
+            scatter_residuals(m, start, len, ws);
+        }
+    }
+    for (int l = 0; l < waiting; ++l) logs += pending_weight[l] * std::log(pending[l]);
+    if (grad) add_sign_gradient(p.size, m.sign_groups, ws.sign_buckets_.data(), grad);
+    return m.lin_a + m.lin_f.dot(th) - logs;
 }
 
 bool Target::complete_block(int b) const {

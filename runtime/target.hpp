@@ -54,6 +54,8 @@ public:
                                        // η is read through sign_words), θ's signed sums
         Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign
                                        // pattern; a set for even rows, then one for odd rows
+        Eigen::VectorXd sign_exps_;    // ±1 families: exp of each entry of sign_sums_
+        Eigen::VectorXd exp_theta_;    // exp(θ_b), from which sign_exps_ is built
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
@@ -146,6 +148,9 @@ private:
     // η = a + F θ_b for merged rows [start, start + len) of block b into ws.eta_; with packed
     // signs, reads the tables build_eta_tables left in ws.sign_sums_.
     void complete_eta(int b, In theta, int start, int len, Workspace& ws) const;
+    // With packed signs: exp(η_t) of the chunk's rows into ws.eta_, as exp(a_t) times the
+    // entries build_exp_tables left in ws.sign_exps_.
+    void complete_exp_eta(int b, int start, int len, Workspace& ws) const;
     // weight · log Σ_x Π g(·) of one component; with grad (full-θ layout), adds its gradient
     // for factors of block only_block (all blocks when only_block < 0).
     double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
@@ -183,6 +188,13 @@ private:
         // tables of 4 columns (16 entries, two vector registers each) that one permute
         // instruction reads for 8 rows at once. The gradient still reads `signs`.
         std::vector<std::uint64_t> sign_words;
+        // With packed signs and every |a_t| at most kMaxProductOffset (target.cpp): exp(a_t),
+        // and Σ_t w_pos_t a_t and Σ_t w_pos_t f_t, for the evaluation by products
+        // (complete_term_by_products). exp_a is empty where that evaluation does not apply.
+        Eigen::VectorXd exp_a;
+        double max_abs_a = 0;
+        double lin_a = 0;
+        Eigen::VectorXd lin_f;
         int rows() const { return static_cast<int>(a.size()); }
         // Group g's sign bytes from row `start` on.
         const unsigned char* group_signs(int g, int start) const {
@@ -195,6 +207,13 @@ private:
     // With packed signs, the tables of θ_b's signed sums that complete_eta reads, into
     // ws.sign_sums_ (nothing otherwise).
     static void build_eta_tables(const Merged& m, In theta_b, Workspace& ws);
+    // The same tables' exps, into ws.sign_exps_, for the evaluation by products.
+    static void build_exp_tables(const Merged& m, In theta_b, Workspace& ws);
+    // complete_term where every |η_t| is at most `bound` (kMaxProductBound at most): e^η_t as
+    // exp(a_t) times a product of table entries instead of an exp per row.
+    double complete_term_by_products(int b, In theta, double bound, double* grad, Workspace& ws) const;
+    // The chunk's residuals (ws.resid_) into the sign groups' buckets (ws.sign_buckets_).
+    static void scatter_residuals(const Merged& m, int start, int len, Workspace& ws);
     // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
     static void row_features(const Merged& m, int k, int row, double scale, double* out);
     // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and

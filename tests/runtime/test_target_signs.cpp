@@ -4,7 +4,8 @@
 // paper's 10-, 20- and 50-parent examples (10 = one group of 8 parents and one of 2; with
 // AVX-512, η comes from groups of 4, 13 of them at 50 parents, in two passes) and on 70 parents
 // (more than a sign word holds: groups of 8 on every CPU), whole and cut to row counts that are
-// odd and not a multiple of 8 (the packed loops' tails), and on 2,500 rows of 70 parents.
+// odd and not a multiple of 8 (the packed loops' tails), on 2,500 rows of 70 parents, and on
+// rows repeated so often that the runs of equal weights are short.
 #include "runtime/dataset.hpp"
 #include "runtime/model.hpp"
 #include "runtime/target.hpp"
@@ -45,23 +46,43 @@ std::vector<std::vector<double>> read_rows(const std::string& path, std::size_t 
     return rows;
 }
 
+void check_at(const Target& target, Target::Workspace& ws, const std::vector<std::vector<double>>& rows,
+              const Eigen::VectorXd& theta);
+
 // The checks on one data set: `rows` are its CSV's rows as numbers (y last), for a model
-// y ~ logistic(0.5 + w * x), w ~ normal(0, 10).
+// y ~ logistic(0.5 + w * x), w ~ normal(0, 10), at weights `thetas` or, if none are given, at
+// the ones below.
 void check_against_rows(const ir::Graph& g, const std::string& csv, const std::vector<std::vector<double>>& rows,
-                        const std::string& name) {
+                        const std::string& name, const std::vector<Eigen::VectorXd>& thetas = {}) {
     std::istringstream csv_in(csv);
     const Dataset data = load_csv(g, csv_in, name);
     const Target target(g, data);
     const int k = target.dim();
     REQUIRE(static_cast<int>(rows.front().size()) == k + 1);
     auto ws = target.make_workspace();
+    for (const Eigen::VectorXd& theta : thetas) check_at(target, ws, rows, theta);
+    if (!thetas.empty()) return;
     // Moderate weights, large ones of both signs (|η| up to ~10^3), and none (η = 0.5 in
     // every row, so that each row's factor 1 + e^-|η| is 1.6 and a product over more than
-    // about 1,500 rows would overflow).
-    for (const double scale : {0.3, 60.0, 0.0}) {
+    // about 1,500 rows would overflow). Where 0.5 + Σ_j |θ_j| <= 64 the target multiplies
+    // tables of e^θ instead of taking exp(-|η|) row by row (complete_term_by_products): so
+    // for 0.3 and 0 and the first of the two scales that put that bound a hair either side
+    // of 64.
+    double sum_abs = 0;
+    for (int j = 0; j < k; ++j) sum_abs += std::abs(std::sin(1.7 * j + 0.4));
+    for (const double scale : {0.3, 60.0, 0.0, 63.5 * (1 - 1e-9) / sum_abs, 63.5 * (1 + 1e-9) / sum_abs}) {
         CAPTURE(scale);
         Eigen::VectorXd theta(k);
         for (int j = 0; j < k; ++j) theta[j] = scale * std::sin(1.7 * j + 0.4);
+        check_at(target, ws, rows, theta);
+    }
+}
+
+// Log density, gradient and Hessian at theta against the direct sums in long double.
+void check_at(const Target& target, Target::Workspace& ws, const std::vector<std::vector<double>>& rows,
+              const Eigen::VectorXd& theta) {
+    const int k = target.dim();
+    {
         // y ~ logistic(0.5 + w·x), w ~ N(0, 10²): Σ_t log g(y_t η_t) − θ'θ / 200, and
         // its gradient Σ_t y_t g(−y_t η_t) x_t − θ / 100.
         long double value = 0;
@@ -156,5 +177,62 @@ TEST_CASE("±1 parents packed as signs: 70 parents, past a sign word's 64") {
             rows.push_back(row);
         }
         check_against_rows(g, csv, rows, "wide70");
+    }
+}
+
+TEST_CASE("±1 parents packed as signs: many short runs of equal weights (a log per row)") {
+    // 40 distinct rows of 10 parents, row i repeated 1 + i % 7 times: seven weights, too many
+    // runs for one log per run (the target then takes a log per merged row).
+    const int d = 10;
+    const ir::Graph g = compile_model("node x[10] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
+                                      "runs10");
+    std::uint64_t state = 777;
+    const auto next_sign = [&state] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (state >> 62) & 1u ? 1.0 : -1.0;
+    };
+    std::string csv;
+    for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
+    csv += "y\n";
+    std::vector<std::vector<double>> rows;
+    for (int i = 0; i < 40; ++i) {
+        std::vector<double> row;
+        for (int j = 0; j <= d; ++j) row.push_back(next_sign());
+        for (int copy = 0; copy <= i % 7; ++copy) {
+            for (std::size_t j = 0; j < row.size(); ++j)
+                csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
+            rows.push_back(row);
+        }
+    }
+    check_against_rows(g, csv, rows, "runs10");
+}
+
+TEST_CASE("±1 parents packed as signs: every row's |η| near the bound of the evaluation by products") {
+    // One weight of 55 and 19 that share 8.5: 0.5 + Σ_j |θ_j| = 64, the largest bound at
+    // which the target multiplies tables of e^θ, and every row's |η| at least 46.5, so that
+    // each factor 1 + e^η of the rows with x[1] = +1 is above 2^67 and a lane may hold no more
+    // than ten of them. 1,000 distinct rows, half with x[1] = +1.
+    const int d = 20;
+    const ir::Graph g = compile_model("node x[20] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
+                                      "near_bound");
+    std::string csv;
+    for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
+    csv += "y\n";
+    std::vector<std::vector<double>> rows;
+    for (int t = 0; t < 1000; ++t) {
+        std::vector<double> row;
+        row.push_back(t % 2 == 0 ? 1.0 : -1.0);
+        for (int j = 1; j < d; ++j) row.push_back((t / 2 >> (j - 1)) & 1 ? 1.0 : -1.0);
+        row.push_back(t % 3 == 0 ? 1.0 : -1.0);
+        for (std::size_t j = 0; j < row.size(); ++j)
+            csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
+        rows.push_back(row);
+    }
+    Eigen::VectorXd theta(d);
+    theta[0] = 55;
+    for (int j = 1; j < d; ++j) theta[j] = (j % 2 == 0 ? 8.5 : -8.5) / (d - 1);
+    for (const double shrink : {1.0, 1 - 1e-12, 1 + 1e-12}) {
+        CAPTURE(shrink);
+        check_against_rows(g, csv, rows, "near_bound", {theta * shrink});
     }
 }
