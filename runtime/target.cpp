@@ -526,24 +526,33 @@ void Target::build_exp_tables(const Merged& m, In theta_b, Workspace& ws) {
     }
 }
 
-void Target::complete_exp_eta(int b, int start, int len, Workspace& ws) const {
-    const Merged& m = merged_[sz(b)];
-    double* out = ws.eta_.data();
-    const double* from = m.exp_a.data() + start;
+// out[t] = from[t] combined (added, or with Multiply multiplied) with one entry per sign group
+// of the merged rows start … start + len − 1, from `tables` (laid out as build_sign_sums lays
+// them out): with sign words four columns to a table read by permutes, else a byte of signs to
+// a table. k is the block's size.
+template <bool Multiply>
+void Target::combine_sign_tables(const Merged& m, int k, const double* from, const double* tables, int start, int len,
+                                 double* out) {
 #if defined(__AVX512F__)
     if (!m.sign_words.empty()) {
-        const int word_groups = (blocks_[sz(b)].size + word_group_bits - 1) / word_group_bits;
+        // Up to 8 groups a pass (16 registers of tables); the first pass starts from `from`.
+        const int word_groups = (k + word_group_bits - 1) / word_group_bits;
         for (int g = 0; g < word_groups; g += 8) {
             const int take = std::min(8, word_groups - g);
-            const double* tables = ws.sign_exps_.data() + g * word_group_size;
             with_take<8>(take, [&]<int Take>() {
-                add_word_groups<Take, true>(len, from, m.sign_words.data() + start, g, tables, out);
+                add_word_groups<Take, Multiply>(len, from, m.sign_words.data() + start, g, tables + g * word_group_size, out);
             });
             from = out;
         }
         return;
     }
+#else
+    (void)k;
 #endif
+    // Groups in the outer loop, up to four per pass over the chunk's rows: the rows' results
+    // are independent of each other (row by row they were one chain of dependent operations),
+    // and out is loaded and stored once per pass; the first pass starts from `from`. Each row
+    // still takes group 0, 1, ... in order.
     const int groups = m.sign_groups;
     for (int g = 0; g < groups; g += 4) {
         const unsigned char* s[4] = {};
@@ -551,55 +560,27 @@ void Target::complete_exp_eta(int b, int start, int len, Workspace& ws) const {
         const int take = std::min(4, groups - g);
         for (int i = 0; i < take; ++i) {
             s[i] = m.group_signs(g + i, start);
-            tb[i] = ws.sign_exps_.data() + (g + i) * sign_group_size;
+            tb[i] = tables + (g + i) * sign_group_size;
         }
-        with_take<4>(take, [&]<int Take>() { add_sign_groups<Take, true>(len, from, s, tb, out); });
+        with_take<4>(take, [&]<int Take>() { add_sign_groups<Take, Multiply>(len, from, s, tb, out); });
         from = out;
     }
+}
+
+void Target::complete_exp_eta(int b, int start, int len, Workspace& ws) const {
+    const Merged& m = merged_[sz(b)];
+    combine_sign_tables<true>(m, blocks_[sz(b)].size, m.exp_a.data() + start, ws.sign_exps_.data(), start, len,
+                              ws.eta_.data());
 }
 
 void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) const {
     const Merged& m = merged_[sz(b)];
     const BlockPrior& p = blocks_[sz(b)];
-    const auto th = theta.segment(p.offset, p.size);
-    const int groups = m.sign_groups;
     auto eta = ws.eta_.head(len);
-#if defined(__AVX512F__)
-    if (!m.sign_words.empty()) {
-        // Up to 8 groups a pass (16 registers of tables); the first pass starts from a.
-        const int word_groups = (p.size + word_group_bits - 1) / word_group_bits;
-        const double* from = m.a.data() + start;
-        for (int g = 0; g < word_groups; g += 8) {
-            const int take = std::min(8, word_groups - g);
-            const double* tables = ws.sign_sums_.data() + g * word_group_size;
-            with_take<8>(take, [&]<int Take>() {
-                add_word_groups<Take>(len, from, m.sign_words.data() + start, g, tables, eta.data());
-            });
-            from = eta.data();
-        }
-        return;
-    }
-#endif
-    if (groups > 0) {
-        // Groups in the outer loop, up to four per pass over the chunk's rows: the rows'
-        // sums are independent of each other (row by row they were one chain of dependent
-        // adds), and η is loaded and stored once per pass; the first pass starts from a
-        // instead of η. Each row still adds a, then group 0, 1, ... in order.
-        const double* from = m.a.data() + start;
-        double* out = eta.data();
-        for (int g = 0; g < groups; g += 4) {
-            const unsigned char* s[4] = {};
-            const double* tb[4] = {};
-            const int take = std::min(4, groups - g);
-            for (int i = 0; i < take; ++i) {
-                s[i] = m.group_signs(g + i, start);
-                tb[i] = ws.sign_sums_.data() + (g + i) * sign_group_size;
-            }
-            with_take<4>(take, [&]<int Take>() { add_sign_groups<Take>(len, from, s, tb, out); });
-            from = out;
-        }
+    if (m.sign_groups > 0) {
+        combine_sign_tables<false>(m, p.size, m.a.data() + start, ws.sign_sums_.data(), start, len, eta.data());
     } else {
-        eta.noalias() = m.f.middleRows(start, len) * th;
+        eta.noalias() = m.f.middleRows(start, len) * theta.segment(p.offset, p.size);
         eta += m.a.segment(start, len);
     }
 }

@@ -214,6 +214,10 @@ private:
     double complete_term_by_products(int b, In theta, double bound, double* grad, Workspace& ws) const;
     // The chunk's residuals (ws.resid_) into the sign groups' buckets (ws.sign_buckets_).
     static void scatter_residuals(const Merged& m, int start, int len, Workspace& ws);
+    // From `from`, each row's entries of sign-group tables added (η) or multiplied (e^η).
+    template <bool Multiply>
+    static void combine_sign_tables(const Merged& m, int k, const double* from, const double* tables, int start, int len,
+                                    double* out);
     // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
     static void row_features(const Merged& m, int k, int row, double scale, double* out);
     // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and

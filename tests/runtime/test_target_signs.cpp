@@ -11,6 +11,7 @@
 #include "runtime/target.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
@@ -152,31 +153,51 @@ TEST_CASE("±1 parents packed as signs: log density, gradient and Hessian equal 
         }
 }
 
-TEST_CASE("±1 parents packed as signs: 70 parents, past a sign word's 64") {
-    const int d = 70;
-    const ir::Graph g = compile_model("node x[70] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
-                                      "wide70");
-    // Rows of signs from a fixed linear congruential sequence (distinct rows, both signs of y).
-    std::uint64_t state = 12345;
-    const auto next_sign = [&state] {
+namespace {
+
+// y ~ logistic(0.5 + w * x) with d parents x, w ~ normal(0, 10).
+ir::Graph unimodal_model(int d, const std::string& name) {
+    return compile_model(fmt::format("node x[{}] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n", d),
+                         name);
+}
+
+// ±1 values from a fixed linear congruential sequence.
+struct Signs {
+    std::uint64_t state;
+    double operator()() {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         return (state >> 62) & 1u ? 1.0 : -1.0;
-    };
+    }
+};
+
+// The CSV text of rows of d parents and y (last), ±1 each.
+std::string sign_csv(int d, const std::vector<std::vector<double>>& rows) {
+    std::string csv;
+    for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
+    csv += "y\n";
+    for (const auto& row : rows)
+        for (std::size_t j = 0; j < row.size(); ++j)
+            csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
+    return csv;
+}
+
+}  // namespace
+
+TEST_CASE("±1 parents packed as signs: 70 parents, past a sign word's 64") {
+    const int d = 70;
+    const ir::Graph g = unimodal_model(d, "wide70");
+    // Rows from a fixed sequence of signs (distinct rows, both signs of y).
+    Signs next_sign{12345};
     // 2,500 rows: one run of equal weights longer than a product of factors may hold (1,000).
     for (const std::size_t keep : {std::size_t{300}, std::size_t{251}, std::size_t{2500}}) {
         CAPTURE(keep);
-        std::string csv;
-        for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
-        csv += "y\n";
         std::vector<std::vector<double>> rows;
         for (std::size_t t = 0; t < keep; ++t) {
             std::vector<double> row;
             for (int j = 0; j <= d; ++j) row.push_back(next_sign());
-            for (std::size_t j = 0; j < row.size(); ++j)
-                csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
             rows.push_back(row);
         }
-        check_against_rows(g, csv, rows, "wide70");
+        check_against_rows(g, sign_csv(d, rows), rows, "wide70");
     }
 }
 
@@ -184,27 +205,15 @@ TEST_CASE("±1 parents packed as signs: many short runs of equal weights (a log 
     // 40 distinct rows of 10 parents, row i repeated 1 + i % 7 times: seven weights, too many
     // runs for one log per run (the target then takes a log per merged row).
     const int d = 10;
-    const ir::Graph g = compile_model("node x[10] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
-                                      "runs10");
-    std::uint64_t state = 777;
-    const auto next_sign = [&state] {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return (state >> 62) & 1u ? 1.0 : -1.0;
-    };
-    std::string csv;
-    for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
-    csv += "y\n";
+    const ir::Graph g = unimodal_model(d, "runs10");
+    Signs next_sign{777};
     std::vector<std::vector<double>> rows;
     for (int i = 0; i < 40; ++i) {
         std::vector<double> row;
         for (int j = 0; j <= d; ++j) row.push_back(next_sign());
-        for (int copy = 0; copy <= i % 7; ++copy) {
-            for (std::size_t j = 0; j < row.size(); ++j)
-                csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
-            rows.push_back(row);
-        }
+        for (int copy = 0; copy <= i % 7; ++copy) rows.push_back(row);
     }
-    check_against_rows(g, csv, rows, "runs10");
+    check_against_rows(g, sign_csv(d, rows), rows, "runs10");
 }
 
 TEST_CASE("±1 parents packed as signs: every row's |η| near the bound of the evaluation by products") {
@@ -213,21 +222,16 @@ TEST_CASE("±1 parents packed as signs: every row's |η| near the bound of the e
     // each factor 1 + e^η of the rows with x[1] = +1 is above 2^67 and a lane may hold no more
     // than ten of them. 1,000 distinct rows, half with x[1] = +1.
     const int d = 20;
-    const ir::Graph g = compile_model("node x[20] ~ bernoulli(0.5);\nnode y ~ logistic(0.5 + w * x);\nw ~ normal(0, 10);\n",
-                                      "near_bound");
-    std::string csv;
-    for (int j = 1; j <= d; ++j) csv += "x[" + std::to_string(j) + "],";
-    csv += "y\n";
+    const ir::Graph g = unimodal_model(d, "near_bound");
     std::vector<std::vector<double>> rows;
     for (int t = 0; t < 1000; ++t) {
         std::vector<double> row;
         row.push_back(t % 2 == 0 ? 1.0 : -1.0);
         for (int j = 1; j < d; ++j) row.push_back((t / 2 >> (j - 1)) & 1 ? 1.0 : -1.0);
         row.push_back(t % 3 == 0 ? 1.0 : -1.0);
-        for (std::size_t j = 0; j < row.size(); ++j)
-            csv += std::string(row[j] > 0 ? "1" : "-1") + (j + 1 < row.size() ? "," : "\n");
         rows.push_back(row);
     }
+    const std::string csv = sign_csv(d, rows);
     Eigen::VectorXd theta(d);
     theta[0] = 55;
     for (int j = 1; j < d; ++j) theta[j] = (j % 2 == 0 ? 8.5 : -8.5) / (d - 1);
