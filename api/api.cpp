@@ -5,16 +5,16 @@
 #include "vbn/vbn.hpp"
 
 #include "lang/describe.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/dataset_builder.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/data/dataset_builder.hpp"
 #include "runtime/error.hpp"
-#include "runtime/evidence.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/fit_summary.hpp"
-#include "runtime/model.hpp"
-#include "runtime/predict.hpp"
-#include "runtime/summary.hpp"
-#include "runtime/vb.hpp"
+#include "runtime/variational/evidence.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/report/fit_summary.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/predictive/predict.hpp"
+#include "runtime/report/summary.hpp"
+#include "runtime/variational/vb.hpp"
 
 #include <fmt/format.h>
 

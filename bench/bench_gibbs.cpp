@@ -3,12 +3,12 @@
 // value each, 2 weights) and on examples/wide (60 rows, 14 hidden values each linked
 // through two observed children, 2 biases: over the exact target's limit). ESS per second
 // of whole `vbn fit` runs is in docs/methods.md.
-#include "runtime/csv.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/gibbs.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
-#include "runtime/vb.hpp"
+#include "runtime/data/csv.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/sampling/gibbs.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,11 +1,11 @@
-// Loading a large CSV: 10^6 rows × 50 binary columns, the size DESIGN.md's data side is
+// Loading a large CSV: 10^6 rows × 50 binary columns, the size docs/design.md's data side is
 // built for. Two files: every row distinct (the hash table's worst case, nothing compresses)
 // and rows drawn from 200 prototypes (the usual case for binary data, heavy compression).
 //
 // Counters: rows and patterns loaded, file size, and the process's peak resident set size
 // (getrusage ru_maxrss), which includes the file text held while parsing.
 #include "inference/rng.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>

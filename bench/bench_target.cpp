@@ -9,8 +9,8 @@
 // The SBN case (3 hidden causes, 8 observed effects) measures the enumerated components.
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
-#include "runtime/dataset_builder.hpp"
-#include "runtime/target.hpp"
+#include "runtime/data/dataset_builder.hpp"
+#include "runtime/target/target.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <benchmark/benchmark.h>

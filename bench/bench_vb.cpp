@@ -9,7 +9,7 @@
 //
 // BM_VbAccuracy (one run per d, slow: filter it out for timings) compares the unimodal VB fit
 // with a reference posterior from self-normalised importance sampling over the exact target
-// (runtime/target.hpp), 200 000 draws from a Student-t (ν = 10) centred on the exact mode
+// (runtime/target/target.hpp), 200 000 draws from a Student-t (ν = 10) centred on the exact mode
 // with the Laplace covariance, widened by 1.1 in scale. Counters: the weights' ESS and the
 // reference's own Monte Carlo error of the mean in sd units (1/√ESS); for VB (and, for
 // comparison, Laplace) the worst standardised mean error max_k |μ − μ_ref| / sd_ref and the
@@ -19,11 +19,11 @@
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "inference/gaussian.hpp"
-#include "runtime/dataset_builder.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
-#include "runtime/vb.hpp"
-#include "runtime/vb_refine.hpp"
+#include "runtime/data/dataset_builder.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
+#include "runtime/variational/vb_refine.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <Eigen/Cholesky>
@@ -228,7 +228,7 @@ void BM_VbAccuracy(benchmark::State& state) {
     state.counters["laplace_sd_err"] = sd_error(lap.cov, ref);
     state.counters["vb_proposal_ess"] = via_vb.ess;
     state.counters["vb_vs_plain_jj"] = (fit.mean - plain_jj_mean(target)).lpNorm<Eigen::Infinity>();
-    // The importance correction `vbn vb` reports (runtime/vb_refine.hpp), default options.
+    // The importance correction `vbn vb` reports (runtime/variational/vb_refine.hpp), default options.
     const RefinedPosterior corrected = refine(target, fit);
     state.counters["corrected_mean_err_sd"] = mean_error(corrected.mean, ref);
     state.counters["corrected_sd_err"] = sd_error(corrected.cov, ref);

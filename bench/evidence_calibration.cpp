@@ -9,7 +9,7 @@
 //                                     [--defensive-df 4] [--defensive-widen 2] [--all]
 //
 // --defensive 0 is the t(30) proposal alone. Without --all only the quadrature models run.
-#include "runtime/vb_refine.hpp"
+#include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/evidence_cases.hpp"
 
 #include <fmt/format.h>

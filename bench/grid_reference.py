@@ -3,7 +3,7 @@
 
 The model of examples/paper/multimodal.vbn and bimodal.vbn: hidden h with P(h = +1) = 0.6 summed
 out, observed o, child y with logit 2 + w[1] h + w[2] o, prior w ~ N(3, 10 I). The midpoint rule
-over [-20, 25]^2 with 451 points per axis, as runtime/grid_posterior.hpp does (the density on the
+over [-20, 25]^2 with 451 points per axis, as validation/grid_posterior.hpp does (the density on the
 border is below e^-25 of the top). Writes a bench/speed_table reference file:
 
     python3 bench/grid_reference.py examples/paper/bimodal.csv bench/reference/bimodal.json

@@ -13,11 +13,11 @@
 #include "inference/chains.hpp"
 #include "inference/diagnostics.hpp"
 #include "inference/random_walk.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/grid_posterior.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "validation/grid_posterior.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <fmt/format.h>

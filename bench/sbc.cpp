@@ -1,12 +1,12 @@
-// Simulation-based calibration (runtime/sbc.hpp) of every sampling method on a small fully
+// Simulation-based calibration (validation/sbc.hpp) of every sampling method on a small fully
 // observed model (bench/models/sbc_observed.vbn) and on the paper's multimodal model
 // (examples/paper/multimodal.vbn): rank histograms and chi-square p-values.
 //
 //   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--seed 1]
 //
 // Run from the source tree. Prints one line per model, method and parameter.
-#include "runtime/model.hpp"
-#include "runtime/sbc.hpp"
+#include "runtime/data/model.hpp"
+#include "validation/sbc.hpp"
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "lang/ir.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
-#include "runtime/target.hpp"
+#include "runtime/target/target.hpp"
 
 #include <Eigen/Core>
 

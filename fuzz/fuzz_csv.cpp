@@ -4,8 +4,8 @@
 // and give a finite log density at θ = 0. The reader must also see the same records, lines
 // and error when the text is streamed in small chunks as when it is held in memory.
 #include "fuzz/fuzz_common.hpp"
-#include "runtime/csv.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/csv.hpp"
+#include "runtime/data/model.hpp"
 
 #include <cstddef>
 #include <cstdint>

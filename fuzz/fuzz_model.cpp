@@ -5,7 +5,7 @@
 // are also formatted, since quoting the line under a caret is code that sees the raw text.
 #include "lang/describe.hpp"
 #include "runtime/error.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 // log density at θ = 0 are checked, so the fuzzer explores the data paths of every shape
 // of model the language allows (arrays, covariates, hidden nodes, fixed offsets).
 #include "fuzz/fuzz_common.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 
 #include <cstddef>
 #include <cstdint>

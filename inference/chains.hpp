@@ -41,7 +41,7 @@ struct ChainSettings {
 
 // Copies the fields that say how long and how many chains run (warmup, draws, seed, chains,
 // threads, keep_draws) between option types that name them alike: ChainSettings, the fit
-// options of runtime/fit.hpp and those of the library API. One copy, so that a field added to
+// options of runtime/sampling/fit.hpp and those of the library API. One copy, so that a field added to
 // all of them is passed on everywhere or nowhere.
 template <class To, class From>
 void copy_chain_settings(const From& from, To& to) {

@@ -24,7 +24,7 @@ struct State {
     double lp = 0;
 };
 
-// What one transition did, for the CmdStan CSV columns (DESIGN.md §4); kernels that are not
+// What one transition did, for the CmdStan CSV columns (docs/design.md §4); kernels that are not
 // HMC leave the HMC fields at their neutral values.
 class EuclideanMetric;
 

@@ -1,5 +1,5 @@
 // A triangular transport map that skews a proposal the way a log density's third derivatives
-// say (used by GaussianProposal, runtime/laplace_proposal.cpp).
+// say (used by GaussianProposal, runtime/sampling/laplace_proposal.cpp).
 //
 // In coordinates y whitened at a mode (the log density is −½|y|² + (1/6) Σ A_ijk y_i y_j y_k
 // + O(|y|⁴) there), the map takes a standard draw z to y coordinate by coordinate:

@@ -1,5 +1,5 @@
 // Constant expressions of the model text evaluated to doubles: probabilities, prior
-// arguments, fixed offsets and fixed weights (DESIGN.md §2, "Constants").
+// arguments, fixed offsets and fixed weights (docs/design.md §2, "Constants").
 //
 // Every failure is reported at the place it happens (the call, the division, the literal)
 // and the evaluation of that expression stops there, so one mistake gives one message.

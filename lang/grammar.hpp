@@ -1,4 +1,4 @@
-// The grammar's entry point: one statement of a .vbn model (DESIGN.md section 2).
+// The grammar's entry point: one statement of a .vbn model (docs/design.md section 2).
 // The front end parses a model statement by statement so that, after a syntax error, it
 // can skip to the next ';' and go on reporting. Defined in grammar_def.hpp, instantiated
 // once, in parser.cpp.

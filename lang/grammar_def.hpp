@@ -1,4 +1,4 @@
-// The grammar of .vbn models (DESIGN.md section 2), in Boost.Spirit X3.
+// The grammar of .vbn models (docs/design.md section 2), in Boost.Spirit X3.
 //
 // Included by exactly one translation unit (parser.cpp), which instantiates it.
 //

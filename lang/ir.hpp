@@ -1,5 +1,5 @@
 // The IR graph: a checked model in the canonical form that everything after the parser
-// works on (DESIGN.md §1).
+// works on (docs/design.md §1).
 //
 // Every binary node element i has
 //     logit P(x_i = +1 | parents) = offset_i + Σ_k c_k x_{j_k} + θ_i' f_i

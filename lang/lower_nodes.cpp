@@ -1,4 +1,4 @@
-// Node distributions into the canonical form of DESIGN.md §1: per element i,
+// Node distributions into the canonical form of docs/design.md §1: per element i,
 //   logit P(x_i = +1 | parents) = offset_i + Σ c_k x_{j_k} + θ_i' f_i.
 // Constant terms add to the offset, `CONST * PARENTS` gives fixed terms, a parameter gives
 // learned features; shapes of parameters follow from the node and the parent count (§2).

@@ -108,7 +108,7 @@ run "vb corrected" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/
 if grep -q '"pareto_k"' "$tmp/vbc.json" && grep -q '"vb_sd"' "$tmp/vbc.json" && grep -q '"correction": *"importance"' "$tmp/vbc.json"; then ok; else bad "vb corrected summary json"; fi
 run "vb raw fit" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction none --summary-json "$tmp/vbr.json" &&
   expect "raw table" out "^name +mean +sd +5% +50% +95%$"
-# DESIGN §4: "mean"/"sd" are the variational fit's with or without the correction; the corrected moments have their own keys.
+# docs/design.md §4: "mean"/"sd" are the variational fit's with or without the correction; the corrected moments have their own keys.
 if diff <(grep -E '"(mean|sd|q5|q50|q95)":' "$tmp/vbc.json" | tr -d ,) <(grep -E '"(mean|sd|q5|q50|q95)":' "$tmp/vbr.json" | tr -d ,) >/dev/null &&
   [ "$(grep -c '"corrected_mean":' "$tmp/vbc.json")" -eq 5 ] && [ "$(grep -c '"corrected_mcse_mean":' "$tmp/vbc.json")" -eq 5 ] &&
   ! grep -q '"corrected_' "$tmp/vbr.json"; then ok; else bad "vb json: mean/sd are the raw fit, corrected_* the corrected moments"; fi

@@ -2,7 +2,7 @@
 // against the standard normal, in the bulk, in the wedges and in the tail beyond r, which take
 // separate paths through the code.
 #include "inference/rng.hpp"
-#include "runtime/sbc.hpp"
+#include "validation/sbc.hpp"
 
 #include <boost/math/distributions/normal.hpp>
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Lowering: the IR graphs of small models, field by field (DESIGN.md §1 canonical form).
+// Lowering: the IR graphs of small models, field by field (docs/design.md §1 canonical form).
 #include "lang/frontend.hpp"
 
 #include <doctest/doctest.h>
@@ -52,7 +52,7 @@ const ir::Parameter& param(const ir::Graph& g, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the multimodal model of DESIGN.md lowers to two fixed roots and one block of two weights") {
+TEST_CASE("the multimodal model of docs/design.md lowers to two fixed roots and one block of two weights") {
     const ir::Graph g = compile_ok(
         "node h hidden ~ bernoulli(0.6);\n"
         "node o        ~ bernoulli(0.5);\n"

@@ -1,4 +1,4 @@
-// The parser: every construct of the language (DESIGN.md section 2) gives the expected tree,
+// The parser: every construct of the language (docs/design.md section 2) gives the expected tree,
 // nodes know where they came from, and bad input of any kind gives located errors, never a
 // crash or a hang.
 #include "lang/frontend.hpp"
@@ -288,7 +288,7 @@ TEST_CASE("priors: normal, several parameters, mvnormal with vector and matrix l
           "prior w ~ mvnormal({(-1), (+1)}, {{1, 0}, {0, sqrt(4)}})");
 }
 
-TEST_CASE("the multimodal model of DESIGN.md parses statement by statement") {
+TEST_CASE("the multimodal model of docs/design.md parses statement by statement") {
     CHECK(statements_of("// examples/paper/multimodal.vbn\n"
                         "node h hidden ~ bernoulli(0.6);          // latent cause\n"
                         "node o        ~ bernoulli(0.5);\n"

@@ -5,11 +5,11 @@
 #pragma once
 
 #include "inference/math.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
-#include "runtime/vb.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
 #include "tests/support/quadrature.hpp"
 
 #include <Eigen/Core>

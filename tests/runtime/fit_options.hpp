@@ -1,7 +1,7 @@
 // Test helper: FitOptions for a short run (the other fields keep their defaults).
 #pragma once
 
-#include "runtime/fit.hpp"
+#include "runtime/sampling/fit.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/data/model.hpp"
 
 #include <doctest/doctest.h>
 

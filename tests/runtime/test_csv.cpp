@@ -2,8 +2,8 @@
 // kind of bad input with the place it names.
 #include "inference/rng.hpp"
 #include "lang/frontend.hpp"
-#include "runtime/csv.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/data/csv.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // The value coding, the error collector and the pattern-compressing DatasetBuilder.
 #include "inference/rng.hpp"
-#include "runtime/dataset_builder.hpp"
+#include "runtime/data/dataset_builder.hpp"
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>

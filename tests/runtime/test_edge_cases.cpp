@@ -2,15 +2,15 @@
 // variational EM and MCMC and checks that nothing is NaN or infinite, and, where an exact
 // answer is cheap (a 1-D grid over the exact log posterior, or a posterior equal to the
 // prior), that the answers agree with it.
-#include "runtime/fit.hpp"
+#include "runtime/sampling/fit.hpp"
 
 #include "inference/rng.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/model.hpp"
-#include "runtime/simulate.hpp"
-#include "runtime/summary.hpp"
-#include "runtime/target.hpp"
-#include "runtime/vb.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/predictive/simulate.hpp"
+#include "runtime/report/summary.hpp"
+#include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
 #include "tests/runtime/fit_options.hpp"
 
 #include <doctest/doctest.h>
@@ -161,7 +161,7 @@ TEST_CASE("weights near 1e3: data simulated at w = 1000 with a wide prior") {
 // Here the ξ-bound's q(w) is far narrower than the posterior (whose sd is about 600): kernels
 // proposing from q never reach the bulk of the posterior while looking converged. The
 // Laplace fit at the exact mode (near the logistic step, far below the mean) is too narrow as
-// well, which the pilot draws of runtime/laplace_proposal.hpp detect; the re-fitted heavy-tailed
+// well, which the pilot draws of runtime/sampling/laplace_proposal.hpp detect; the re-fitted heavy-tailed
 // proposal then covers the half-normal-like posterior.
 TEST_CASE("independence kernels on a posterior much wider than q, from the checked Laplace proposal") {
     const BigWeights b;

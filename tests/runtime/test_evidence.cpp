@@ -1,5 +1,5 @@
-// The importance-sampled log evidence (the importance correction of runtime/vb_refine.hpp,
-// through runtime/evidence.hpp) against quadrature (one and two parameters), the ELBO below
+// The importance-sampled log evidence (the importance correction of runtime/variational/vb_refine.hpp,
+// through runtime/variational/evidence.hpp) against quadrature (one and two parameters), the ELBO below
 // it, and Pareto-k̂ on a near-Gaussian posterior (low) and a bimodal one (high).
 //
 // Tolerances: the estimate must lie within 3 of its own standard errors of the quadrature
@@ -10,14 +10,14 @@
 // --seeds 200`). The checks use seeds 6–10: the largest error of those 600 runs, 3.42 se (as
 // large as the largest of 600 normal draws is expected to be), came from seed 3 on the
 // two-parameter model. The quadrature itself is accurate to far below that.
-#include "runtime/evidence.hpp"
+#include "runtime/variational/evidence.hpp"
 
 #include "tests/runtime/evidence_cases.hpp"
 #include "runtime/error.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
-#include "runtime/vb.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,19 +1,19 @@
-// The gibbs method (runtime/gibbs.hpp) against exact answers: the complete-data density
+// The gibbs method (runtime/sampling/gibbs.hpp) against exact answers: the complete-data density
 // against the exact target of the same model with the hidden values observed, each
 // conditional draw against brute-force enumeration of the joint, gradients and curvature
 // against finite differences, and the posterior of the weights against grid integration of
 // the exact posterior — on the multimodal example and on data whose rows have 15 linked
 // unobserved values, more than the exact target sums out by default.
-#include "runtime/gibbs.hpp"
+#include "runtime/sampling/gibbs.hpp"
 
 #include "inference/diagnostics.hpp"
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
-#include "runtime/csv.hpp"
+#include "runtime/data/csv.hpp"
 #include "runtime/error.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

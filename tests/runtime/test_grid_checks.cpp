@@ -1,15 +1,15 @@
 // Samplers against the exact posterior of two-parameter models, integrated on a grid
-// (runtime/grid_posterior.hpp): the paper's multimodal example (Variational MCMC Sec. 5.2)
+// (validation/grid_posterior.hpp): the paper's multimodal example (Variational MCMC Sec. 5.2)
 // and a variant whose posterior has two separated modes (examples/paper/bimodal, Fig. 14).
 // Tolerances are 4 Monte Carlo standard errors from the chains' own ESS (R's posterior
 // package's mcse_mean), so a chain that mixes poorly gets a wider but honest band; a
 // separate floor on the standard error keeps each check able to fail.
 #include "inference/diagnostics.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/grid_posterior.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "validation/grid_posterior.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
 
 #include <Eigen/LU>
 #include <doctest/doctest.h>

@@ -1,15 +1,15 @@
-// The independence kernels' proposal from the exact posterior (runtime/laplace_proposal.hpp):
+// The independence kernels' proposal from the exact posterior (runtime/sampling/laplace_proposal.hpp):
 // where it is built and where it refuses, what it is made of, and that `vbn fit` uses it.
-#include "runtime/laplace_proposal.hpp"
+#include "runtime/sampling/laplace_proposal.hpp"
 
 #include "inference/diagnostics.hpp"
 
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/fit_summary.hpp"
-#include "runtime/model.hpp"
-#include "runtime/vb_refine.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/report/fit_summary.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/fit_options.hpp"
 
 #include <doctest/doctest.h>

@@ -1,12 +1,12 @@
 // How `vbn fit --method nuts` starts its sampler, and the acceptance it targets: the initial metric is the exact posterior's
-// Laplace covariance (Newton from the VB mean, runtime/vb_refine.hpp) when it can be had, else
+// Laplace covariance (Newton from the VB mean, runtime/variational/vb_refine.hpp) when it can be had, else
 // the variational covariance. With no warmup the metric is used unchanged, so the draws'
 // TransitionInfo shows it.
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/model.hpp"
-#include "runtime/vb_refine.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/fit_options.hpp"
 
 #include "inference/nuts.hpp"

@@ -2,8 +2,8 @@
 // table and warnings (golden text), the summary JSON, and `vbn summary`.
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
-#include "runtime/output_csv.hpp"
-#include "runtime/summary.hpp"
+#include "runtime/report/output_csv.hpp"
+#include "runtime/report/summary.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -523,7 +523,7 @@ TEST_CASE("merging kernel counters adds chains up by kernel name") {
     CHECK(merged[1].accepted == 1);
 }
 
-TEST_CASE("the summary JSON has DESIGN.md's keys in order and null for NaN") {
+TEST_CASE("the summary JSON has docs/design.md's keys in order and null for NaN") {
     const std::vector<SummaryRow> rows{golden_rows()[2]};
     const auto doc = summary_json(rows, golden_facts());
     CHECK(doc.dump() ==
@@ -575,7 +575,7 @@ TEST_CASE("the vb JSON has the same shape with the variational means, sds and Ga
     CHECK(p.contains("corrected_mean") == false);
 
     // With the importance correction: mean, sd and the quantiles stay the variational ones
-    // (DESIGN.md §4), the corrected moments have keys of their own.
+    // (docs/design.md §4), the corrected moments have keys of their own.
     VbParameter corrected{"w[1]", 2, 0.5};
     corrected.corrected = CorrectedMarginal{2.25, 0.625, 0.01, 1.25, 2.2, 3.5};
     const auto c = vb_summary_json({corrected}, f)["parameters"][0];

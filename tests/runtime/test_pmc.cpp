@@ -1,15 +1,15 @@
-// The t mixture fitted by population Monte Carlo (runtime/pmc.hpp) on the bimodal example,
+// The t mixture fitted by population Monte Carlo (runtime/sampling/pmc.hpp) on the bimodal example,
 // against the grid: its importance weights are more even than the modes' Laplace mixture's, the
 // prior component bounds them, and importance sampling with it recovers the grid's mean and
 // mode masses (which it would not if sampling and log_density disagreed).
 #include "inference/rng.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/grid_posterior.hpp"
-#include "runtime/model.hpp"
-#include "runtime/pmc.hpp"
-#include "runtime/posterior_modes.hpp"
-#include "runtime/target.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "validation/grid_posterior.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/sampling/pmc.hpp"
+#include "runtime/sampling/posterior_modes.hpp"
+#include "runtime/target/target.hpp"
 
 #include <doctest/doctest.h>
 

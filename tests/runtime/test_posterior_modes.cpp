@@ -1,10 +1,10 @@
-// Mode search on the exact log posterior (runtime/posterior_modes.hpp) against the grid.
-#include "runtime/dataset.hpp"
-#include "runtime/fit.hpp"
-#include "runtime/grid_posterior.hpp"
-#include "runtime/model.hpp"
-#include "runtime/posterior_modes.hpp"
-#include "runtime/target.hpp"
+// Mode search on the exact log posterior (runtime/sampling/posterior_modes.hpp) against the grid.
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "validation/grid_posterior.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/sampling/posterior_modes.hpp"
+#include "runtime/target/target.hpp"
 
 #include <Eigen/LU>
 #include <doctest/doctest.h>

@@ -1,13 +1,13 @@
 // Posterior predictive probabilities against brute-force enumeration of every unobserved
 // value (hidden nodes, missing entries, a covariate), draws read back from CmdStan CSV, the
 // enumeration limit and the scores.
-#include "runtime/predict.hpp"
+#include "runtime/predictive/predict.hpp"
 
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
-#include "runtime/model.hpp"
-#include "runtime/output_csv.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/report/output_csv.hpp"
 
 #include <doctest/doctest.h>
 

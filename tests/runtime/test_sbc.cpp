@@ -2,9 +2,9 @@
 // 200 replications of varmix, regen and nuts on a small fully observed model and on the paper's
 // multimodal model (nuts there is an expected failure, see below), and a miscalibrated fit
 // that the test must reject. Fixed seeds; about 15 s on 2 cores in Release.
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
-#include "runtime/sbc.hpp"
+#include "validation/sbc.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

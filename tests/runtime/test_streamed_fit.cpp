@@ -1,11 +1,11 @@
 // Streamed fits (FitOptions::keep_draws off, as `vbn fit --output` runs): the chains hold no
 // draws, on_draw sees every one, and the summary made from the streamed draws and the counts
 // taken as they passed equals the one made from kept draws with the same seed.
-#include "runtime/fit.hpp"
-#include "runtime/fit_summary.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/report/fit_summary.hpp"
 
-#include "runtime/dataset.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/data/model.hpp"
 
 #include <doctest/doctest.h>
 

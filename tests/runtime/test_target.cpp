@@ -1,11 +1,11 @@
 // The compiled target against exact answers: naive per-row enumeration of the full joint,
 // finite differences, and invariances of the pattern compression.
-#include "runtime/target.hpp"
+#include "runtime/target/target.hpp"
 
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>

@@ -1,14 +1,14 @@
 // Families whose parents are all ±1 with 8 or more weights are evaluated from packed signs and
-// per-pattern sums (runtime/target.cpp): checked here against the log posterior, its gradient
+// per-pattern sums (runtime/target/target.cpp): checked here against the log posterior, its gradient
 // and its negative Hessian written out directly from the CSV rows, in long double, on the
 // paper's 10-, 20- and 50-parent examples (10 = one group of 8 parents and one of 2; with
 // AVX-512, η comes from groups of 4, 13 of them at 50 parents, in two passes) and on 70 parents
 // (more than a sign word holds: groups of 8 on every CPU), whole and cut to row counts that are
 // odd and not a multiple of 8 (the packed loops' tails), on 2,500 rows of 70 parents, and on
 // rows repeated so often that the runs of equal weights are short.
-#include "runtime/dataset.hpp"
-#include "runtime/model.hpp"
-#include "runtime/target.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/data/model.hpp"
+#include "runtime/target/target.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,13 +1,13 @@
 // Variational EM against exact answers: the ξ-bound itself, posteriors and log evidences by
 // grid integration of the exact likelihood, monotone bounds, invariances of the data
 // representation, restarts and errors.
-#include "runtime/vb.hpp"
+#include "runtime/variational/vb.hpp"
 
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
-#include "runtime/dataset_builder.hpp"
+#include "runtime/data/dataset_builder.hpp"
 #include "runtime/error.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -359,7 +359,7 @@ TEST_CASE("missing parent entries: VB against the exact posterior on a grid") {
 namespace {
 
 // The bound of the multimodal model written out from the papers' formulas, independently
-// of runtime/vb.cpp: for a given q(w) = N(μ, Σ), each row's best ξ (JJ eq. 12: ξ² = E[φ²],
+// of runtime/variational/vb.cpp: for a given q(w) = N(μ, Σ), each row's best ξ (JJ eq. 12: ξ² = E[φ²],
 // where the quadratic term vanishes) and best q(h) = Bernoulli((1+m)/2), found here by a
 // dense search over m and golden-section refinement, then −KL(q(w) ‖ p0(w)).
 double multimodal_profile_bound(const std::vector<Counted>& rows, const Vec& mu, const Eigen::Matrix2d& sigma) {

@@ -1,13 +1,13 @@
-// The importance correction of the variational fit (runtime/vb_refine.hpp; its Pareto
+// The importance correction of the variational fit (runtime/variational/vb_refine.hpp; its Pareto
 // smoothing is tested with inference/psis): the corrected posterior against grid integration in 1-D and
 // against a long NUTS run (a committed fixture) on the paper's 10-parent data.
-#include "runtime/vb_refine.hpp"
+#include "runtime/variational/vb_refine.hpp"
 
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
-#include "runtime/dataset.hpp"
+#include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
-#include "runtime/model.hpp"
+#include "runtime/data/model.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

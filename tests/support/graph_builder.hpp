@@ -10,8 +10,8 @@
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "lang/ir.hpp"
-#include "runtime/dataset.hpp"
-#include "runtime/dataset_builder.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/data/dataset_builder.hpp"
 
 #include <Eigen/Core>
 

@@ -1,8 +1,8 @@
-// vbn: the command-line interpreter (DESIGN.md §3). Only argument parsing lives here; each
-// command is a function in runtime/commands.hpp or runtime/summary.hpp.
-#include "runtime/commands.hpp"
-#include "runtime/plot.hpp"
-#include "runtime/summary.hpp"
+// vbn: the command-line interpreter (docs/design.md §3). Only argument parsing lives here; each
+// command is a function in tools/vbn/commands.hpp or runtime/report/summary.hpp.
+#include "tools/vbn/commands.hpp"
+#include "tools/vbn/plot.hpp"
+#include "runtime/report/summary.hpp"
 
 #include <CLI/CLI.hpp>
 

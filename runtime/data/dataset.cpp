@@ -1,0 +1,68 @@
+#include "runtime/data/dataset.hpp"
+
+#include "runtime/data/csv.hpp"
+#include "runtime/data/dataset_builder.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <vector>
+
+namespace vbn {
+
+namespace {
+
+// The data are read a chunk at a time (runtime/data/csv.hpp) and kept only as patterns, so
+// loading holds O(patterns + chunk) memory, not the file.
+Dataset load_stream(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes, bool keep_rows) {
+    CsvReader reader(in, name);
+    DatasetBuilder builder(graph, name);
+    if (keep_rows) builder.keep_row_patterns();
+    if (!reader.next())
+        throw Error(ErrorKind::data,
+                    fmt::format("{}: the file is empty; expected a header row naming the columns, then one row per "
+                                "observation",
+                                name));
+    builder.set_header(reader.fields(), reader.line(), notes);
+    try {
+        while (reader.next()) builder.add_text_row(reader.fields(), reader.line());
+    } catch (const Error& e) {
+        // A broken record structure (an unterminated quote, binary bytes) ends the reading;
+        // it is reported after the value errors met before it.
+        if (e.kind() != ErrorKind::data) throw;
+        builder.errors().add_placed(e.line(), e.column(), e.what());
+    }
+    return builder.finish();
+}
+
+Dataset load_guarded(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes, bool keep_rows) {
+    try {
+        return load_stream(graph, in, name, notes, keep_rows);
+    } catch (const std::bad_alloc&) {
+        throw Error(ErrorKind::limit, fmt::format("{}: not enough memory to load the data", name));
+    }
+}
+
+}  // namespace
+
+Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes, bool keep_row_patterns) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    return load_guarded(graph, in, path, notes, keep_row_patterns);
+}
+
+Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes,
+                 bool keep_row_patterns) {
+    return load_guarded(graph, in, name, notes, keep_row_patterns);
+}
+
+}  // namespace vbn

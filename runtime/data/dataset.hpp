@@ -1,0 +1,60 @@
+// Observations of a model's nodes and covariates, coded ±1 (0 = missing) and compressed
+// into weighted patterns: identical rows are stored once with a count (docs/design.md §1).
+#pragma once
+
+#include "lang/ir.hpp"
+
+#include <cstdint>
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+struct Dataset {
+    std::string name;                 // display name for messages (usually the CSV path)
+    long rows = 0;                    // T, the number of data rows read
+
+    // Columns. Binary columns hold observed node elements, real columns covariate elements.
+    // column_of[e] for graph element e: index into binary_names (binary node), into
+    // real_names (covariate), or -1 for a hidden node.
+    std::vector<int> column_of;
+    std::vector<std::string> binary_names;
+    std::vector<std::string> real_names;
+
+    // Patterns: distinct rows in order of first appearance.
+    int patterns = 0;
+    std::vector<std::int8_t> binary;  // patterns × binary_names.size(), row-major: +1, -1, 0 missing
+    std::vector<double> real;         // patterns × real_names.size(), row-major
+    std::vector<double> count;        // rows per pattern (sums to `rows`)
+    std::vector<long> first_line;     // CSV line of each pattern's first row (1 = header)
+
+    std::vector<long> missing;        // per binary column: rows with the value missing
+
+    // Per data row in input order, its pattern. Empty unless the builder was asked to keep
+    // it (DatasetBuilder::keep_row_patterns), for outputs that go row by row (predictions).
+    std::vector<int> row_pattern;
+
+    std::size_t binary_columns() const { return binary_names.size(); }
+    std::size_t real_columns() const { return real_names.size(); }
+    std::int8_t value(int pattern, int binary_column) const {
+        return binary[static_cast<std::size_t>(pattern) * binary_names.size() + static_cast<std::size_t>(binary_column)];
+    }
+    double real_value(int pattern, int real_column) const {
+        return real[static_cast<std::size_t>(pattern) * real_names.size() + static_cast<std::size_t>(real_column)];
+    }
+};
+
+// Messages that are not errors (an ignored extra column, say), for the caller to print.
+struct LoadNotes {
+    std::vector<std::string> notices;
+};
+
+// Reads a CSV file (RFC 4180) against a model (docs/design.md §2, "Data"). Throws vbn::Error
+// of kind data (naming file, line and column) or io.
+// keep_row_patterns: record each row's pattern (Dataset::row_pattern), as predictions need.
+Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes = nullptr, bool keep_row_patterns = false);
+Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes = nullptr,
+                 bool keep_row_patterns = false);
+
+}  // namespace vbn

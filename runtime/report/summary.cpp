@@ -1,0 +1,418 @@
+// Summary rows, the summary table, the summary JSON and `vbn summary`.
+#include "runtime/report/summary.hpp"
+
+#include "inference/diagnostics.hpp"
+#include "inference/parallel.hpp"
+#include "runtime/error.hpp"
+#include "runtime/report/output_csv.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace vbn {
+namespace {
+
+constexpr double kRhatLimit = 1.01;
+constexpr double kEssPerChain = 100;
+constexpr double kAcceptanceFloor = 0.05;
+constexpr std::size_t kNamesListed = 8;
+
+std::string na_or(double v, const char* spec) {
+    if (std::isnan(v)) return "NA";
+    return fmt::format(fmt::runtime(spec), v);
+}
+
+// "w[1], w[2] and 3 more"
+template <class F>
+std::string list_rows(const std::vector<const SummaryRow*>& rows, F&& describe) {
+    std::string out;
+    for (std::size_t k = 0; k < rows.size() && k < kNamesListed; ++k) {
+        if (k > 0) out += ", ";
+        out += describe(*rows[k]);
+    }
+    if (rows.size() > kNamesListed) out += fmt::format(" and {} more", rows.size() - kNamesListed);
+    return out;
+}
+
+std::string parameters_word(std::size_t n) { return n == 1 ? "1 parameter" : fmt::format("{} parameters", n); }
+
+nlohmann::ordered_json number_or_null(double v) {
+    if (!std::isfinite(v)) return nullptr;
+    return v;
+}
+
+template <class T>
+nlohmann::ordered_json optional_or_null(const std::optional<T>& v) {
+    if (!v) return nullptr;
+    if constexpr (std::is_floating_point_v<T>) return number_or_null(*v);
+    else return *v;
+}
+
+}  // namespace
+
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains,
+                                  int threads) {
+    if (chains.empty()) throw Error(ErrorKind::data, "no chains to summarise");
+    const Eigen::Index draws = chains.front().rows(), params = chains.front().cols();
+    for (std::size_t c = 0; c < chains.size(); ++c) {
+        if (chains[c].rows() != draws || chains[c].cols() != params)
+            throw Error(ErrorKind::data, fmt::format("chain {} has {} draws of {} parameters, chain 1 has {} of {}", c + 1,
+                                                     chains[c].rows(), chains[c].cols(), draws, params));
+    }
+    if (static_cast<Eigen::Index>(names.size()) != params)
+        throw Error(ErrorKind::data, fmt::format("{} names for {} parameter columns", names.size(), params));
+    return summarize(names, chains.size(), draws,
+                     [&](std::size_t c, Eigen::Index p) { return chains[c].col(p).data(); }, threads);
+}
+
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, std::size_t chains, Eigen::Index draws,
+                                  const std::function<const double*(std::size_t c, Eigen::Index p)>& column,
+                                  int threads) {
+    if (chains == 0) throw Error(ErrorKind::data, "no chains to summarise");
+    if (draws == 0) throw Error(ErrorKind::data, "the chains hold no draws");
+    const auto params = static_cast<Eigen::Index>(names.size());
+
+    std::vector<SummaryRow> rows(names.size());
+    // One parameter at a time to whichever thread is free: a thread that starts late then
+    // leaves its share to the others instead of adding it to the wall time.
+    std::vector<Eigen::MatrixXd> scratch(static_cast<std::size_t>(std::max(threads, 1)));
+    inference::parallel_chunks(threads, static_cast<std::size_t>(params), 1, [&](std::size_t begin, std::size_t end, std::size_t part) {
+        Eigen::MatrixXd& x = scratch[part];
+        x.resize(draws, static_cast<Eigen::Index>(chains));
+        for (std::size_t p = begin; p < end; ++p) {
+            for (std::size_t c = 0; c < chains; ++c)
+                x.col(static_cast<Eigen::Index>(c)) = Eigen::Map<const Eigen::VectorXd>(column(c, static_cast<Eigen::Index>(p)), draws);
+            const inference::ScalarDiagnostics d = inference::diagnose(x);
+            rows[p] = SummaryRow{names[p], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95, d.ess_bulk,
+                                 d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};
+        }
+    });
+    return rows;
+}
+
+std::vector<inference::KernelStats> merge_kernel_stats(const std::vector<std::vector<inference::KernelStats>>& per_chain) {
+    std::vector<inference::KernelStats> out;
+    for (const auto& chain : per_chain) {
+        for (const auto& k : chain) {
+            auto it = std::find_if(out.begin(), out.end(), [&](const auto& o) { return o.name == k.name; });
+            if (it == out.end()) {
+                out.push_back(k);
+            } else {
+                it->proposed += k.proposed;
+                it->accepted += k.accepted;
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> summary_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts) {
+    std::vector<std::string> out;
+    std::vector<const SummaryRow*> high_rhat, low_bulk, low_tail, constant, nonfinite;
+    const double ess_floor = kEssPerChain * std::max(1, facts.chains);
+    for (const auto& r : rows) {
+        if (r.nonfinite) nonfinite.push_back(&r);
+        else if (r.constant) constant.push_back(&r);
+        if (r.rhat > kRhatLimit) high_rhat.push_back(&r);
+        if (r.ess_bulk < ess_floor) low_bulk.push_back(&r);
+        if (r.ess_tail < ess_floor) low_tail.push_back(&r);
+    }
+    const std::string floor_text =
+        facts.chains > 1 ? fmt::format("{:.0f} for {} chains", ess_floor, facts.chains) : fmt::format("{:.0f}", ess_floor);
+    if (!nonfinite.empty())
+        out.push_back(fmt::format("{} had NaN or infinite draws ({}): the sampler failed there; no diagnostic is given.",
+                                  parameters_word(nonfinite.size()), list_rows(nonfinite, [](auto& r) { return r.name; })));
+    if (!constant.empty())
+        out.push_back(fmt::format("{} never moved ({}): constant draws leave R-hat and ESS undefined (NA).",
+                                  parameters_word(constant.size()), list_rows(constant, [](auto& r) { return r.name; })));
+    if (!high_rhat.empty())
+        out.push_back(fmt::format(
+            "R-hat above {} for {} ({}): the chains disagree, so they have not converged; run longer chains or check the model.",
+            kRhatLimit, parameters_word(high_rhat.size()),
+            list_rows(high_rhat, [](auto& r) { return fmt::format("{} {:.3f}", r.name, r.rhat); })));
+    if (!low_bulk.empty())
+        out.push_back(fmt::format(
+            "Bulk-ESS below {} per chain ({}) for {} ({}): means and medians are unreliable; run more draws.",
+            kEssPerChain, floor_text, parameters_word(low_bulk.size()),
+            list_rows(low_bulk, [](auto& r) { return fmt::format("{} {:.0f}", r.name, r.ess_bulk); })));
+    if (!low_tail.empty())
+        out.push_back(fmt::format(
+            "Tail-ESS below {} per chain ({}) for {} ({}): the 5% and 95% quantiles are unreliable; run more draws.",
+            kEssPerChain, floor_text, parameters_word(low_tail.size()),
+            list_rows(low_tail, [](auto& r) { return fmt::format("{} {:.0f}", r.name, r.ess_tail); })));
+    for (const auto& k : facts.kernels) {
+        if (k.proposed > 0 && k.rate() < kAcceptanceFloor)
+            out.push_back(fmt::format(
+                "Kernel {} accepted {:.1f}% of its proposals (below {:.0f}%): its proposals are too wide or far from the "
+                "posterior, so the chain barely moves.",
+                k.name, 100 * k.rate(), 100 * kAcceptanceFloor));
+    }
+    if (facts.kernels.empty() && facts.mean_accept_stat && *facts.mean_accept_stat < kAcceptanceFloor)
+        out.push_back(fmt::format("The mean acceptance statistic is {:.1f}% (below {:.0f}%): the chain barely moves.",
+                                  100 * *facts.mean_accept_stat, 100 * kAcceptanceFloor));
+    if (facts.divergent > 0)
+        out.push_back(fmt::format(
+            "{} divergent transition{} after warmup: the step size is too large for the posterior's curvature there, so "
+            "the draws may be biased.",
+            facts.divergent, facts.divergent == 1 ? "" : "s"));
+    return out;
+}
+
+std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& facts) {
+    const std::vector<std::string> header{"name", "mean", "sd", "mcse", "5%", "50%", "95%", "ess_bulk", "ess_tail", "rhat"};
+    std::vector<std::vector<std::string>> cells;
+    cells.reserve(rows.size());
+    for (const auto& r : rows) {
+        // 4 significant digits for values, 2 for their Monte Carlo error, whole draws for
+        // ESS and 3 decimals for R-hat (its warning threshold is 1.01).
+        cells.push_back({r.name, na_or(r.mean, "{:.4g}"), na_or(r.sd, "{:.4g}"), na_or(r.mcse_mean, "{:.2g}"),
+                         na_or(r.q5, "{:.4g}"), na_or(r.q50, "{:.4g}"), na_or(r.q95, "{:.4g}"),
+                         na_or(r.ess_bulk, "{:.0f}"), na_or(r.ess_tail, "{:.0f}"), na_or(r.rhat, "{:.3f}")});
+    }
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        width[c] = header[c].size();
+        for (const auto& row : cells) width[c] = std::max(width[c], row[c].size());
+    }
+    auto put_row = [&](std::string& out, const std::vector<std::string>& row) {
+        out += fmt::format("{:<{}}", row[0], width[0]);
+        for (std::size_t c = 1; c < row.size(); ++c) out += fmt::format("  {:>{}}", row[c], width[c]);
+        out += '\n';
+    };
+
+    std::string out;
+    out += fmt::format("Inference for {}: method {}, {} chain{} x {} draws", facts.model.empty() ? "the model" : facts.model,
+                       facts.method.empty() ? "unknown" : facts.method, facts.chains, facts.chains == 1 ? "" : "s",
+                       facts.draws);
+    if (facts.warmup > 0) out += fmt::format(" after {} warmup", facts.warmup);
+    out += ".\n\n";
+    put_row(out, header);
+    for (const auto& row : cells) put_row(out, row);
+    out += '\n';
+
+    if (!facts.kernels.empty()) {
+        out += "Acceptance:";
+        for (std::size_t k = 0; k < facts.kernels.size(); ++k) {
+            const auto& s = facts.kernels[k];
+            out += fmt::format("{} {} {:.1f}% ({} of {})", k == 0 ? "" : ";", s.name, 100 * s.rate(), s.accepted, s.proposed);
+        }
+        out += '\n';
+    } else if (facts.mean_accept_stat) {
+        out += fmt::format("Mean accept_stat__: {:.3f}\n", *facts.mean_accept_stat);
+    }
+    if (facts.regenerations) out += fmt::format("Regenerations: {}\n", *facts.regenerations);
+    if (facts.elbo) out += fmt::format("ELBO: {:.6g}\n", *facts.elbo);
+    if (facts.divergent > 0) out += fmt::format("Divergent transitions: {}\n", facts.divergent);
+    if (facts.warmup_seconds || facts.sampling_seconds)
+        out += fmt::format("Elapsed time: {:.3f} s warmup, {:.3f} s sampling\n", facts.warmup_seconds.value_or(0),
+                           facts.sampling_seconds.value_or(0));
+    for (std::size_t c = 0; c < facts.chain_seconds.size(); ++c)
+        out += fmt::format("Chain {}: {:.3f} s warmup, {:.3f} s sampling\n", c + 1, facts.chain_seconds[c].warmup,
+                           facts.chain_seconds[c].sampling);
+
+    const auto warnings = summary_warnings(rows, facts);
+    if (!warnings.empty()) {
+        out += "\nWarnings:\n";
+        for (const auto& w : warnings) out += "  - " + w + '\n';
+    }
+    return out;
+}
+
+nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const RunFacts& facts) {
+    nlohmann::ordered_json doc;
+    doc["method"] = facts.method;
+    doc["chains"] = facts.chains;
+    doc["draws"] = facts.draws;
+    doc["elbo"] = optional_or_null(facts.elbo);
+    doc["warmup_seconds"] = optional_or_null(facts.warmup_seconds);
+    doc["sampling_seconds"] = optional_or_null(facts.sampling_seconds);
+    auto& params = doc["parameters"] = nlohmann::ordered_json::array();
+    for (const auto& r : rows) {
+        nlohmann::ordered_json p;
+        p["name"] = r.name;
+        p["mean"] = number_or_null(r.mean);
+        p["sd"] = number_or_null(r.sd);
+        p["mcse_mean"] = number_or_null(r.mcse_mean);
+        p["q5"] = number_or_null(r.q5);
+        p["q50"] = number_or_null(r.q50);
+        p["q95"] = number_or_null(r.q95);
+        p["ess_bulk"] = number_or_null(r.ess_bulk);
+        p["ess_tail"] = number_or_null(r.ess_tail);
+        p["rhat"] = number_or_null(r.rhat);
+        params.push_back(std::move(p));
+    }
+    // Facts beyond docs/design.md's keys, after them.
+    doc["warmup"] = facts.warmup;
+    doc["divergent"] = facts.divergent;
+    doc["regenerations"] = optional_or_null(facts.regenerations);
+    auto& acc = doc["acceptance"] = nlohmann::ordered_json::array();
+    for (const auto& k : facts.kernels)
+        acc.push_back({{"kernel", k.name}, {"accepted", k.accepted}, {"proposed", k.proposed}, {"rate", k.rate()}});
+    if (!facts.phase_seconds.empty()) {
+        auto& timings = doc["timings"] = nlohmann::ordered_json::object();
+        for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;
+    }
+    return doc;
+}
+
+nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts) {
+    // z_0.95 = Φ⁻¹(0.95): the Gaussian marginals' 5% and 95% quantiles are mean ∓ z sd.
+    constexpr double z95 = 1.6448536269514722;
+    nlohmann::ordered_json doc;
+    doc["method"] = facts.method;
+    doc["chains"] = nullptr;
+    doc["draws"] = nullptr;
+    doc["elbo"] = number_or_null(facts.elbo);
+    doc["warmup_seconds"] = nullptr;
+    doc["sampling_seconds"] = nullptr;
+    auto& params = doc["parameters"] = nlohmann::ordered_json::array();
+    for (const auto& v : parameters) {
+        nlohmann::ordered_json p;
+        p["name"] = v.name;
+        p["mean"] = number_or_null(v.mean);
+        p["sd"] = number_or_null(v.sd);
+        p["q5"] = number_or_null(v.mean - z95 * v.sd);
+        p["q50"] = number_or_null(v.mean);
+        p["q95"] = number_or_null(v.mean + z95 * v.sd);
+        if (const auto& c = v.corrected) {
+            p["vb_mean"] = p["mean"];
+            p["vb_sd"] = p["sd"];
+            p["corrected_mean"] = number_or_null(c->mean);
+            p["corrected_sd"] = number_or_null(c->sd);
+            p["corrected_mcse_mean"] = number_or_null(c->mcse_mean);
+            p["corrected_q5"] = number_or_null(c->q5);
+            p["corrected_q50"] = number_or_null(c->q50);
+            p["corrected_q95"] = number_or_null(c->q95);
+        }
+        params.push_back(std::move(p));
+    }
+    doc["iterations"] = facts.iterations;
+    doc["converged"] = facts.converged;
+    doc["seconds"] = optional_or_null(facts.seconds);
+    if (facts.log_evidence) doc["log_evidence"] = number_or_null(*facts.log_evidence);
+    if (facts.log_evidence_se) doc["log_evidence_se"] = number_or_null(*facts.log_evidence_se);
+    if (facts.pareto_k) doc["pareto_k"] = number_or_null(*facts.pareto_k);
+    if (facts.correction) doc["correction"] = *facts.correction;
+    if (facts.correction_draws) doc["correction_draws"] = *facts.correction_draws;
+    if (facts.correction_ess) doc["correction_ess"] = number_or_null(*facts.correction_ess);
+    return doc;
+}
+
+void write_json_file(const std::string& path, const nlohmann::ordered_json& doc) {
+    std::ofstream out(path);
+    if (!out) throw Error(ErrorKind::io, fmt::format("cannot write the JSON file '{}'", path));
+    out << doc.dump(2) << '\n';
+    out.flush();
+    if (!out) throw Error(ErrorKind::io, fmt::format("writing the JSON file '{}' failed", path));
+}
+
+namespace {
+
+std::string method_of(const StanCsv& csv) {
+    const std::string algorithm = csv.config_value("algorithm").value_or("");
+    const std::string engine = csv.config_value("engine").value_or("");
+    if (algorithm.empty()) return "unknown";
+    return algorithm == "hmc" && !engine.empty() ? fmt::format("hmc ({})", engine) : algorithm;
+}
+
+RunFacts facts_from_files(const std::vector<StanCsv>& files) {
+    const StanCsv& first = files.front();
+    RunFacts f;
+    f.model = first.config_value("model").value_or("");
+    f.method = method_of(first);
+    f.chains = static_cast<int>(files.size());
+    f.draws = static_cast<long>(first.draws.rows());
+    if (const auto w = first.config_value("num_warmup")) f.warmup = std::atol(w->c_str());
+    bool all_timed = true;
+    double accept_sum = 0;
+    long accept_n = 0;
+    for (const auto& csv : files) {
+        all_timed = all_timed && csv.warmup_seconds && csv.sampling_seconds;
+        if (const auto d = csv.sampler_column("divergent__")) f.divergent += static_cast<long>(d->sum());
+        if (const auto a = csv.sampler_column("accept_stat__")) {
+            accept_sum += a->sum();
+            accept_n += a->size();
+        }
+    }
+    if (all_timed)
+        for (const auto& csv : files) f.chain_seconds.push_back({*csv.warmup_seconds, *csv.sampling_seconds});
+    if (accept_n > 0) f.mean_accept_stat = accept_sum / static_cast<double>(accept_n);
+    return f;
+}
+
+}  // namespace
+
+std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range) {
+    std::vector<StanCsv> csvs;
+    for (const auto& f : files) csvs.push_back(read_stan_csv(f, range));
+    if (csvs.empty()) throw Error(ErrorKind::usage, "no CmdStan CSV files given");
+    const StanCsv& first = csvs.front();
+    for (const auto& csv : csvs) {
+        if (csv.parameter_columns != first.parameter_columns)
+            throw Error(ErrorKind::data, fmt::format("{}: its parameter columns differ from those of {}; all files must "
+                                                     "come from the same model",
+                                                     csv.path, first.path));
+        if (csv.draws.rows() != first.draws.rows())
+            throw Error(ErrorKind::data, fmt::format("{} has {} draws but {} has {}: all chains must have the same length",
+                                                     csv.path, csv.draws.rows(), first.path, first.draws.rows()));
+    }
+    if (first.draws.rows() == 0) throw Error(ErrorKind::data, fmt::format("{}: the file holds no draws", first.path));
+    if (first.parameter_columns.empty())
+        throw Error(ErrorKind::data, fmt::format("{}: the file has no parameter columns", first.path));
+    return csvs;
+}
+
+int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err, double memory_budget) {
+    if (files.empty()) {
+        err << "error: vbn summary needs one or more CmdStan CSV files, one per chain (FILE_1.csv FILE_2.csv ...)\n";
+        return 1;
+    }
+    try {
+        // The text of a file is longer than its values as doubles: files within the budget
+        // are read whole, larger ones in groups of columns after a first pass for the facts.
+        double bytes = 0;
+        for (const auto& f : files) {
+            std::error_code ec;
+            const auto size = std::filesystem::file_size(f, ec);
+            bytes += ec ? 0.0 : static_cast<double>(size);
+        }
+        if (bytes > memory_budget) {
+            const std::vector<StanCsv> meta = read_chain_files(files, ParameterRange{0, 1});
+            const StanCsv& first = meta.front();
+            const auto columns = first.parameter_columns.size();
+            const double per_column = 8.0 * static_cast<double>(meta.size()) * static_cast<double>(first.draws.rows());
+            const auto group = static_cast<std::size_t>(std::clamp(std::floor(memory_budget / per_column), 1.0,
+                                                                   static_cast<double>(columns)));
+            std::vector<SummaryRow> rows;
+            for (std::size_t at = 0; at < columns; at += group) {
+                const std::size_t count = std::min(group, columns - at);
+                std::vector<std::string> names;
+                for (std::size_t k = at; k < at + count; ++k) names.push_back(display_name(first.parameter_columns[k]));
+                std::vector<Eigen::MatrixXd> chains;
+                for (const StanCsv& csv : read_chain_files(files, ParameterRange{at, count})) chains.push_back(csv.draws);
+                for (SummaryRow& r : summarize(names, chains)) rows.push_back(std::move(r));
+            }
+            out << format_summary(rows, facts_from_files(meta));
+            return 0;
+        }
+        const std::vector<StanCsv> csvs = read_chain_files(files);
+        const StanCsv& first = csvs.front();
+        std::vector<std::string> names;
+        for (const auto& c : first.parameter_columns) names.push_back(display_name(c));
+        std::vector<Eigen::MatrixXd> chains;
+        for (const auto& csv : csvs) chains.push_back(csv.draws);
+        out << format_summary(summarize(names, chains), facts_from_files(csvs));
+        return 0;
+    } catch (const Error& e) {
+        err << "error: " << e.what() << '\n';
+        return 1;
+    }
+}
+
+}  // namespace vbn

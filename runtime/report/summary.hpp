@@ -1,0 +1,126 @@
+// The posterior summary of a run: one row per parameter element (mean, sd, MCSE, quantiles,
+// bulk/tail ESS, R-hat), the table printed on stdout, the --summary-json document
+// (docs/design.md §4), and the `vbn summary FILE_1.csv …` command.
+#pragma once
+
+#include "inference/kernel.hpp"
+#include "runtime/report/output_csv.hpp"
+
+#include <Eigen/Core>
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vbn {
+
+struct SummaryRow {
+    std::string name;  // w[1], W[2,3]
+    double mean = 0, sd = 0, mcse_mean = 0;
+    double q5 = 0, q50 = 0, q95 = 0;
+    double ess_bulk = 0, ess_tail = 0, rhat = 0;
+    double mcse_q5 = 0, mcse_q95 = 0;
+    bool constant = false;   // all draws equal: ESS and R-hat are NaN
+    bool nonfinite = false;  // NaN or infinite draws: diagnostics are NaN
+};
+
+// One row per column. `chains` holds one draws × parameters matrix per chain, all the same
+// shape, with one column per name. Throws vbn::Error (data) on mismatched shapes. Columns are
+// independent, so up to `threads` threads share them; the rows do not depend on it.
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, const std::vector<Eigen::MatrixXd>& chains,
+                                  int threads = 1);
+
+// The same where the draws already sit in memory, column by column: column(c, p) points at
+// `draws` consecutive draws of parameter p (one per name) in chain c, for c < chains (each
+// is copied beside the other chains' as its turn comes, not all at once).
+std::vector<SummaryRow> summarize(const std::vector<std::string>& names, std::size_t chains, Eigen::Index draws,
+                                  const std::function<const double*(std::size_t c, Eigen::Index p)>& column,
+                                  int threads = 1);
+
+struct ChainSeconds {
+    double warmup = 0, sampling = 0;
+};
+
+// The facts of a run that the table and the JSON report besides the rows. Optional facts
+// are left out of the text (and are null in the JSON) when absent.
+struct RunFacts {
+    std::string model;
+    std::string method;
+    int chains = 0;
+    long draws = 0;   // per chain, after warmup
+    long warmup = 0;  // warmup iterations per chain
+    std::optional<double> warmup_seconds, sampling_seconds;  // wall time of the whole run
+    std::vector<ChainSeconds> chain_seconds;                  // per chain (from CSV files)
+    std::vector<inference::KernelStats> kernels;              // acceptance per leaf kernel, all chains
+    std::optional<double> mean_accept_stat;                   // mean accept_stat__, when kernels are unknown
+    std::optional<long> regenerations;
+    std::optional<double> elbo;
+    long divergent = 0;  // divergent transitions after warmup, all chains
+    // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
+    // where the run's phases are unknown, as for CSV files).
+    std::vector<std::pair<std::string, double>> phase_seconds;
+};
+
+// Adds up the per-chain counters of kernels with the same name, keeping first-seen order.
+std::vector<inference::KernelStats> merge_kernel_stats(const std::vector<std::vector<inference::KernelStats>>& per_chain);
+
+// Plain-words warnings: R-hat > 1.01, bulk- or tail-ESS below 100 per chain, acceptance
+// below 5%, divergent transitions, constant or non-finite draws.
+std::vector<std::string> summary_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts);
+
+// The table (header `name mean sd mcse 5% 50% 95% ess_bulk ess_tail rhat`, aligned
+// columns), then the run's facts and the warnings.
+std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& facts);
+
+// docs/design.md §4: {"method", "chains", "draws", "elbo", "warmup_seconds", "sampling_seconds",
+// "parameters": [{"name", "mean", "sd", "mcse_mean", "q5", "q50", "q95", "ess_bulk",
+// "ess_tail", "rhat"}]}, in that order; NaN and absent values are null.
+nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const RunFacts& facts);
+
+// `vbn vb`: the variational posterior's marginal means and sds (and the Gaussian 5/50/95%
+// quantiles they imply), in the same shape without the MCMC fields (docs/design.md §4). With the
+// importance correction (runtime/variational/vb_refine.hpp), its moments go under keys of their own:
+// "corrected_mean", "corrected_sd", "corrected_mcse_mean", "corrected_q5", "corrected_q50",
+// "corrected_q95"; "vb_mean" and "vb_sd" then repeat "mean" and "sd".
+struct CorrectedMarginal {
+    double mean = 0, sd = 0, mcse_mean = 0, q5 = 0, q50 = 0, q95 = 0;
+};
+struct VbParameter {
+    std::string name;
+    double mean = 0, sd = 0;  // the variational fit's marginal
+    std::optional<CorrectedMarginal> corrected{};
+};
+struct VbFacts {
+    std::string method = "vb";
+    double elbo = 0;
+    long iterations = 0;
+    bool converged = false;
+    std::optional<double> seconds;
+    std::optional<double> log_evidence, log_evidence_se, pareto_k;
+    std::optional<std::string> correction;  // "importance" when the corrected_* keys are there
+    std::optional<double> correction_ess;
+    std::optional<long> correction_draws;
+};
+nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts);
+
+// Writes a JSON document with a trailing newline; throws vbn::Error (io) naming the file.
+void write_json_file(const std::string& path, const nlohmann::ordered_json& doc);
+
+// Reads CmdStan CSV files that are the chains of one run: the same parameter columns and
+// the same number of draws, at least one of each. Throws vbn::Error naming the file.
+// With a range, only those parameter columns' values are kept (read_stan_csv).
+std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range = {});
+
+// `vbn summary FILE_1.csv [FILE_2.csv …]`: reads CmdStan CSV files (one chain each) and
+// prints the summary of their parameter columns. Returns the exit status (0, or 1 with a
+// message on `err` for unreadable or inconsistent files). Files larger than memory_budget
+// bytes in all are summarised in groups of columns holding at most about that many bytes of
+// draws (one more pass over the files per group); the table is the same.
+int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err,
+                    double memory_budget = 64e6);
+
+}  // namespace vbn

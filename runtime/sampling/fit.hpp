@@ -1,0 +1,157 @@
+// `vbn fit`: the variational fit, then MCMC chains whose kernels the method preset builds
+// from it (variational-mcmc.txt §4), run in parallel and reproducibly.
+//
+// Method presets (docs/design.md §3), all started from points dispersed around the variational fit:
+//   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
+//             covariance, scale tuned in warmup
+//   varmh     independence MH with one proposal for all of θ (§4.1)
+//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
+//             more than 20 weights whose proposal has no triangular map (21-64 weights where
+//             every value is observed: LaplaceProposalOptions::skew_map) in whitened sub-blocks
+//             (FitOptions::varblock_split), the
+//             others from a t(100) at the mode plus its skewness correction where every value
+//             is observed, else re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
+//             and, after the warmup, by overrelaxed moves about it (FitOptions::varblock_overrelax)
+//             (the proposals of varmh, varblock, varmix's block moves and regen's start come
+//             from the exact posterior's Laplace fit, runtime/sampling/laplace_proposal.hpp, where the
+//             blocks are separable; else, or with FitOptions::proposal "vb", from the
+//             variational fit with Student-t tails and a widened covariance)
+//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
+//             missing values and at most 10 weights, independence moves from a t mixture at
+//             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
+//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10); with hidden or
+//             missing values and at most 10 weights it starts from the modes, not VB
+//   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
+//   gibbs     the unobserved values sampled with θ (runtime/sampling/gibbs.hpp): a Gibbs sweep over
+//             them cycled with a Laplace-proposal block MH move on θ given the completed
+//             data; no limit on the unobserved values per row. lp__ is then the complete-data
+//             log joint.
+//   auto      the default; see choose_method()
+#pragma once
+
+#include "inference/block_mh.hpp"
+#include "inference/chains.hpp"
+#include "lang/ir.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/sampling/laplace_proposal.hpp"
+#include "runtime/variational/vb.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+class Target;
+
+// Names accepted by --method, in the order docs list them.
+const std::vector<std::string>& method_names();
+
+// Above this many weights nothing holds a dense dim × dim matrix (2,000² doubles are 32 MB,
+// and a NUTS leapfrog step with a dense metric costs dim²): NUTS adapts a diagonal metric
+// started from the variational variances, regen (whose adaptation needs dense covariances)
+// is refused, and `vbn vb` skips the importance correction (its Newton step forms the Hessian).
+constexpr int max_dense_dim = 2000;
+// NUTS adapts a dense metric on a model of dim weights (else a diagonal one).
+constexpr bool nuts_dense_metric(int dim) { return dim <= max_dense_dim; }
+
+// The method `auto` stands for on this model (and why, in one line).
+std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why = nullptr);
+
+struct FitOptions {
+    std::string method = "auto";
+    int chains = 4;
+    int warmup = 1000;
+    int draws = 1000;
+    int threads = 2;
+    std::uint64_t seed = 1;
+    bool keep_draws = true;
+    VbOptions vb;
+    // Proposal settings of the variational kernels: Student-t degrees of freedom and the
+    // factor on the variational covariance (VB underestimates variances; §4.1 Corollary 1).
+    double proposal_df = 10;
+    double proposal_inflation = 1.5;
+    double mixture_nu = 0.5;      // varmix: probability of the variational block kernel
+    // Where the independence kernels (varmh, varblock, varmix's block moves, regen) propose
+    // from: "laplace" builds the proposal from the exact posterior's mode and Laplace
+    // covariance, checked per block by importance draws (runtime/sampling/laplace_proposal.hpp), when
+    // every block is separable and Newton converges, else the variational fit; "vb" always
+    // the variational fit with proposal_df and proposal_inflation (the paper's VarMCMC).
+    std::string proposal = "laplace";
+    LaplaceProposalOptions laplace;
+    // varblock: blocks of more than 20 weights whose proposal carries no triangular map are
+    // moved in whitened sub-blocks of at most 10 coordinates, re-centred on the warmup's draws
+    // (inference/block_mh.hpp); an unskewed independence proposal for a whole block of 50
+    // weights sticks (docs/methods.md, "Whitened sub-blocks").
+    inference::BlockSplit varblock_split{20, 10, 0, 1.1, true};
+    // varblock's whole blocks (at most varblock_split.above weights, or skewed by a map) whose proposal is the
+    // exact posterior's Laplace fit: a t with varblock_df degrees of freedom rather than
+    // laplace.df (0: laplace.df), re-centred on each chain's warmup draws unless the pilot kept a
+    // centre with the skewness correction (LaplaceProposalOptions::mean_shift) (inference/block_mh.hpp;
+    // docs/methods.md, "Whole blocks re-centred in warmup").
+    double varblock_df = 100;
+    inference::BlockRecentre varblock_recentre{true, 300};
+    // varblock's whole blocks with the exact posterior's proposal, after the warmup: overrelaxed
+    // moves about that t (inference/block_mh.hpp) with this α in (-1, 1); 0: independence
+    // proposals (docs/methods.md, "Overrelaxed block moves").
+    double varblock_overrelax = -0.3;
+    // NUTS's target mean acceptance statistic (Stan's adapt_delta), in (0, 1); 0: automatic,
+    // nuts_adapt_delta below.
+    double adapt_delta = 0;
+    double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
+    int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
+    inference::ChainCallbacks callbacks;
+    // Called once the variational fit is done, before any chain starts (e.g. to write
+    // output headers that record it), with the method that will run (auto resolved).
+    std::function<void(const VbFit&, const std::string& method)> on_vb;
+};
+
+// NUTS's target acceptance for this model and data: `requested` when it is not 0, else 0.65
+// for a log-concave posterior (every binary node observed in every row: the priors are
+// Gaussian and each observed logistic term is log-concave in the weights) with more than
+// nuts_low_delta_above parameters, and Stan's 0.8 otherwise. Why: Stan's 0.8 buys robustness
+// where a longer step can diverge, and such a posterior has none (its curvature is bounded: a
+// logistic term's is at most 1/4 per unit of η); and as the dimension grows the most
+// efficient acceptance falls towards 0.651 (Beskos et al. 2013). On unimodal_d50 0.65 gave
+// 1.4x the bulk-ESS of 0.8 for the same work; on unimodal_d10 it would lose (docs/methods.md,
+// "NUTS's target acceptance").
+constexpr int nuts_low_delta_above = 20;
+double nuts_adapt_delta(const ir::Graph& graph, const Dataset& data, double requested = 0);
+
+struct FitResult {
+    std::string method;                            // the resolved method (never "auto")
+    std::string kernel;                            // the kernel's description
+    double adapt_delta = 0;                        // NUTS's target acceptance (0: not NUTS)
+    int threads = 1;                               // worker threads the run used (the summary uses as many)
+    VbResult vb;
+    std::vector<int> order;                        // output_order(graph)
+    std::vector<std::string> names;                // reported values as users see them: w[1], W[2,3]
+    std::vector<std::string> csv_names;            // the same with dotted indices: w.1, W.2.3
+    std::vector<inference::ChainResult> chains;
+    // Wall time of each phase of fit(): building the target (families, merged rows), the
+    // variational fit, the proposals and kernel (Newton, pilot draws, mode search: everything
+    // between the variational fit and the chains), and the chains' warmup and sampling (their
+    // wall time split in the proportion the chains spent in each).
+    double target_seconds = 0, vb_seconds = 0, proposal_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
+    std::vector<std::string> notes;                // things the user should know (not errors)
+};
+
+// The order in which parameters are reported: the model's parameters in order of use, the
+// elements of a matrix in column-major order as CmdStan writes them (rstan rebuilds shapes
+// from it). Entry j is the index in θ of the j-th reported value.
+std::vector<int> output_order(const ir::Graph& graph);
+
+// The compiled target for a model and data (hidden nodes summed out per row).
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
+
+// The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data);
+
+// Runs VB then the chains. Throws vbn::Error (usage for bad options, limit when exact
+// summation would be exponential — except with `auto`, which then falls back to gibbs with
+// a note — inference when every chain failed).
+FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& options);
+
+}  // namespace vbn

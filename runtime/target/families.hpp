@@ -1,0 +1,102 @@
+// The data as each node's CPD sees it: "patterns, not rows" (docs/design.md §1).
+//
+// The likelihood p(x_v | θ) = Π_rows Σ_{unobserved} Π_i g(x_i (α_i + θ_i' f_i)) (Variational
+// MCMC, Sec. 2) splits into two kinds of terms:
+//
+//  * complete families — a node observed together with all its parents. Its factor is
+//    g(y (a + θ_i' f)) with everything but θ_i known, so all rows with the same (y, a, f)
+//    collapse into one weighted pattern; a node with P binary parents has at most 2^(P+1).
+//  * enumerated components — in a row with unobserved entries (hidden nodes, missing
+//    values), the unobserved elements that have an observed descendant, split into groups
+//    that share no factor. Each group is summed out exactly over its 2^m configurations.
+//    Unobserved elements without an observed descendant ("barren") are dropped: their CPDs
+//    sum to one. Identical groups from different rows are stored once with a weight.
+//
+// Both the exact target (runtime/target/target.hpp) and the variational bound read these.
+#pragma once
+
+#include "lang/ir.hpp"
+#include "runtime/data/dataset.hpp"
+
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+// The complete-data patterns of one block's node: rows where the node and all its parents
+// are observed, compressed to distinct (y_t, a_t, f_t) with summed counts w_t.
+// Its log-likelihood contribution is Σ_t w_t log g(y_t (a_t + f_t' θ_i)).
+struct CompleteFamily {
+    int element = -1;   // the node element (Graph::elements)
+    int block = -1;     // its parameter block (Graph::blocks)
+    Eigen::MatrixXd f;  // patterns × block size: feature vectors f_t (signs applied)
+    Eigen::VectorXd y;  // the node's value, ±1
+    Eigen::VectorXd a;  // offset α_i + Σ fixed terms c_k x_k
+    Eigen::VectorXd w;  // rows per pattern
+
+    int patterns() const { return static_cast<int>(w.size()); }
+};
+
+// An unobserved parent's term in a factor's linear predictor: coef * x_var, where
+// x_var is the component's local variable `var`, and coef = θ_i[feature] * sign for a
+// learned weight (feature >= 0) or the fixed coefficient for a fixed term (feature = -1).
+struct FactorLink {
+    int var = 0;        // local index into Component::elements
+    int feature = -1;   // position in the block, or -1 for a fixed term
+    double coef = 0;    // the feature's sign, or the fixed term's coefficient
+};
+
+// One CPD inside an enumerated component, with everything observed already folded in:
+//     η = base + θ_i' f + Σ_links coef_l x_{var_l}   (θ_i' f omitted when block < 0)
+//     log factor = log g(x η),   x = value if observed, else the local variable `self`.
+// A parent that appears in several terms has one link per term.
+struct Factor {
+    int element = -1;        // whose CPD this is
+    int block = -1;          // its parameter block, -1 for a fixed CPD
+    int value = 0;           // ±1 when the node is observed in these rows, 0 when unobserved
+    int self = -1;           // local index of the node when unobserved, else -1
+    double base = 0;         // α_i + Σ fixed terms over observed parents
+    Eigen::VectorXd f;       // block-size features, 0 where the parent is unobserved
+    std::vector<FactorLink> links;
+};
+
+// One distinct summed-out case: a connected group of unobserved elements in some row
+// patterns, its factors, and how many rows share it exactly. Its log-likelihood
+// contribution is weight * log Σ_{x ∈ {±1}^m} Π_factors g(x_j η_j(x)).
+struct Component {
+    std::vector<int> elements;   // the unobserved elements (local variable k = elements[k])
+    std::vector<Factor> factors; // their CPDs, then observed children's CPDs
+    std::vector<int> blocks;     // distinct blocks among the factors, ascending
+    double weight = 0;           // rows sharing this case
+    long first_line = 0;         // CSV line of one such row (0 when unknown)
+
+    int size() const { return static_cast<int>(elements.size()); }
+};
+
+struct FamilyOptions {
+    int max_enumerated = 12;  // largest component summed out exactly (2^m configurations)
+};
+
+struct Families {
+    std::vector<CompleteFamily> complete;          // one per block, indexed by block
+    std::vector<Component> components;             // distinct enumerated cases
+    std::vector<std::vector<int>> components_of_block;  // per block: components involving it
+    // A partition of all blocks: blocks in one group share an enumerated component (directly
+    // or through a chain of components), so their posterior does not factorise. Uncoupled
+    // blocks are singleton groups. Groups in order of their smallest block.
+    std::vector<std::vector<int>> coupled_groups;
+    // Σ w log p over observed fixed-CPD nodes with complete families (no θ): the part of
+    // log p(x_v | θ) that the patterns above leave out.
+    double fixed_log_likelihood = 0;
+    int largest_component = 0;       // max Component::size(), 0 if none
+    std::vector<std::string> notes;  // warnings for the caller to print (not errors)
+};
+
+// Builds the per-node patterns and the enumerated components. Throws vbn::Error of kind
+// limit when a component has more than max_enumerated unobserved elements (naming CSV lines
+// and suggesting `--method gibbs`), and of kind data when the dataset does not fit the graph.
+Families build_families(const ir::Graph& graph, const Dataset& data, const FamilyOptions& options = {});
+
+}  // namespace vbn

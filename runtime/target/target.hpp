@@ -1,0 +1,264 @@
+// The compiled target: the exact log posterior log p(θ | x_v) + const of a logistic belief
+// network and its analytic gradient, with hidden nodes and missing entries summed out
+// (Variational MCMC, Sec. 2, case (ii)), evaluated over weighted patterns (runtime/target/families.hpp).
+//
+//   Target target(graph, data);
+//   auto ws = target.make_workspace();          // one per chain / thread
+//   Eigen::VectorXd grad(target.dim());
+//   double lp = target.log_density_gradient(theta, grad, ws);
+//
+// Every const method may be called from several threads at once as long as each thread
+// passes its own Workspace; with a workspace, evaluation allocates nothing.
+#pragma once
+
+#include "inference/density.hpp"
+#include "lang/ir.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/target/families.hpp"
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vbn {
+
+struct TargetOptions {
+    int max_enumerated = 12;  // largest group of unobserved nodes summed out exactly
+    // false: no limit on the groups and nothing is summed out; only observed_block_term()
+    // may be evaluated (the complete-data samplers of runtime/sampling/gibbs.hpp add the rest).
+    // The other evaluations throw when the data have unobserved values.
+    bool sum_out = true;
+};
+
+class Target {
+public:
+    using Vector = Eigen::VectorXd;
+    using In = Eigen::Ref<const Eigen::VectorXd>;
+    using Out = Eigen::Ref<Eigen::VectorXd>;
+
+    // Scratch memory for evaluations, sized for this target. Not shared between threads.
+    class Workspace {
+        friend class Target;
+        Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
+        Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
+        Eigen::VectorXd eta0_;         // per factor of a component: the observed part of η
+        Eigen::VectorXd coef_;         // per link: its coefficient at θ
+        Eigen::VectorXd resid_acc_;    // per factor: Σ_x p(x) x_j g(-x_j η_j), rescaled online
+        Eigen::VectorXd link_acc_;     // per link: Σ_x p(x) x_j g(-x_j η_j) x_var, rescaled online
+        Eigen::VectorXd factor_resid_; // per factor, at the current configuration
+        Eigen::VectorXd x_;            // the current configuration, ±1
+        Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents (or of 4, where
+                                       // η is read through sign_words), θ's signed sums
+        Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign
+                                       // pattern; a set for even rows, then one for odd rows
+        Eigen::VectorXd sign_exps_;    // ±1 families: exp of each entry of sign_sums_
+        Eigen::VectorXd exp_theta_;    // exp(θ_b), from which sign_exps_ is built
+    };
+
+    Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
+
+    int dim() const { return dim_; }
+    int blocks() const { return static_cast<int>(blocks_.size()); }
+    int block_offset(int b) const { return blocks_[static_cast<std::size_t>(b)].offset; }
+    int block_size(int b) const { return blocks_[static_cast<std::size_t>(b)].size; }
+    // A partition of the blocks into groups coupled through summed-out nodes.
+    const std::vector<std::vector<int>>& coupled_groups() const { return families_.coupled_groups; }
+    // True when block b is coupled to no other block: block_log_density(b, θ) then depends
+    // on θ only through block b.
+    bool block_separable(int b) const;
+    // Warnings for the caller to print (e.g. an observed node missing in every row).
+    const std::vector<std::string>& notes() const { return families_.notes; }
+    // The preprocessed data, for code that evaluates other functionals of it (VB, Gibbs).
+    const Families& families() const { return families_; }
+    const CompleteFamily& complete_family(int b) const { return families_.complete[static_cast<std::size_t>(b)]; }
+
+    Workspace make_workspace() const;
+
+    // log p(θ) + log p(x_v | θ) up to the constant log_constant().
+    double log_density(In theta, Workspace& ws) const;
+    // The same, writing ∇_θ into grad (size dim()).
+    double log_density_gradient(In theta, Out grad, Workspace& ws) const;
+
+    // Only the terms that involve block b: its prior, its node's complete-family patterns
+    // and the summed-out components touching it. Between two θ that differ only in block b,
+    // it changes exactly as log_density does. theta is the full vector.
+    double block_log_density(int b, In theta, Workspace& ws) const;
+    // The same with ∇ over block b only (grad has block_size(b) entries).
+    double block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const;
+
+    // True when no summed-out component involves block b: its terms are its prior and its
+    // complete-family patterns only, which depend on θ through block b alone.
+    bool complete_block(int b) const;
+    // For such a block, −∇² block_log_density over block b, exact (block_size(b) square):
+    // Σ_b⁻¹ + Σ_t w_t g(η_t) g(−η_t) f_t f_t' (d²/dη² log g(yη) = −g(η) g(−η) for y = ±1).
+    // Throws for a block that is not complete.
+    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws) const;
+    // For such a block at its mode θ̂ with Laplace covariance Σ = L L' (L lower, block_size(b)
+    // square): the first correction of the mode towards the posterior mean,
+    // E[θ_b] − θ̂_b ≈ ½ Σ T[Σ] (the next term of the Laplace expansion), with T the third derivative of the log
+    // density (the Gaussian prior's is zero): T[Σ]_i = Σ_t w_t c(η_t) f_ti (f_t' Σ f_t), where
+    // c = d³/dη³ log g(yη) = −g(η) g(−η) (1 − 2 g(η)) for y = ±1. It is O(1/rows), and moves the
+    // centre of a skewed posterior's Laplace fit from its mode to near its mean without
+    // sampling noise. Throws for a block that is not complete.
+    Eigen::VectorXd complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const;
+    // The same block's third derivatives in the coordinates y = L⁻¹(θ_b − θ̂_b): out[k](i, j) =
+    // Σ_t w_t c(η_t) x_tk x_ti x_tj with x_t = L' f_t (c as above), symmetric in k, i, j; the
+    // triangular map of inference/triangular_map.hpp is built from them. Costs rows · d³
+    // multiply-adds (d GEMMs of rows × d × d). Throws as above.
+    std::vector<Eigen::MatrixXd> complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
+                                                                  Workspace& ws) const;
+
+    // The terms of block b that involve no unobserved value: its prior (without normaliser)
+    // and its complete-family patterns. With grad (block_size(b) entries), adds their
+    // gradient. Allowed whatever TargetOptions::sum_out is.
+    double observed_block_term(int b, In theta, double* grad, Workspace& ws) const;
+
+    // The pieces: log p(θ) without its normalising constant, and log p(x_v | θ) without the
+    // θ-free terms of fixed CPDs.
+    double log_prior(In theta, Workspace& ws) const;
+    double log_likelihood(In theta, Workspace& ws) const;
+    // What log_density drops: log p(x_v, θ) = log_density(θ) + log_constant(). It holds the
+    // Gaussian normalisers and the log-probabilities of observed fixed-CPD nodes.
+    double log_constant() const { return log_constant_; }
+
+    // Convenience overloads with a temporary workspace (they allocate).
+    double log_density(In theta) const;
+    double log_density_gradient(In theta, Out grad) const;
+    double block_log_density(int b, In theta) const;
+    double block_log_density_gradient(int b, In theta, Out grad) const;
+
+private:
+    struct BlockPrior {
+        int offset = 0;
+        int size = 0;
+        bool diagonal = true;
+        Eigen::VectorXd mean;
+        Eigen::VectorXd precision;  // diagonal case: 1 / σ²
+        Eigen::MatrixXd chol;       // full case: lower L with L L' = Σ
+    };
+
+    void check_theta(In theta) const;
+    void check_summed_out() const;
+    void check_block(int b) const;
+    double prior_term(int b, In theta, double* grad, Workspace& ws) const;
+    double complete_term(int b, In theta, double* grad, Workspace& ws) const;
+    // η = a + F θ_b for merged rows [start, start + len) of block b into ws.eta_; with packed
+    // signs, reads the tables build_eta_tables left in ws.sign_sums_.
+    void complete_eta(int b, In theta, int start, int len, Workspace& ws) const;
+    // With packed signs: exp(η_t) of the chunk's rows into ws.eta_, as exp(a_t) times the
+    // entries build_exp_tables left in ws.sign_exps_.
+    void complete_exp_eta(int b, int start, int len, Workspace& ws) const;
+    // weight · log Σ_x Π g(·) of one component; with grad (full-θ layout), adds its gradient
+    // for factors of block only_block (all blocks when only_block < 0).
+    double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
+
+    int dim_ = 0;
+    std::vector<BlockPrior> blocks_;
+    Families families_;
+    double log_constant_ = 0;
+    int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
+    bool sum_out_ = true;
+
+    // A block's complete family as the evaluation reads it: the patterns that differ only in
+    // y merged into one row (a_t, f_t) with the counts of y = +1 and y = -1 apart. Both
+    // share |η_t| and so one exp and one log: log g(η) = min(η, 0) - log(1 + e^{-|η|}) and
+    // log g(-η) = min(-η, 0) - log(1 + e^{-|η|}). Built from families_.complete.
+    struct Merged {
+        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed
+        Eigen::VectorXd a;         // offsets
+        Eigen::VectorXd w_pos;     // rows with y = +1
+        Eigen::VectorXd w_neg;     // rows with y = -1
+        Eigen::VectorXd w_total;   // w_pos + w_neg
+        std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
+        bool product_logs = false; // runs long enough (kLogGroup rows on average) for one log
+                                   // per run of a chunk (of a product); else one log per row
+        // When every entry of f is ±1 (binary parents, all observed) and there are at least
+        // 8 columns: f's signs packed 8 columns to a byte, group-major (sign_groups × rows, so
+        // that one group's bytes are contiguous), bit k of byte (g, t) set where
+        // f(t, 8g + k) = +1. F θ is then a sum of sign_groups table look-ups per row and F' r a
+        // sum of residuals per sign pattern (see complete_term): the same numbers to rounding,
+        // with a fraction of the arithmetic.
+        std::vector<unsigned char> signs;
+        int sign_groups = 0;
+        // Where the CPU has AVX-512 and there are at most 64 columns, the same signs a row to
+        // a word as well (bit k of word t set where f(t, k) = +1): complete_eta then sums
+        // tables of 4 columns (16 entries, two vector registers each) that one permute
+        // instruction reads for 8 rows at once. The gradient still reads `signs`.
+        std::vector<std::uint64_t> sign_words;
+        // With packed signs and every |a_t| at most kMaxProductOffset (target.cpp): exp(a_t),
+        // and Σ_t w_pos_t a_t and Σ_t w_pos_t f_t, for the evaluation by products
+        // (complete_term_by_products). exp_a is empty where that evaluation does not apply.
+        Eigen::VectorXd exp_a;
+        double max_abs_a = 0;
+        double lin_a = 0;
+        Eigen::VectorXd lin_f;
+        int rows() const { return static_cast<int>(a.size()); }
+        // Group g's sign bytes from row `start` on.
+        const unsigned char* group_signs(int g, int start) const {
+            return signs.data() + static_cast<std::size_t>(g) * static_cast<std::size_t>(rows()) + static_cast<std::size_t>(start);
+        }
+    };
+    std::vector<Merged> merged_;
+    std::vector<char> separable_;  // per block: coupled to no other block
+    static Merged merge_signs(const CompleteFamily& cf);
+    // With packed signs, the tables of θ_b's signed sums that complete_eta reads, into
+    // ws.sign_sums_ (nothing otherwise).
+    static void build_eta_tables(const Merged& m, In theta_b, Workspace& ws);
+    // The same tables' exps, into ws.sign_exps_, for the evaluation by products.
+    static void build_exp_tables(const Merged& m, In theta_b, Workspace& ws);
+    // complete_term where every |η_t| is at most `bound` (kMaxProductBound at most): e^η_t as
+    // exp(a_t) times a product of table entries instead of an exp per row.
+    double complete_term_by_products(int b, In theta, double bound, double* grad, Workspace& ws) const;
+    // The chunk's residuals (ws.resid_) into the sign groups' buckets (ws.sign_buckets_).
+    static void scatter_residuals(const Merged& m, int start, int len, Workspace& ws);
+    // From `from`, each row's entries of sign-group tables added (η) or multiplied (e^η).
+    template <bool Multiply>
+    static void combine_sign_tables(const Merged& m, int k, const double* from, const double* tables, int start, int len,
+                                    double* out);
+    // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
+    static void row_features(const Merged& m, int k, int row, double scale, double* out);
+    // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and
+    // weights c_t = w_t d³/dη³ log g(η_t) (the mean correction's and the third derivatives'
+    // common pass); `what` names the caller in the errors.
+    void whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, const char* what, Workspace& ws,
+                             Eigen::MatrixXd& x, Eigen::VectorXd& c) const;
+};
+
+// The target as the samplers see it: one per chain, owning its workspace. Blocks are the
+// model's parameter blocks, one per logistic node.
+class TargetDensity : public inference::Density {
+public:
+    explicit TargetDensity(const Target& target) : target_(&target), ws_(target.make_workspace()) {}
+
+    int dim() const override { return target_->dim(); }
+    double log_density(const Eigen::VectorXd& x) override { return target_->log_density(x, ws_); }
+    double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override {
+        grad.resize(target_->dim());
+        return target_->log_density_gradient(x, grad, ws_);
+    }
+    int block_count() const override { return target_->blocks(); }
+    inference::BlockRange block(int b) const override { return {target_->block_offset(b), target_->block_size(b)}; }
+    double block_log_density(int b, const Eigen::VectorXd& x) override { return target_->block_log_density(b, x, ws_); }
+    bool block_separable(int b) const override { return target_->block_separable(b); }
+
+    const Target& target() const { return *target_; }
+
+private:
+    const Target* target_;
+    Target::Workspace ws_;
+};
+
+// Makes a TargetDensity per chain; the Target must outlive the factory and its densities.
+class TargetDensityFactory : public inference::DensityFactory {
+public:
+    explicit TargetDensityFactory(const Target& target) : target_(&target) {}
+    std::unique_ptr<inference::Density> make() const override { return std::make_unique<TargetDensity>(*target_); }
+
+private:
+    const Target* target_;
+};
+
+}  // namespace vbn
