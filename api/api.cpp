@@ -1,26 +1,25 @@
-// The embedding API (include/vbn/vbn.hpp) over the runtime. The public names live in
-// vbn::api; the runtime's types of the same names (vbn::Dataset, vbn::FitOptions, ...) are
-// always written qualified here.
+// The embedding API (include/vbn/vbn.hpp) over the runtime's services (runtime/services):
+// this file only converts types, the public ones to the services' settings and their results
+// back. The public names live in vbn::api; the runtime's types of the same names
+// (vbn::Dataset, vbn::FitOptions, ...) are always written qualified here.
 #define VBN_API_IMPLEMENTATION
 #include "vbn/vbn.hpp"
 
 #include "lang/describe.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/dataset_builder.hpp"
-#include "runtime/error.hpp"
-#include "runtime/variational/evidence.hpp"
-#include "runtime/sampling/fit.hpp"
-#include "runtime/report/fit_summary.hpp"
 #include "runtime/data/model.hpp"
-#include "runtime/predictive/predict.hpp"
+#include "runtime/error.hpp"
 #include "runtime/report/summary.hpp"
-#include "runtime/variational/vb.hpp"
+#include "runtime/services/evidence.hpp"
+#include "runtime/services/fit.hpp"
+#include "runtime/services/predict.hpp"
+#include "runtime/services/variational.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <utility>
 
 namespace vbn::api {
@@ -246,47 +245,82 @@ const std::vector<std::string>& Dataset::notes() const { return impl_->notes; }
 
 VariationalResult variational(const Model& model, const Dataset& data, const VariationalOptions& options) {
     const Model::Impl& m = model_of(model, data);
-    return typed_errors([&] { return variational_result(m.order, vbn::variational(m.graph, data.impl().data, vb_options(options))); });
+    services::VariationalSettings settings;
+    settings.vb = vb_options(options);
+    settings.correct = false;
+    return typed_errors([&] { return variational_result(m.order, services::variational(m.graph, data.impl().data, settings).result); });
 }
 
-FitResult fit(const Model& model, const Dataset& data, const FitOptions& options, const Callbacks& callbacks) {
-    const Model::Impl& m = model_of(model, data);
-    auto log = [&](LogLevel level, const std::string& message, FitResult& out) {
-        (level == LogLevel::note ? out.notes : out.warnings).push_back(message);
-        if (callbacks.log) callbacks.log(level, message);
-    };
+namespace {
 
+vbn::FitOptions fit_settings(const FitOptions& options) {
     vbn::FitOptions o;
     o.method = options.method;
     o.adapt_delta = options.adapt_delta;
     o.varblock_overrelax = options.overrelax;
     inference::copy_chain_settings(options, o);
     o.vb = vb_options(options.variational);
-    const std::atomic<bool>* stop = callbacks.cancel ? callbacks.cancel->flag() : nullptr;
-    o.vb.cancel = stop;
-    o.callbacks.stop = stop;
+    return o;
+}
+
+// The host's hooks as the services' callbacks; messages are also kept in `out`.
+services::Callbacks fit_callbacks(const Callbacks& callbacks, FitResult& out) {
+    services::Callbacks cb;
+    cb.log = [&callbacks, &out](services::LogLevel level, const std::string& message) {
+        const LogLevel l = level == services::LogLevel::note ? LogLevel::note : LogLevel::warning;
+        (l == LogLevel::note ? out.notes : out.warnings).push_back(message);
+        if (callbacks.log) callbacks.log(l, message);
+    };
+    cb.interrupt = callbacks.cancel ? callbacks.cancel->flag() : nullptr;
     if (callbacks.progress) {
-        o.callbacks.progress = [&](const inference::ChainProgress& p) {
+        cb.progress = [&callbacks](const inference::ChainProgress& p) {
             callbacks.progress(Progress{p.chain, p.iteration, p.iterations, p.warmup});
         };
-        o.callbacks.progress_interval = callbacks.progress_interval;
+        cb.progress_interval = callbacks.progress_interval;
     }
-    std::vector<Eigen::VectorXd> scratch;  // per chain: a draw in reported order
-    if (callbacks.on_draw) {
-        scratch.assign(static_cast<std::size_t>(std::max(options.chains, 0)), Eigen::VectorXd(m.graph.dim));
-        o.callbacks.on_draw = [&](int chain, int draw, const inference::State& s, const inference::TransitionInfo&) {
-            Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
-            reorder(m.order, s.x, x);
-            callbacks.on_draw(chain, draw, x, s.lp);
+    if (callbacks.on_draw)
+        cb.on_draw = [&callbacks](int chain, int draw, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo&) {
+            callbacks.on_draw(chain, draw, x, lp);
         };
+    return cb;
+}
+
+Chain chain_result(const vbn::FitResult& r, const inference::ChainResult& ch) {
+    Chain c;
+    c.chain = ch.chain;
+    c.draws = services::output_draws(r, ch);
+    c.log_density = ch.lp;
+    c.acceptance = acceptance(ch.stats);
+    for (const auto& info : ch.info) {
+        c.divergent += info.divergent ? 1 : 0;
+        c.regenerations += info.regenerated ? 1 : 0;
     }
+    c.warmup_seconds = ch.warmup_seconds;
+    c.sampling_seconds = ch.sampling_seconds;
+    c.error = ch.error;
+    return c;
+}
 
+void add_summary(const services::FitRun& run, const std::string& model, const services::Callbacks& cb, FitResult& out) {
+    const vbn::FitSummary s = services::summarize(run, model, false, cb);
+    out.summary_seconds = s.facts.phase_seconds.back().second;  // "summary", the last phase
+    for (const auto& row : s.rows)
+        out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});
+    out.acceptance = acceptance(s.facts.kernels);
+    for (const auto& w : vbn::summary_warnings(s.rows, s.facts)) cb.warning(w);
+    out.table = vbn::format_summary(s.rows, s.facts);
+}
+
+}  // namespace
+
+FitResult fit(const Model& model, const Dataset& data, const FitOptions& options, const Callbacks& callbacks) {
+    const Model::Impl& m = model_of(model, data);
     return typed_errors([&] {
-        const vbn::FitResult r = vbn::fit(m.graph, data.impl().data, o);
         FitResult out;
-        for (const auto& n : r.notes) log(LogLevel::note, n, out);
-        if (stop && stop->load()) throw CancelledError("the fit was cancelled");
-
+        const services::Callbacks cb = fit_callbacks(callbacks, out);
+        const services::FitRun run = services::fit(m.graph, data.impl().data, fit_settings(options), cb);
+        if (run.interrupted) throw CancelledError("the fit was cancelled");
+        const vbn::FitResult& r = run.result;
         out.method = r.method;
         out.kernel = r.kernel;
         out.names = r.names;
@@ -295,32 +329,8 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         out.sampling_seconds = r.sampling_seconds;
         out.target_seconds = r.target_seconds;
         out.proposal_seconds = r.proposal_seconds;
-        for (const auto& ch : r.chains) {
-            Chain c;
-            c.chain = ch.chain;
-            c.draws.resize(ch.draws.rows(), m.graph.dim);
-            for (std::size_t j = 0; j < m.order.size(); ++j) c.draws.col(static_cast<Eigen::Index>(j)) = ch.draws.col(m.order[j]);
-            c.log_density = ch.lp;
-            c.acceptance = acceptance(ch.stats);
-            for (const auto& info : ch.info) {
-                c.divergent += info.divergent ? 1 : 0;
-                c.regenerations += info.regenerated ? 1 : 0;
-            }
-            c.warmup_seconds = ch.warmup_seconds;
-            c.sampling_seconds = ch.sampling_seconds;
-            c.error = ch.error;
-            out.chains.push_back(std::move(c));
-        }
-        if (!options.keep_draws) return out;
-
-        const vbn::FitSummary s = vbn::summarize_fit(r, m.name, options.warmup, options.draws, false);
-        out.summary_seconds = s.facts.phase_seconds.back().second;  // "summary", the last phase
-        for (const auto& f : s.failures) log(LogLevel::warning, f, out);
-        for (const auto& row : s.rows)
-            out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});
-        out.acceptance = acceptance(s.facts.kernels);
-        for (const auto& w : vbn::summary_warnings(s.rows, s.facts)) log(LogLevel::warning, w, out);
-        out.table = vbn::format_summary(s.rows, s.facts);
+        for (const auto& ch : r.chains) out.chains.push_back(chain_result(r, ch));
+        if (options.keep_draws) add_summary(run, m.name, cb, out);
         return out;
     });
 }
@@ -331,19 +341,14 @@ namespace {
 
 PredictResult predict_graph_order(const Model::Impl& m, const Dataset& rows, const Eigen::MatrixXd& draws,
                                   const PredictOptions& options) {
-    vbn::PredictOptions o;
-    if (!options.target.empty()) {
-        const auto& els = m.graph.elements;
-        const auto it = std::find_if(els.begin(), els.end(), [&](const auto& el) { return el.name == options.target; });
-        if (it == els.end() || !it->binary)
-            throw UsageError(fmt::format("predict: '{}' is not a node of the model '{}'", options.target, m.name));
-        o.target = static_cast<int>(it - els.begin());
-    }
+    services::PredictSettings settings;
+    settings.target = options.target;
+    const services::PredictRun run = services::predict(m.graph, rows.impl().data, draws, settings);
     PredictResult out;
-    out.draws = draws.rows();
-    const std::vector<vbn::Prediction> ps = vbn::predict(m.graph, rows.impl().data, draws, o);
-    for (const auto& p : ps) out.predictions.push_back({p.row, m.graph.elements[static_cast<std::size_t>(p.element)].name, p.p, p.truth});
-    const vbn::PredictionScores sc = vbn::score_predictions(ps);
+    out.draws = run.draws;
+    for (const auto& p : run.predictions)
+        out.predictions.push_back({p.row, m.graph.elements[static_cast<std::size_t>(p.element)].name, p.p, p.truth});
+    const vbn::PredictionScores& sc = run.scores;
     if (sc.scored > 0) out.scores = PredictionScores{sc.scored, sc.accuracy, sc.log_loss, sc.brier};
     return out;
 }
@@ -382,14 +387,14 @@ PredictResult predict(const Model& model, const Dataset& rows, const Variational
 
 EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceOptions& options) {
     const Model::Impl& m = model_of(model, data);
+    services::EvidenceSettings settings;
+    settings.vb = vb_options(options.variational);
+    settings.evidence.draws = options.draws;
+    settings.evidence.seed = options.seed;
     return typed_errors([&] {
-        const vbn::VbFit q = vbn::variational(m.graph, data.impl().data, vb_options(options.variational)).best_fit();
-        vbn::EvidenceOptions eo;
-        eo.draws = options.draws;
-        eo.seed = options.seed;
-        const auto target = vbn::make_target(m.graph, data.impl().data);
-        const vbn::Evidence e = vbn::estimate_evidence(*target, q, eo);
-        return EvidenceResult{e.log_evidence, e.se, e.pareto_k, q.elbo, e.draws, e.from_mode};
+        const services::EvidenceRun run = services::evidence(m.graph, data.impl().data, settings);
+        const vbn::Evidence& e = run.evidence;
+        return EvidenceResult{e.log_evidence, e.se, e.pareto_k, run.elbo, e.draws, e.from_mode};
     });
 }
 

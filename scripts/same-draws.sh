@@ -5,7 +5,7 @@
 # that must not change behaviour.
 #   scripts/same-draws.sh OLD_VBN NEW_VBN [SEED] [DRAWS]
 set -uo pipefail
-old=$1 new=$2 seed=${3:-3} draws=${4:-300}
+old=$(realpath "$1") new=$(realpath "$2") seed=${3:-3} draws=${4:-300}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -16,7 +16,7 @@ strip() {
   case $1 in
   *.json) python3 -c 'import json, sys
 def clean(v):
-    if isinstance(v, dict): return {k: clean(x) for k, x in v.items() if "second" not in k and "phase" not in k}
+    if isinstance(v, dict): return {k: clean(x) for k, x in v.items() if "second" not in k and k not in ("timings", "chain_seconds")}
     if isinstance(v, list): return [clean(x) for x in v]
     return v
 print(json.dumps(clean(json.load(open(sys.argv[1]))), indent=1))' "$1" 2>/dev/null ;;

@@ -368,51 +368,42 @@ std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, Par
     return csvs;
 }
 
-int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err, double memory_budget) {
-    if (files.empty()) {
-        err << "error: vbn summary needs one or more CmdStan CSV files, one per chain (FILE_1.csv FILE_2.csv ...)\n";
-        return 1;
+FilesSummary summarize_files(const std::vector<std::string>& files, double memory_budget) {
+    if (files.empty())
+        throw Error(ErrorKind::usage, "vbn summary needs one or more CmdStan CSV files, one per chain (FILE_1.csv FILE_2.csv ...)");
+    // The text of a file is longer than its values as doubles: files within the budget are
+    // read whole, larger ones in groups of columns after a first pass for the facts.
+    double bytes = 0;
+    for (const auto& f : files) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(f, ec);
+        bytes += ec ? 0.0 : static_cast<double>(size);
     }
-    try {
-        // The text of a file is longer than its values as doubles: files within the budget
-        // are read whole, larger ones in groups of columns after a first pass for the facts.
-        double bytes = 0;
-        for (const auto& f : files) {
-            std::error_code ec;
-            const auto size = std::filesystem::file_size(f, ec);
-            bytes += ec ? 0.0 : static_cast<double>(size);
+    if (bytes > memory_budget) {
+        const std::vector<StanCsv> meta = read_chain_files(files, ParameterRange{0, 1});
+        const StanCsv& first = meta.front();
+        const auto columns = first.parameter_columns.size();
+        const double per_column = 8.0 * static_cast<double>(meta.size()) * static_cast<double>(first.draws.rows());
+        const auto group =
+            static_cast<std::size_t>(std::clamp(std::floor(memory_budget / per_column), 1.0, static_cast<double>(columns)));
+        FilesSummary s{{}, facts_from_files(meta)};
+        for (std::size_t at = 0; at < columns; at += group) {
+            const std::size_t count = std::min(group, columns - at);
+            std::vector<std::string> names;
+            for (std::size_t k = at; k < at + count; ++k) names.push_back(display_name(first.parameter_columns[k]));
+            std::vector<Eigen::MatrixXd> chains;
+            for (const StanCsv& csv : read_chain_files(files, ParameterRange{at, count})) chains.push_back(csv.draws);
+            for (SummaryRow& r : summarize(names, chains)) s.rows.push_back(std::move(r));
         }
-        if (bytes > memory_budget) {
-            const std::vector<StanCsv> meta = read_chain_files(files, ParameterRange{0, 1});
-            const StanCsv& first = meta.front();
-            const auto columns = first.parameter_columns.size();
-            const double per_column = 8.0 * static_cast<double>(meta.size()) * static_cast<double>(first.draws.rows());
-            const auto group = static_cast<std::size_t>(std::clamp(std::floor(memory_budget / per_column), 1.0,
-                                                                   static_cast<double>(columns)));
-            std::vector<SummaryRow> rows;
-            for (std::size_t at = 0; at < columns; at += group) {
-                const std::size_t count = std::min(group, columns - at);
-                std::vector<std::string> names;
-                for (std::size_t k = at; k < at + count; ++k) names.push_back(display_name(first.parameter_columns[k]));
-                std::vector<Eigen::MatrixXd> chains;
-                for (const StanCsv& csv : read_chain_files(files, ParameterRange{at, count})) chains.push_back(csv.draws);
-                for (SummaryRow& r : summarize(names, chains)) rows.push_back(std::move(r));
-            }
-            out << format_summary(rows, facts_from_files(meta));
-            return 0;
-        }
-        const std::vector<StanCsv> csvs = read_chain_files(files);
-        const StanCsv& first = csvs.front();
-        std::vector<std::string> names;
-        for (const auto& c : first.parameter_columns) names.push_back(display_name(c));
-        std::vector<Eigen::MatrixXd> chains;
-        for (const auto& csv : csvs) chains.push_back(csv.draws);
-        out << format_summary(summarize(names, chains), facts_from_files(csvs));
-        return 0;
-    } catch (const Error& e) {
-        err << "error: " << e.what() << '\n';
-        return 1;
+        return s;
     }
+    const std::vector<StanCsv> csvs = read_chain_files(files);
+    const StanCsv& first = csvs.front();
+    std::vector<std::string> names;
+    for (const auto& c : first.parameter_columns) names.push_back(display_name(c));
+    std::vector<Eigen::MatrixXd> chains;
+    for (const auto& csv : csvs) chains.push_back(csv.draws);
+    return FilesSummary{summarize(names, chains), facts_from_files(csvs)};
 }
 
 }  // namespace vbn

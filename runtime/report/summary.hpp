@@ -115,12 +115,15 @@ void write_json_file(const std::string& path, const nlohmann::ordered_json& doc)
 // With a range, only those parameter columns' values are kept (read_stan_csv).
 std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range = {});
 
-// `vbn summary FILE_1.csv [FILE_2.csv …]`: reads CmdStan CSV files (one chain each) and
-// prints the summary of their parameter columns. Returns the exit status (0, or 1 with a
-// message on `err` for unreadable or inconsistent files). Files larger than memory_budget
+// The summary of CmdStan CSV files (one chain each), as `vbn summary` prints it: the rows of
+// their parameter columns and the facts the files record. Files larger than memory_budget
 // bytes in all are summarised in groups of columns holding at most about that many bytes of
-// draws (one more pass over the files per group); the table is the same.
-int summary_command(const std::vector<std::string>& files, std::ostream& out, std::ostream& err,
-                    double memory_budget = 64e6);
+// draws (one more pass over the files per group); the rows are the same. Throws vbn::Error
+// (usage for no files; data or io naming the file for unreadable or inconsistent ones).
+struct FilesSummary {
+    std::vector<SummaryRow> rows;
+    RunFacts facts;
+};
+FilesSummary summarize_files(const std::vector<std::string>& files, double memory_budget = 64e6);
 
 }  // namespace vbn

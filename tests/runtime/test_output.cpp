@@ -621,7 +621,7 @@ TEST_CASE("summarize gives the same rows, bit for bit, whatever the number of th
     CHECK(one[6].constant);
 }
 
-TEST_CASE("vbn summary reads the chain files and prints the same table as the in-memory summary") {
+TEST_CASE("summarize_files reads the chain files and gives the same table as the in-memory summary") {
     TempDir dir("summary");
     const long n = 400;
     const std::vector<std::string> names{"w[1]", "W[1,2]"};
@@ -639,13 +639,12 @@ TEST_CASE("vbn summary reads the chain files and prints the same table as the in
         for (long i = 0; i < n; ++i) w.write_draw(sampler_for(i), chains.back().row(i).transpose());
         w.finish(0.5, 1.25);
     }
-    std::ostringstream out, err;
-    REQUIRE(summary_command(files, out, err) == 0);
-    CHECK(err.str().empty());
+    const FilesSummary whole = summarize_files(files);
+    std::ostringstream out;
+    out << format_summary(whole.rows, whole.facts);
     // Read in groups of one column (a budget of 1 byte): the same table.
-    std::ostringstream by_column, by_column_err;
-    REQUIRE(summary_command(files, by_column, by_column_err, 1.0) == 0);
-    CHECK(by_column.str() == out.str());
+    const FilesSummary by_column = summarize_files(files, 1.0);
+    CHECK(format_summary(by_column.rows, by_column.facts) == out.str());
     RunFacts f;
     f.model = "multimodal";
     f.method = "varblock";
@@ -668,24 +667,16 @@ TEST_CASE("vbn summary reads the chain files and prints the same table as the in
         w.adaptation_terminated(1);
         w.write_draw(SamplerValues{}, Eigen::Vector2d(1, 2));
     }
-    std::ostringstream out2, err2;
-    CHECK(summary_command({files[0], short_file}, out2, err2) == 1);
-    CHECK(err2.str().find(short_file + " has 1 draws but") != std::string::npos);
+    CHECK_THROWS_WITH(summarize_files({files[0], short_file}), doctest::Contains(short_file + " has 1 draws but"));
     const std::string other = (dir.path / "other.csv").string();
     {
         CsvWriter w(other, cfg, {"v"});
         w.adaptation_terminated(1);
         w.write_draw(SamplerValues{}, Eigen::VectorXd::Constant(1, 1.0));
     }
-    std::ostringstream out3, err3;
-    CHECK(summary_command({files[0], other}, out3, err3) == 1);
-    CHECK(err3.str().find(other + ": its parameter columns differ") != std::string::npos);
-    std::ostringstream out4, err4;
-    CHECK(summary_command({}, out4, err4) == 1);
-    CHECK(err4.str().find("needs one or more CmdStan CSV files") != std::string::npos);
-    std::ostringstream out5, err5;
-    CHECK(summary_command({(dir.path / "missing_1.csv").string()}, out5, err5) == 1);
-    CHECK(err5.str().find("no such file") != std::string::npos);
+    CHECK_THROWS_WITH(summarize_files({files[0], other}), doctest::Contains(other + ": its parameter columns differ"));
+    CHECK_THROWS_WITH(summarize_files({}), doctest::Contains("needs one or more CmdStan CSV files"));
+    CHECK_THROWS_WITH(summarize_files({(dir.path / "missing_1.csv").string()}), doctest::Contains("no such file"));
 }
 
 TEST_CASE("R reads our CSV files (rstan::read_stan_csv) and posterior agrees with our summary; skipped only without Rscript") {

@@ -1,7 +1,14 @@
-// The commands of the `vbn` binary (docs/design.md §3), callable from tests and other programs.
-// Each returns the process exit status: 0 success, 1 model/data/usage error, 2 inference
-// failure. Results go to `out`, messages to `err`.
+// The subcommands of the `vbn` binary (docs/design.md §3), one file each under commands/,
+// callable from tests. Each takes its command line's values (the job's settings structure
+// from runtime/services, bound directly by main.cpp, plus what only the command line has:
+// file names and presentation) and returns the process exit status: 0 success, 1
+// model/data/usage error, 2 inference failure, 130 interrupted. Results go to `out`,
+// messages to `err`.
 #pragma once
+
+#include "runtime/sampling/fit.hpp"
+#include "runtime/services/predict.hpp"
+#include "runtime/services/variational.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -32,50 +39,37 @@ struct VbArgs {
     std::string model;
     std::string data;
     std::optional<std::string> summary_json;
-    int restarts = 1;
-    double tolerance = 1e-9;
-    int max_iterations = 2000;
-    std::uint64_t seed = 1;
-    std::string correction = "importance";  // or "none": the raw VB fit (runtime/variational/vb_refine.hpp)
-    long correction_draws = 4000;
+    services::VariationalSettings settings;  // --restarts, --tolerance, --max-iterations, --correction-draws
+    std::uint64_t seed = 1;                  // the restarts' and the correction's
+    std::string correction = "importance";   // or "none": the raw VB fit
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 
 struct FitArgs {
     std::string model;
     std::string data;
-    std::string method = "auto";
-    int chains = 4;
-    int warmup = 1000;
-    int draws = 1000;
-    std::optional<std::uint64_t> seed;
-    int threads = 2;
-    std::optional<std::string> output;        // CmdStan CSV, one file per chain
+    FitOptions settings;                 // --method, --chains, --warmup, --draws, --threads, --proposal, --overrelax
+    std::optional<std::uint64_t> seed;   // absent: a fresh one, printed
+    std::optional<double> adapt_delta;   // NUTS's target acceptance; absent: automatic
+    std::optional<std::string> output;   // CmdStan CSV, one file per chain
     std::optional<std::string> summary_json;
     bool quiet = false;
-    std::optional<std::string> plots;  // directory for trace, density, pair and rank plots
-    std::string proposal = "laplace";  // independence kernels' proposal: laplace or vb (FitOptions::proposal)
-    std::optional<double> adapt_delta;  // NUTS's target acceptance (FitOptions::adapt_delta); unset: automatic
-    std::optional<double> overrelax;    // varblock's overrelaxation (FitOptions::varblock_overrelax); unset: its default
+    std::optional<std::string> plots;    // directory for trace, density, pair and rank plots
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
 
-// `vbn predict` (tools/vbn/commands_predict.cpp): posterior predictive probabilities.
 struct PredictArgs {
     std::string model;
     std::string data;                       // rows to predict
     std::vector<std::string> draws;         // CmdStan CSV files, or
     bool vb = false;                        // the variational posterior fitted to `train`
     std::optional<std::string> train;
-    int vb_draws = 4000;                    // draws from q(θ) with --vb
-    int restarts = 1;                       // VB restarts with --vb (the best ELBO is used)
-    std::uint64_t seed = 1;
     std::optional<std::string> target;      // a node name, e.g. y or v[3]
     std::optional<std::string> output;      // CSV file: row,node,p
+    services::PredictSettings settings;     // --vb-draws, --restarts, --seed
 };
 int predict(const PredictArgs& args, std::ostream& out, std::ostream& err);
 
-// `vbn compare`: both models' ELBO and log evidence, and the log Bayes factor.
 struct CompareArgs {
     std::string model_a, model_b;
     std::string data;
@@ -84,6 +78,13 @@ struct CompareArgs {
     std::uint64_t seed = 1;
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
+
+// `vbn summary FILE_1.csv …`: the summary table of CmdStan CSV files. Files larger than
+// memory_budget bytes in all are read in groups of columns.
+int summary(const std::vector<std::string>& files, std::ostream& out, std::ostream& err, double memory_budget = 256e6);
+
+// `vbn plot FILE_1.csv … --output-dir DIR`.
+int plot(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err);
 
 // Exit status for an error kind (docs/design.md §3).
 int exit_status(int error_kind);

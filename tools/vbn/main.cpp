@@ -1,8 +1,7 @@
-// vbn: the command-line interpreter (docs/design.md §3). Only argument parsing lives here; each
-// command is a function in tools/vbn/commands.hpp or runtime/report/summary.hpp.
+// vbn: the command-line interpreter (docs/design.md §3). Only argument parsing lives here: the
+// options bind to the jobs' settings (runtime/services) and each subcommand is a function in
+// tools/vbn/commands.hpp, one file each under tools/vbn/commands/.
 #include "tools/vbn/commands.hpp"
-#include "tools/vbn/plot.hpp"
-#include "runtime/report/summary.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -34,16 +33,16 @@ int main(int argc, char** argv) {
     vb_cmd->add_option("model", vb_args.model, "Model file (.vbn)")->required();
     vb_cmd->add_option("--data", vb_args.data, "CSV file of observations")->required();
     vb_cmd->add_option("--summary-json", vb_args.summary_json, "Write the summary as JSON to this file");
-    vb_cmd->add_option("--restarts", vb_args.restarts, "Fits from different starting q(h); the best ELBO is used")
+    vb_cmd->add_option("--restarts", vb_args.settings.vb.restarts, "Fits from different starting q(h); the best ELBO is used")
         ->capture_default_str();
-    vb_cmd->add_option("--tolerance", vb_args.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
-    vb_cmd->add_option("--max-iterations", vb_args.max_iterations, "EM iteration cap")->capture_default_str();
+    vb_cmd->add_option("--tolerance", vb_args.settings.vb.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
+    vb_cmd->add_option("--max-iterations", vb_args.settings.vb.max_iterations, "EM iteration cap")->capture_default_str();
     vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->capture_default_str();
     vb_cmd->add_option("--correction", vb_args.correction,
                        "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
         ->check(CLI::IsMember({"importance", "none"}))
         ->capture_default_str();
-    vb_cmd->add_option("--correction-draws", vb_args.correction_draws, "Importance draws of the correction")
+    vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction")
         ->check(CLI::Range(100L, 100000000L))
         ->capture_default_str();
 
@@ -51,23 +50,23 @@ int main(int argc, char** argv) {
     auto* fit_cmd = app.add_subcommand("fit", "MCMC: variational fit, then chains of the chosen method");
     fit_cmd->add_option("model", fit_args.model, "Model file (.vbn)")->required();
     fit_cmd->add_option("--data", fit_args.data, "CSV file of observations")->required();
-    fit_cmd->add_option("--method", fit_args.method, "auto, rwm, varmh, varblock, varmix, regen or nuts")->capture_default_str();
-    fit_cmd->add_option("--chains", fit_args.chains, "Number of chains")->capture_default_str();
-    fit_cmd->add_option("--warmup", fit_args.warmup, "Warmup iterations per chain")->capture_default_str();
-    fit_cmd->add_option("--draws", fit_args.draws, "Draws per chain after warmup")->capture_default_str();
+    fit_cmd->add_option("--method", fit_args.settings.method, "auto, rwm, varmh, varblock, varmix, regen or nuts")->capture_default_str();
+    fit_cmd->add_option("--chains", fit_args.settings.chains, "Number of chains")->capture_default_str();
+    fit_cmd->add_option("--warmup", fit_args.settings.warmup, "Warmup iterations per chain")->capture_default_str();
+    fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
     fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)");
-    fit_cmd->add_option("--threads", fit_args.threads, "Worker threads (results do not depend on it)")->capture_default_str();
+    fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
     fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
-    fit_cmd->add_option("--proposal", fit_args.proposal,
+    fit_cmd->add_option("--proposal", fit_args.settings.proposal,
                         "Independence kernels' proposal: laplace (exact posterior mode, checked) or vb (the variational fit)")
         ->check(CLI::IsMember({"laplace", "vb"}))
         ->capture_default_str();
     fit_cmd->add_option("--adapt-delta", fit_args.adapt_delta,
                         "NUTS's target acceptance, in (0, 1) (default: 0.65 for a log-concave posterior with more than 20 "
                         "parameters, else 0.8)");
-    fit_cmd->add_option("--overrelax", fit_args.overrelax,
+    fit_cmd->add_option("--overrelax", fit_args.settings.varblock_overrelax,
                         "varblock: after warmup, whole blocks propose u* = A u + sqrt(1 - A^2) e about their t (A in "
                         "(-1, 1); negative: antithetic draws; 0: independence proposals) (default: -0.3)");
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
@@ -83,11 +82,11 @@ int main(int argc, char** argv) {
     predict_cmd->add_option("--draws", predict_args.draws, "Posterior draws: CmdStan CSV files, e.g. fit_1.csv fit_2.csv");
     predict_cmd->add_flag("--vb", predict_args.vb, "Use the variational posterior fitted to --train instead of draws");
     predict_cmd->add_option("--train", predict_args.train, "Training data for --vb");
-    predict_cmd->add_option("--vb-draws", predict_args.vb_draws, "Draws from the variational posterior with --vb")
+    predict_cmd->add_option("--vb-draws", predict_args.settings.vb_draws, "Draws from the variational posterior with --vb")
         ->capture_default_str();
-    predict_cmd->add_option("--restarts", predict_args.restarts, "With --vb: variational fits from different starts, best ELBO used")
+    predict_cmd->add_option("--restarts", predict_args.settings.restarts, "With --vb: variational fits from different starts, best ELBO used")
         ->capture_default_str();
-    predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws and restarts")->capture_default_str();
+    predict_cmd->add_option("--seed", predict_args.settings.seed, "Seed for the --vb draws and restarts")->capture_default_str();
     predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
 
@@ -119,7 +118,7 @@ int main(int argc, char** argv) {
     if (*fit_cmd) return fit(fit_args, std::cout, std::cerr);
     if (*predict_cmd) return predict(predict_args, std::cout, std::cerr);
     if (*compare_cmd) return compare(compare_args, std::cout, std::cerr);
-    if (*summary_cmd) return vbn::summary_command(summary_files, std::cout, std::cerr);
-    if (*plot_cmd) return vbn::plot::plot_command(plot_files, plot_dir, std::cout, std::cerr);
+    if (*summary_cmd) return summary(summary_files, std::cout, std::cerr);
+    if (*plot_cmd) return plot(plot_files, plot_dir, std::cout, std::cerr);
     return 1;
 }

@@ -552,30 +552,4 @@ PlotFiles write_plots(const PlotInput& in, const std::string& dir_name) {
     return files;
 }
 
-int plot_command(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err) {
-    if (files.empty()) {
-        err << "error: vbn plot needs one or more CmdStan CSV files, one per chain (FILE_1.csv FILE_2.csv ...)\n";
-        return 1;
-    }
-    try {
-        const std::vector<StanCsv> csvs = read_chain_files(files);
-        const StanCsv& first = csvs.front();
-        PlotInput in;
-        in.title = first.config_value("model").value_or(fs::path(first.path).stem().string());
-        for (const auto& c : first.parameter_columns) in.names.push_back(display_name(c));
-        for (const auto& csv : csvs) in.chains.push_back(csv.draws);
-        const auto mean = first.config_value("vb_mean"), sd = first.config_value("vb_sd");
-        if (mean && sd) std::tie(in.vb_mean, in.vb_sd) = parse_vb_comments(*mean, *sd, in.names.size());
-        const PlotFiles made = write_plots(in, dir);
-        out << fmt::format("wrote {} pictures to {}:", made.images.size(), dir);
-        for (const auto& i : made.images) out << ' ' << fs::path(i).filename().string();
-        out << '\n';
-        if (in.vb_mean.empty()) out << "(no variational fit recorded in the files: the densities show the MCMC histogram only)\n";
-        return 0;
-    } catch (const Error& e) {
-        err << "error: " << e.what() << '\n';
-        return 1;
-    }
-}
-
 }  // namespace vbn::plot

@@ -85,8 +85,4 @@ std::string find_gnuplot();
 std::pair<std::vector<double>, std::vector<double>> parse_vb_comments(const std::string& mean_value,
                                                                       const std::string& sd_value, std::size_t parameters);
 
-// `vbn plot FILE_1.csv [FILE_2.csv …] --output-dir DIR`: returns the exit status (0, or 1 with
-// a message on err).
-int plot_command(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err);
-
 }  // namespace vbn::plot

@@ -1,0 +1,154 @@
+#include "runtime/services/fit.hpp"
+
+#include "inference/nuts.hpp"
+#include "runtime/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <utility>
+
+namespace vbn::services {
+
+namespace {
+
+// The chain runner's callbacks from the job's: draws reach the caller in output order, and
+// the divergences and regenerations a streamed run's summary needs are counted as they pass.
+inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptions& settings, const Callbacks& cb,
+                                          const std::vector<int>& order, std::vector<Eigen::VectorXd>& scratch,
+                                          std::vector<StreamedCounts>& counts) {
+    inference::ChainCallbacks c;
+    c.progress = cb.progress;
+    c.progress_interval = cb.progress_interval;
+    c.stop = cb.interrupt;
+    if (!cb.on_draw && settings.keep_draws) return c;
+    scratch.assign(static_cast<std::size_t>(settings.chains), Eigen::VectorXd(graph.dim));
+    c.on_draw = [&cb, &order, &scratch, &counts](int chain, int draw, const inference::State& s,
+                                                 const inference::TransitionInfo& info) {
+        Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
+        for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = s.x[order[j]];
+        StreamedCounts& n = counts[static_cast<std::size_t>(chain)];
+        n.divergent += info.divergent ? 1 : 0;
+        n.regenerated += info.regenerated ? 1 : 0;
+        if (cb.on_draw) cb.on_draw(chain, draw, x, s.lp, info);
+    };
+    return c;
+}
+
+void log_failures(const FitSummary& s, const Callbacks& cb) {
+    for (const auto& f : s.failures) cb.warning(f);
+}
+
+}  // namespace
+
+FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
+           const std::function<void(const FitStart&)>& on_start) {
+    FitRun run;
+    run.warmup = settings.warmup;
+    run.draws = settings.draws;
+    run.counts.resize(static_cast<std::size_t>(std::max(settings.chains, 0)));
+    const std::vector<int> order = output_order(graph);
+    std::vector<Eigen::VectorXd> scratch;
+    settings.callbacks = chain_callbacks(graph, settings, callbacks, order, scratch, run.counts);
+    settings.vb.cancel = callbacks.interrupt;
+    if (on_start)
+        settings.on_vb = [&](const VbFit& q, const std::string& method) {
+            on_start(FitStart{q, method, method == "nuts" ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
+        };
+    run.result = vbn::fit(graph, data, settings);
+    run.interrupted = callbacks.interrupted();
+    for (const auto& n : run.result.notes) callbacks.note(n);
+    return run;
+}
+
+bool has_draws(const FitRun& run) {
+    const auto& chains = run.result.chains;
+    return std::any_of(chains.begin(), chains.end(), [](const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; });
+}
+
+FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy, const Callbacks& callbacks) {
+    FitSummary s = summarize_fit(run.result, model, run.warmup, run.draws, keep_copy);
+    log_failures(s, callbacks);
+    return s;
+}
+
+FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy, const Callbacks& callbacks,
+                     const ReadBack& draws_of, double memory_budget) {
+    const auto all = static_cast<Eigen::Index>(run.result.order.size());
+    FitSummary s = keep_copy ? summarize_fit(run.result, model, run.warmup, run.draws, run.counts,
+                                             [&](std::size_t c) { return draws_of(c, 0, all); })
+                             : summarize_fit(run.result, model, run.warmup, run.draws, run.counts, draws_of, memory_budget);
+    log_failures(s, callbacks);
+    return s;
+}
+
+Eigen::MatrixXd output_draws(const FitResult& result, const inference::ChainResult& chain) {
+    Eigen::MatrixXd out(chain.draws.rows(), static_cast<Eigen::Index>(result.order.size()));
+    for (std::size_t j = 0; j < result.order.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = chain.draws.col(result.order[j]);
+    return out;
+}
+
+// CmdStan CSV files
+
+CsvDrawFiles::CsvDrawFiles(std::string output, std::string model, std::string data_file, const ir::Graph& graph,
+                           const Dataset& data, const FitOptions& settings)
+    : output_(std::move(output)), model_(std::move(model)), data_file_(std::move(data_file)), graph_(graph), data_(data),
+      settings_(settings) {}
+
+CsvDrawFiles::~CsvDrawFiles() = default;
+
+void CsvDrawFiles::start(const FitStart& start) {
+    const std::vector<int> order = output_order(graph_);
+    std::vector<std::string> csv_names;
+    for (int k : order) csv_names.push_back(graph_.theta_name(k));
+    // The variational marginals go in the headers (vb_mean, vb_sd: drawn by `vbn plot`).
+    std::string means, sds;
+    for (int k : order) {
+        means += (means.empty() ? "" : ", ") + fmt::format("{}", start.vb.mean[k]);
+        sds += (sds.empty() ? "" : ", ") + fmt::format("{}", std::sqrt(start.vb.variance(k)));
+    }
+    const bool nuts = start.method == "nuts";
+    for (int c = 0; c < settings_.chains; ++c) {
+        CsvConfig cfg;
+        cfg.model = model_;
+        cfg.algorithm = nuts ? "hmc" : start.method;
+        cfg.engine = nuts ? "nuts" : "";
+        cfg.num_samples = settings_.draws;
+        cfg.num_warmup = settings_.warmup;
+        cfg.metric = !nuts ? MetricKind::unit_e : nuts_dense_metric(graph_.dim) ? MetricKind::dense_e : MetricKind::diag_e;
+        cfg.seed = settings_.seed;
+        cfg.chain_id = c + 1;
+        cfg.data_file = data_file_;
+        cfg.extra = {{"vb_elbo", fmt::format("{}", start.vb.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
+        if (nuts) cfg.extra.emplace_back("delta", fmt::format("{}", start.adapt_delta));
+        if (start.method == "varblock") cfg.extra.emplace_back("overrelax", fmt::format("{}", settings_.varblock_overrelax));
+        writers_.push_back(std::make_unique<CsvWriter>(chain_file_path(output_, c + 1), cfg, csv_names));
+    }
+}
+
+void CsvDrawFiles::draw(int chain, int draw, const Eigen::VectorXd& values, double lp, const inference::TransitionInfo& info) {
+    CsvWriter& w = *writers_[static_cast<std::size_t>(chain)];
+    if (draw == 0) {
+        if (info.metric == nullptr)
+            w.adaptation_terminated(info.stepsize);
+        else if (info.metric->kind() == inference::MetricKind::dense)
+            w.adaptation_terminated(info.stepsize, info.metric->inverse());
+        else
+            w.adaptation_terminated(info.stepsize, info.metric->inverse_diagonal());
+    }
+    w.write_draw(sampler_values(lp, info), values);
+}
+
+void CsvDrawFiles::finish(const FitResult& result) {
+    for (std::size_t c = 0; c < writers_.size() && c < result.chains.size(); ++c)
+        writers_[c]->finish(result.chains[c].warmup_seconds, result.chains[c].sampling_seconds);
+}
+
+Eigen::MatrixXd CsvDrawFiles::read_back(std::size_t chain, Eigen::Index first, Eigen::Index count) const {
+    const ParameterRange range{static_cast<std::size_t>(first), static_cast<std::size_t>(count)};
+    return read_stan_csv(chain_file_path(output_, static_cast<int>(chain) + 1), range).draws;
+}
+
+}  // namespace vbn::services

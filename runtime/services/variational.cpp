@@ -1,0 +1,48 @@
+#include "runtime/services/variational.hpp"
+
+#include "runtime/error.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/target/target.hpp"
+
+#include <fmt/format.h>
+
+namespace vbn::services {
+
+namespace {
+
+// The importance correction of the VB fit, or nothing when the exact target cannot be built
+// (a summed-out group too large to enumerate: the VB fit alone is then reported).
+std::optional<RefinedPosterior> correct(const ir::Graph& graph, const Dataset& data, const VbFit& q, const RefineOptions& ro,
+                                        const Callbacks& cb) {
+    if (graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
+    if (graph.dim > max_dense_dim) {
+        cb.note(fmt::format("no importance correction: its Newton step needs a dense {0} x {0} Hessian, too large for {0} "
+                            "parameters (at most {1}); the numbers below are the raw variational fit",
+                            graph.dim, max_dense_dim));
+        return std::nullopt;
+    }
+    std::optional<Target> target;
+    try {
+        target.emplace(graph, data);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::limit) throw;
+        cb.note(std::string("no importance correction (it needs the exact posterior): ") + e.what());
+        cb.note("the numbers below are the raw variational fit");
+        return std::nullopt;
+    }
+    return refine(*target, q, ro);
+}
+
+}  // namespace
+
+VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks) {
+    VbOptions vo = settings.vb;
+    if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
+    VariationalRun run;
+    run.result = vbn::variational(graph, data, vo);
+    if (settings.correct) run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
+    return run;
+}
+
+}  // namespace vbn::services

@@ -1,0 +1,33 @@
+// The variational job (`vbn vb`, vbn::api::variational): variational EM from one or more
+// starts, then, where the exact posterior can be built, its importance correction
+// (runtime/variational/vb_refine.hpp), which also estimates the log evidence.
+#pragma once
+
+#include "lang/ir.hpp"
+#include "runtime/data/dataset.hpp"
+#include "runtime/services/callbacks.hpp"
+#include "runtime/variational/vb.hpp"
+#include "runtime/variational/vb_refine.hpp"
+
+#include <optional>
+
+namespace vbn::services {
+
+struct VariationalSettings {
+    VbOptions vb;              // restarts, tolerance, iteration cap, seed of the restarts
+    bool correct = true;       // run the importance correction after EM
+    RefineOptions correction;  // its draws and seed
+};
+
+struct VariationalRun {
+    VbResult result;                            // every restart; best_fit() is the one used
+    std::optional<RefinedPosterior> corrected;  // absent without correction, or where it cannot run
+};
+
+// Throws vbn::Error (usage, data, inference; cancelled when callbacks.interrupt is set).
+// Where the correction cannot run (no parameters, too many for its dense Hessian, or too
+// many unobserved values to sum out) callbacks.log says why and the run has none.
+VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks = {});
+
+}  // namespace vbn::services

@@ -1,0 +1,30 @@
+// `vbn check MODEL [--data CSV] [--dot FILE]`: parse and check; print the network.
+#include "lang/describe.hpp"
+#include "runtime/data/describe_data.hpp"
+#include "tools/vbn/command_guard.hpp"
+#include "tools/vbn/commands.hpp"
+#include "tools/vbn/console.hpp"
+
+#include <fmt/format.h>
+
+namespace vbn::commands {
+
+int check(const CheckArgs& args, std::ostream& out, std::ostream& err) {
+    return guarded(err, [&] {
+        const ir::Graph g = load_model_printing(args.model, err);
+        out << lang::describe(g);
+        if (args.dot) {
+            write_text_file(*args.dot, lang::to_dot(g), "DOT file");
+            out << fmt::format("\nwrote {}\n", *args.dot);
+        }
+        if (args.data) {
+            LoadNotes notes;
+            const Dataset d = load_csv(g, *args.data, &notes);
+            print_notes(notes.notices, err);
+            out << '\n' << describe_data(g, d);
+        }
+        return 0;
+    });
+}
+
+}  // namespace vbn::commands

@@ -1,0 +1,111 @@
+// `vbn vb MODEL --data CSV`: variational EM, its importance correction, the table.
+#include "runtime/report/summary.hpp"
+#include "runtime/services/variational.hpp"
+#include "tools/vbn/command_guard.hpp"
+#include "tools/vbn/commands.hpp"
+#include "tools/vbn/console.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <boost/math/distributions/normal.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace vbn::commands {
+
+namespace {
+
+std::vector<VbParameter> parameters(const ir::Graph& g, const VbFit& q, const std::optional<RefinedPosterior>& c) {
+    std::vector<VbParameter> params;
+    for (int k = 0; k < g.dim; ++k) {
+        VbParameter p;
+        p.name = g.theta_name(k);
+        p.mean = q.mean[k];
+        p.sd = std::sqrt(q.variance(k));
+        if (c) p.corrected = CorrectedMarginal{c->mean[k], std::sqrt(c->cov(k, k)), c->mcse[k], c->q5[k], c->q50[k], c->q95[k]};
+        params.push_back(std::move(p));
+    }
+    return params;
+}
+
+void print_table(const std::vector<VbParameter>& params, const std::optional<RefinedPosterior>& c, const RefineOptions& ro,
+                 std::ostream& out) {
+    std::size_t width = 4;
+    for (const auto& p : params) width = std::max(width, p.name.size());
+    if (c) {
+        out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "mcse",
+                           "5%", "50%", "95%", "vb_mean", "vb_sd");
+        for (const auto& p : params)
+            out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.2g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name,
+                               width, p.corrected->mean, p.corrected->sd, p.corrected->mcse_mean, p.corrected->q5,
+                               p.corrected->q50, p.corrected->q95, p.mean, p.sd);
+        out << '\n' << describe(*c, ro) << '\n';
+        out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} (importance sampling); {:.3f} s\n", c->log_evidence,
+                           c->log_evidence_se, c->seconds);
+        return;
+    }
+    const double z95 = boost::math::quantile(boost::math::normal(), 0.95);
+    out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
+    for (const auto& p : params)
+        out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd,
+                           p.mean - z95 * p.sd, p.mean, p.mean + z95 * p.sd);
+    out << '\n';
+}
+
+void print_fit(const services::VariationalRun& run, std::ostream& out) {
+    const VbFit& q = run.result.best_fit();
+    out << fmt::format("variational EM (Jaakkola-Jordan bound, mean-field q over unobserved values){}\n",
+                       run.corrected ? ": vb_mean, vb_sd" : "");
+    out << fmt::format("ELBO {:.6f} (a lower bound on log p(data)); {} iterations, {}; {:.3f} s\n", q.elbo, q.iterations,
+                       q.converged ? "converged" : "NOT converged (iteration cap reached)", run.result.seconds);
+    if (run.result.fits.size() <= 1) return;
+    out << "restarts (ELBO):";
+    for (std::size_t i = 0; i < run.result.fits.size(); ++i)
+        out << fmt::format(" {}{:.6f}", static_cast<int>(i) == run.result.best ? "*" : "", run.result.fits[i].elbo);
+    out << "   (* used)\n";
+}
+
+VbFacts facts(const services::VariationalRun& run) {
+    const VbFit& q = run.result.best_fit();
+    VbFacts f;
+    f.elbo = q.elbo;
+    f.iterations = q.iterations;
+    f.converged = q.converged;
+    f.seconds = run.result.seconds;
+    if (const auto& c = run.corrected) {
+        f.log_evidence = c->log_evidence;
+        f.log_evidence_se = c->log_evidence_se;
+        f.pareto_k = c->pareto_k;
+        f.correction = "importance";
+        f.correction_draws = c->draws;
+        f.correction_ess = c->ess;
+        f.seconds = run.result.seconds + c->seconds;
+    }
+    return f;
+}
+
+}  // namespace
+
+int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
+    return guarded(err, [&] {
+        const Loaded l = load_printing(args.model, args.data, err);
+        services::VariationalSettings s = args.settings;
+        s.vb.seed = args.seed;
+        s.correction.seed = args.seed;
+        s.correct = args.correction == "importance";
+        const services::VariationalRun run = services::variational(l.graph, l.data, s, console_callbacks(err));
+        const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
+        print_table(params, run.corrected, s.correction, out);
+        print_fit(run, out);
+        if (run.corrected && !(run.corrected->pareto_k < 0.7))
+            err << fmt::format("warning: importance-correction k-hat {:.2f} > 0.7: the corrected means and sds are not "
+                               "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
+                               run.corrected->pareto_k);
+        if (args.summary_json) write_json_file(*args.summary_json, vb_summary_json(params, facts(run)));
+        return 0;
+    });
+}
+
+}  // namespace vbn::commands
