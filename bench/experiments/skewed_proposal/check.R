@@ -1,7 +1,0 @@
-source("bench/experiments/skewed_proposal/common.R"); source("bench/experiments/skewed_proposal/tri.R")
-tr <- readRDS(file.path(out_dir, "truth_d10.rds"))
-set.seed(3); i <- sample(nrow(tr$X), 3000, prob = tr$w, replace = TRUE)
-pr <- fit_tri(tr$X[i,], rep(1, 3000), "full", TRUE, TRUE)
-g <- mvt_prop(tr$mu, tr$Sigma)
-X <- pr$r(50000); cat("E_q[N/q] =", mean(exp(g$logq(X) - pr$logq(X))), "\n")
-X <- g$r(50000); cat("E_N[q/N] =", mean(exp(pr$logq(X) - g$logq(X))), "\n")
