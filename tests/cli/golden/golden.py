@@ -46,6 +46,10 @@ def round_long(m):
     return f"{float(m.group(0)):.10g}"
 
 
+# Any progress line: a transcript leaves them out, as a terminal shows one line rewritten in
+# place, and with several threads the chains' lines come in any order.
+ANY_PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) \d+/\d+ \(\d+%\)$")
+
 # In JSON, a key that names seconds: its value is a timing.
 SECONDS = re.compile(r'("\w*seconds\w*": *)[-+0-9.eE]+')
 
@@ -64,7 +68,7 @@ def mask(text, scratch=None, digits=False):
 
 
 class Sandbox:
-    """A scratch dir where examples/ (a copy) and inputs/ are available and `vbn` is on PATH."""
+    """Scratch dirs where examples/ (a copy) and inputs/ are available and `vbn` is on PATH."""
 
     def __init__(self, vbn, root, base):
         self.base = base
@@ -83,12 +87,13 @@ class Sandbox:
         self.env.update(PATH=self.bin + os.pathsep + os.environ.get("PATH", ""), LC_ALL="C.UTF-8",
                         LANG="C.UTF-8", TZ="UTC", COLUMNS="100")
 
-    def scratch(self):
+    def scratch(self, inputs=True):
         self.count += 1
         d = os.path.join(self.base, f"run{self.count}")
         os.makedirs(d)
         shutil.copytree(self.examples, os.path.join(d, "examples"))
-        os.symlink(INPUTS, os.path.join(d, "inputs"))
+        if inputs:  # the cases' test-only files; a doc's reader has only examples/
+            os.symlink(INPUTS, os.path.join(d, "inputs"))
         return d
 
 
@@ -298,8 +303,10 @@ def docs_main(vbn, root, files):
         sandbox = Sandbox(vbn, root, base)
         for path in files:
             rel = os.path.relpath(os.path.abspath(path), root)
+            if rel.startswith(".."):
+                rel = path
             for commands in transcripts(path):
-                scratch = sandbox.scratch()  # one per transcript: its commands share files
+                scratch = sandbox.scratch(inputs=False)  # one per transcript: its commands share files
                 for number, command, expected in commands:
                     try:
                         p = subprocess.run(["bash", "-c", command], cwd=scratch, env=sandbox.env,
@@ -309,7 +316,7 @@ def docs_main(vbn, root, files):
                     except subprocess.TimeoutExpired:
                         output = f"(timed out after {TIMEOUT} s)\n"
                     want = tidy(mask(text) for _, text in expected)
-                    got = tidy(mask(output, scratch).splitlines())
+                    got = tidy(l for l in mask(output, scratch).splitlines() if not ANY_PROGRESS.match(l))
                     if matches(want, got):
                         passed += 1
                         continue
