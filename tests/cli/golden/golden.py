@@ -32,7 +32,6 @@ TIMEOUT = 60  # seconds per command; a case that takes this long is a bug in the
 # column of timings masks to the same text whatever the width of its numbers.
 TIMING = re.compile(r" *(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)? ?(?:s|ms|us|µs)(?![\w])")
 
-
 # A progress line of `vbn fit` before its phase ends: printed by time (every 2 s when stderr is
 # not a terminal), so only on a slow machine; the line at 100% is always printed and kept.
 PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) (\d+)/(?!\1 )\d+ \(\d+%\)\n", re.M)
