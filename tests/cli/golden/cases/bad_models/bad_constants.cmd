@@ -1,0 +1,1 @@
+vbn check inputs/models/bad_constants.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/bias_is_a_node.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/covariate_with_distribution.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/distribution_as_prior.vbn

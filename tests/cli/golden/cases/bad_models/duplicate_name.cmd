@@ -1,0 +1,1 @@
+vbn check inputs/models/duplicate_name.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/missing_prior.vbn

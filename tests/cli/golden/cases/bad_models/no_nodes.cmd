@@ -1,0 +1,1 @@
+vbn check inputs/models/no_nodes.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/node_as_coefficient.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/non_ascii.vbn

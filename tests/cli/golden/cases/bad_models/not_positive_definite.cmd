@@ -1,0 +1,1 @@
+vbn check inputs/models/not_positive_definite.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/number_too_large.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/parameter_reused.vbn

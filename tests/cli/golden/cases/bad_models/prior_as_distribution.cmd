@@ -1,0 +1,1 @@
+vbn check inputs/models/prior_as_distribution.vbn

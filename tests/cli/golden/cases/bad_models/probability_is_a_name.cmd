@@ -1,0 +1,1 @@
+vbn check inputs/models/probability_is_a_name.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/probability_out_of_range.vbn

@@ -1,0 +1,1 @@
+vbn check inputs/models/ragged_matrix.vbn

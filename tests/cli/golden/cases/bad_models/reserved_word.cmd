@@ -1,0 +1,1 @@
+vbn check inputs/models/reserved_word.vbn

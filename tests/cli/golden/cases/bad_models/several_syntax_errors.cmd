@@ -1,0 +1,1 @@
+vbn check inputs/models/several_syntax_errors.vbn

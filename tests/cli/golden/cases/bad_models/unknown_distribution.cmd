@@ -1,0 +1,1 @@
+vbn check inputs/models/unknown_distribution.vbn

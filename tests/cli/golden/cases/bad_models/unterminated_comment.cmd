@@ -1,0 +1,1 @@
+vbn check inputs/models/unterminated_comment.vbn

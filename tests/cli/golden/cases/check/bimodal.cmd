@@ -1,0 +1,1 @@
+vbn check examples/paper/bimodal.vbn

@@ -1,0 +1,1 @@
+vbn check examples/paper/unimodal_d50.vbn

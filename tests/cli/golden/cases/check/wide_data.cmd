@@ -1,0 +1,1 @@
+vbn check examples/wide/wide.vbn --data examples/wide/wide.csv

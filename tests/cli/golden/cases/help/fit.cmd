@@ -1,0 +1,1 @@
+vbn fit --help

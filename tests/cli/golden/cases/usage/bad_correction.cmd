@@ -1,0 +1,1 @@
+vbn vb examples/paper/multimodal.vbn --data examples/paper/multimodal.csv --correction maybe

@@ -1,0 +1,1 @@
+vbn check nope.vbn

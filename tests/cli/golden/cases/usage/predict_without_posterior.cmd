@@ -1,0 +1,1 @@
+vbn predict examples/paper/multimodal.vbn --data examples/paper/multimodal.csv

@@ -1,0 +1,1 @@
+vbn summary nope_1.csv
