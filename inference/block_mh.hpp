@@ -64,7 +64,7 @@
 // the target's (on a 2-D Gaussian with correlation 0.8 moved as two blocks, from a proposal
 // 1.5 times too wide, at α = -0.5: variance 8% short after 100 sweeps, against 1% with
 // independence proposals). vbn overrelaxes only separable blocks whose proposal the pilot
-// found close to the posterior (runtime/sampling/fit.cpp).
+// found close to the posterior (runtime/sampling/kernels.cpp).
 #pragma once
 
 #include "inference/gaussian.hpp"

@@ -44,7 +44,8 @@ FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, i
         facts.divergent += counts.at(c).divergent;
         regenerations += counts.at(c).regenerated;
     }
-    if (r.method == "regen" || regenerations > 0) facts.regenerations = regenerations;
+    const MethodInfo* method = lookup_method(r.method);
+    if ((method && method->regenerates) || regenerations > 0) facts.regenerations = regenerations;
     facts.chains = min_draws > 0 ? static_cast<int>(stats.size()) : 0;
     facts.draws = min_draws;
     facts.kernels = merge_kernel_stats(stats);

@@ -1,32 +1,10 @@
 // `vbn fit`: the variational fit, then MCMC chains whose kernels the method preset builds
 // from it (variational-mcmc.txt §4), run in parallel and reproducibly.
 //
-// Method presets (docs/design.md §3), all started from points dispersed around the variational fit:
-//   rwm       random-walk Metropolis on all parameters, steps shaped by the variational
-//             covariance, scale tuned in warmup
-//   varmh     independence MH with one proposal for all of θ (§4.1)
-//   varblock  block MH, each block proposed from its own proposal (§4.2, Fig. 6); blocks of
-//             more than 20 weights whose proposal has no triangular map (21-64 weights where
-//             every value is observed: LaplaceProposalOptions::skew_map) in whitened sub-blocks
-//             (FitOptions::varblock_split), the
-//             others from a t(100) at the mode plus its skewness correction where every value
-//             is observed, else re-centred in warmup (FitOptions::varblock_df, varblock_recentre)
-//             and, after the warmup, by overrelaxed moves about it (FitOptions::varblock_overrelax)
-//             (the proposals of varmh, varblock, varmix's block moves and regen's start come
-//             from the exact posterior's Laplace fit, runtime/sampling/laplace_proposal.hpp, where the
-//             blocks are separable; else, or with FitOptions::proposal "vb", from the
-//             variational fit with Student-t tails and a widened covariance)
-//   varmix    mixture of varblock and a block random walk (§4.3, Fig. 7); with hidden or
-//             missing values and at most 10 weights, independence moves from a t mixture at
-//             the exact posterior's modes take varblock's place (docs/methods.md, "Mode jumps")
-//   regen     adaptive independence MH through regeneration (§4.4, Fig. 9–10); with hidden or
-//             missing values and at most 10 weights it starts from the modes, not VB
-//   nuts      NUTS with Stan's adaptation, the variational covariance as initial metric
-//   gibbs     the unobserved values sampled with θ (runtime/sampling/gibbs.hpp): a Gibbs sweep over
-//             them cycled with a Laplace-proposal block MH move on θ given the completed
-//             data; no limit on the unobserved values per row. lp__ is then the complete-data
-//             log joint.
-//   auto      the default; see choose_method()
+// The stages of fit(): validate the options, choose the method (runtime/sampling/methods.hpp,
+// the registry), prepare the posterior (target, variational fit, the exact posterior's
+// proposal or modes), initial points, build the kernel (runtime/sampling/kernels.hpp), run
+// the chains.
 #pragma once
 
 #include "inference/block_mh.hpp"
@@ -34,6 +12,7 @@
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/sampling/laplace_proposal.hpp"
+#include "runtime/sampling/methods.hpp"
 #include "runtime/variational/vb.hpp"
 
 #include <cstdint>
@@ -46,9 +25,6 @@ namespace vbn {
 
 class Target;
 
-// Names accepted by --method, in the order docs list them.
-const std::vector<std::string>& method_names();
-
 // Above this many weights nothing holds a dense dim × dim matrix (2,000² doubles are 32 MB,
 // and a NUTS leapfrog step with a dense metric costs dim²): NUTS adapts a diagonal metric
 // started from the variational variances, regen (whose adaptation needs dense covariances)
@@ -56,9 +32,6 @@ const std::vector<std::string>& method_names();
 constexpr int max_dense_dim = 2000;
 // NUTS adapts a dense metric on a model of dim weights (else a diagonal one).
 constexpr bool nuts_dense_metric(int dim) { return dim <= max_dense_dim; }
-
-// The method `auto` stands for on this model (and why, in one line).
-std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why = nullptr);
 
 struct FitOptions {
     std::string method = "auto";

@@ -15,7 +15,7 @@
 //
 //   GibbsModel model(target);                   // target built with TargetOptions::sum_out = false
 //   GibbsDensityFactory factory(model);         // one GibbsDensity (θ density + hidden values) per chain
-//   Cycle{HiddenGibbs, any block kernel}        // the kernel: see make_gibbs_kernel in fit.cpp
+//   Cycle{HiddenGibbs, any block kernel}        // the kernel: see make_gibbs_kernel in kernels.cpp
 //
 // The density a chain sees is the complete-data log joint log p(θ, x_v, x_h) (without the
 // constants Target::log_constant() drops) at the chain's current hidden values, so any
