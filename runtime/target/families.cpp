@@ -207,19 +207,13 @@ std::string limit_message(const ir::Graph& g, const Dataset& d, int size, const 
         d.name, lines.size() == 1 ? "line" : "lines", where, size, names, size, limit);
 }
 
-}  // namespace
-
-Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOptions& options) {
-    check_shapes(g, d);
-    const GraphInfo info = analyse(g);
-    const int n = static_cast<int>(g.elements.size());
-    const int nblocks = static_cast<int>(g.blocks.size());
-
-    Families out;
-    for (int e = 0; e < n; ++e) {
-        const auto& el = g.elements[sz(e)];
+// Stage 1: observed nodes that are missing in every row are summed out like hidden nodes;
+// the caller is told so.
+void note_missing_everywhere(const ir::Graph& g, const Dataset& d, std::vector<std::string>& notes) {
+    for (std::size_t e = 0; e < g.elements.size(); ++e) {
+        const auto& el = g.elements[e];
         if (!el.binary || el.hidden) continue;
-        const int c = d.column_of[sz(e)];
+        const int c = d.column_of[e];
         bool all_missing = d.rows > 0 && c < 0;
         if (c >= 0 && d.rows > 0) {
             all_missing = true;
@@ -227,152 +221,210 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
                 if (d.count[sz(p)] > 0 && d.value(p, c) != 0) all_missing = false;
         }
         if (all_missing)
-            out.notes.push_back(fmt::format("node '{}' is missing in every row of '{}'; it is summed out like a hidden node",
-                                            el.name, d.name));
+            notes.push_back(fmt::format("node '{}' is missing in every row of '{}'; it is summed out like a hidden node",
+                                        el.name, d.name));
+    }
+}
+
+// Components too large to sum out: the largest, and the first (at most three) lines where
+// any appeared, for the error.
+struct TooLarge {
+    int size = 0;
+    std::vector<int> elements;
+    std::vector<long> lines;
+    void add(const Component& comp, long line) {
+        if (comp.size() > size) {
+            size = comp.size();
+            elements = comp.elements;
+        }
+        if (lines.size() < 3 && (lines.empty() || lines.back() != line)) lines.push_back(line);
+    }
+};
+
+// Stage 2, row pattern by row pattern: each node whose family is complete in the row adds a
+// row to its block's table (or, without weights, a term of the fixed log likelihood); the
+// unobserved elements that matter are split into components that share no factor (the
+// likelihood's sum over them factorises: Variational MCMC, Sec. 2), each stored once with
+// the rows' weight. The scratch vectors are reused from row to row.
+class RowScanner {
+public:
+    RowScanner(const ir::Graph& g, const Dataset& d, const FamilyOptions& options, Families& out)
+        : g_(g), d_(d), options_(options), out_(out), info_(analyse(g)), n_(static_cast<int>(g.elements.size())),
+          x_(sz(n_)), kept_(sz(n_)), local_(sz(n_), -1), fixed_logs_(n_) {
+        for (const auto& b : g.blocks) tables_.emplace_back(sz(b.size) + 2);
     }
 
-    std::deque<RowTable> tables;  // deque: tables hold pointers to themselves, never move them
-    for (const auto& b : g.blocks) tables.emplace_back(sz(b.size) + 2);
-
-    std::vector<double> x(sz(n));
-    std::vector<char> kept(sz(n));
-    std::vector<int> local(sz(n), -1);
-    std::vector<int> unobserved;
-    std::vector<int> factor_nodes;
-    std::vector<double> key;
-    Factor scratch;
-    std::unordered_map<std::vector<double>, int, VectorHash> case_index;
-    RecentLogs fixed_logs(n);
-
-    int too_big = 0;
-    std::vector<int> too_big_elements;
-    std::vector<long> too_big_lines;
-
-    for (int p = 0; p < d.patterns; ++p) {
-        const double w = d.count[sz(p)];
+    void scan(int p) {
+        const double w = d_.count[sz(p)];
         if (!(w >= 0) || !std::isfinite(w))
-            throw Error(ErrorKind::data, fmt::format("{}: pattern {} has an invalid count {}", d.name, p + 1, w));
-        if (w == 0) continue;
-        read_values(g, d, p, x);
+            throw Error(ErrorKind::data, fmt::format("{}: pattern {} has an invalid count {}", d_.name, p + 1, w));
+        if (w == 0) return;
+        read_values(g_, d_, p, x_);
+        prune_barren();
+        UnionFind uf(n_);
+        route_factors(w, uf);
+        // One component per union-find root, variables and factors in element order.
+        for (int root : unobserved_)
+            if (uf.find(root) == root) add_component(root, p, w, uf);
+    }
 
-        // Barren pruning: an unobserved element is kept iff it has an observed child or a
-        // kept unobserved child; everything else sums to one and drops out.
-        unobserved.clear();
-        for (int e : info.reverse_topo) {
-            kept[sz(e)] = 0;
-            if (x[sz(e)] != 0) continue;
-            for (int c : info.children[sz(e)])
-                if (x[sz(c)] != 0 || kept[sz(c)]) {
-                    kept[sz(e)] = 1;
+    // Throws Error(limit) naming the largest component found too large to sum out, if any.
+    void check_limit() const {
+        if (too_large_.size == 0) return;
+        const long first = too_large_.lines.empty() ? 0 : too_large_.lines.front();
+        throw Error(ErrorKind::limit,
+                    limit_message(g_, d_, too_large_.size, too_large_.elements, too_large_.lines, options_.max_enumerated),
+                    first);
+    }
+
+    const std::deque<RowTable>& tables() const { return tables_; }
+
+private:
+    // Barren pruning: an unobserved element is kept iff it has an observed child or a kept
+    // unobserved child; everything else sums to one and drops out.
+    void prune_barren() {
+        unobserved_.clear();
+        for (int e : info_.reverse_topo) {
+            kept_[sz(e)] = 0;
+            if (x_[sz(e)] != 0) continue;
+            for (int c : info_.children[sz(e)])
+                if (x_[sz(c)] != 0 || kept_[sz(c)]) {
+                    kept_[sz(e)] = 1;
                     break;
                 }
-            if (kept[sz(e)]) unobserved.push_back(e);
+            if (kept_[sz(e)]) unobserved_.push_back(e);
         }
-        std::sort(unobserved.begin(), unobserved.end());
+        std::sort(unobserved_.begin(), unobserved_.end());
+    }
 
-        // Factors touching kept unobserved elements: their own CPDs and those of observed
-        // children. All other observed nodes have complete families in this row.
-        factor_nodes.clear();
-        UnionFind uf(n);
-        for (int e = 0; e < n; ++e) {
-            if (!g.elements[sz(e)].binary) continue;
-            if (x[sz(e)] == 0 && !kept[sz(e)]) continue;
-            bool involved = x[sz(e)] == 0;
-            for (int q : info.parents[sz(e)])
-                if (g.elements[sz(q)].binary && x[sz(q)] == 0) involved = true;
+    // Factors touching kept unobserved elements (their own CPDs and those of observed
+    // children) are listed and their unobserved elements united; every other observed node
+    // has a complete family in this row.
+    void route_factors(double w, UnionFind& uf) {
+        factor_nodes_.clear();
+        for (int e = 0; e < n_; ++e) {
+            if (!g_.elements[sz(e)].binary) continue;
+            if (x_[sz(e)] == 0 && !kept_[sz(e)]) continue;
+            bool involved = x_[sz(e)] == 0;
+            for (int q : info_.parents[sz(e)])
+                if (g_.elements[sz(q)].binary && x_[sz(q)] == 0) involved = true;
             if (!involved) {
-                const ir::Cpd& cpd = g.cpds[sz(e)];
-                if (cpd.block >= 0) {
-                    RowTable& t = tables[sz(cpd.block)];
-                    fold_cpd(g, e, x, local, scratch);
-                    double* row = t.candidate();
-                    row[0] = x[sz(e)];
-                    row[1] = scratch.base;
-                    std::copy(scratch.f.data(), scratch.f.data() + scratch.f.size(), row + 2);
-                    t.commit(w);
-                } else {
-                    double a = cpd.offset;
-                    for (const auto& ft : cpd.fixed) a += ft.coef * x[sz(ft.element)];
-                    out.fixed_log_likelihood += w * fixed_logs.at(e, x[sz(e)] * a);
-                }
+                add_complete(e, w);
                 continue;
             }
-            factor_nodes.push_back(e);
-            int anchor = x[sz(e)] == 0 ? e : -1;
-            for (int q : info.parents[sz(e)]) {
-                if (!g.elements[sz(q)].binary || x[sz(q)] != 0) continue;
+            factor_nodes_.push_back(e);
+            int anchor = x_[sz(e)] == 0 ? e : -1;
+            for (int q : info_.parents[sz(e)]) {
+                if (!g_.elements[sz(q)].binary || x_[sz(q)] != 0) continue;
                 if (anchor < 0)
                     anchor = q;
                 else
                     uf.unite(anchor, q);
             }
         }
-        if (unobserved.empty()) continue;
+    }
 
-        // One component per union-find root, variables and factors in element order.
-        for (int root : unobserved) {
-            if (uf.find(root) != root) continue;
-            Component comp;
-            for (int e : unobserved)
-                if (uf.find(e) == root) {
-                    local[sz(e)] = static_cast<int>(comp.elements.size());
-                    comp.elements.push_back(e);
-                }
-            if (comp.size() > options.max_enumerated) {
-                if (comp.size() > too_big) {
-                    too_big = comp.size();
-                    too_big_elements = comp.elements;
-                }
-                if (too_big_lines.size() < 3 && (too_big_lines.empty() || too_big_lines.back() != line_of(d, p)))
-                    too_big_lines.push_back(line_of(d, p));
-                for (int e : comp.elements) local[sz(e)] = -1;
-                continue;
-            }
-            for (int j : factor_nodes) {
-                int owner = x[sz(j)] == 0 ? j : -1;
-                if (owner < 0)
-                    for (int q : info.parents[sz(j)])
-                        if (g.elements[sz(q)].binary && x[sz(q)] == 0) {
-                            owner = q;
-                            break;
-                        }
-                if (uf.find(owner) != root) continue;
-                Factor f;
-                fold_cpd(g, j, x, local, f);
-                f.value = static_cast<int>(x[sz(j)]);
-                f.self = f.value == 0 ? local[sz(j)] : -1;
-                comp.factors.push_back(std::move(f));
-            }
-            // Unobserved CPDs first, then observed children: the order the header promises.
-            std::stable_partition(comp.factors.begin(), comp.factors.end(),
-                                  [](const Factor& f) { return f.value == 0; });
-            for (int e : comp.elements) local[sz(e)] = -1;
-
-            component_key(comp, key);
-            auto [it, inserted] = case_index.emplace(key, static_cast<int>(out.components.size()));
-            if (inserted) {
-                comp.weight = w;
-                comp.first_line = line_of(d, p);
-                for (const auto& f : comp.factors)
-                    if (f.block >= 0) comp.blocks.push_back(f.block);
-                std::sort(comp.blocks.begin(), comp.blocks.end());
-                comp.blocks.erase(std::unique(comp.blocks.begin(), comp.blocks.end()), comp.blocks.end());
-                out.largest_component = std::max(out.largest_component, comp.size());
-                out.components.push_back(std::move(comp));
-            } else {
-                out.components[sz(it->second)].weight += w;
-            }
+    // Node e's family is complete in this row: one (y, a, f) row of its block's table, or for
+    // a node without weights its term of the fixed log likelihood.
+    void add_complete(int e, double w) {
+        const ir::Cpd& cpd = g_.cpds[sz(e)];
+        if (cpd.block >= 0) {
+            RowTable& t = tables_[sz(cpd.block)];
+            fold_cpd(g_, e, x_, local_, scratch_);
+            double* row = t.candidate();
+            row[0] = x_[sz(e)];
+            row[1] = scratch_.base;
+            std::copy(scratch_.f.data(), scratch_.f.data() + scratch_.f.size(), row + 2);
+            t.commit(w);
+        } else {
+            double a = cpd.offset;
+            for (const auto& ft : cpd.fixed) a += ft.coef * x_[sz(ft.element)];
+            out_.fixed_log_likelihood += w * fixed_logs_.at(e, x_[sz(e)] * a);
         }
     }
-    if (too_big > 0) {
-        const long first = too_big_lines.empty() ? 0 : too_big_lines.front();
-        throw Error(ErrorKind::limit,
-                    limit_message(g, d, too_big, too_big_elements, too_big_lines, options.max_enumerated), first);
+
+    // The component of `root`: its elements (local_ numbers them while its factors are
+    // folded), its factors, then stored or, when too large to sum out, remembered for the error.
+    void add_component(int root, int p, double w, UnionFind& uf) {
+        Component comp;
+        for (int e : unobserved_)
+            if (uf.find(e) == root) {
+                local_[sz(e)] = static_cast<int>(comp.elements.size());
+                comp.elements.push_back(e);
+            }
+        if (comp.size() <= options_.max_enumerated)
+            collect_factors(comp, root, uf);
+        else
+            too_large_.add(comp, line_of(d_, p));
+        for (int e : comp.elements) local_[sz(e)] = -1;
+        if (comp.size() <= options_.max_enumerated) record_case(std::move(comp), p, w);
     }
 
-    out.complete.resize(sz(nblocks));
+    // A factor belongs to the component of its own node when unobserved, else of its first
+    // unobserved parent.
+    void collect_factors(Component& comp, int root, UnionFind& uf) {
+        for (int j : factor_nodes_) {
+            int owner = x_[sz(j)] == 0 ? j : -1;
+            if (owner < 0)
+                for (int q : info_.parents[sz(j)])
+                    if (g_.elements[sz(q)].binary && x_[sz(q)] == 0) {
+                        owner = q;
+                        break;
+                    }
+            if (uf.find(owner) != root) continue;
+            Factor f;
+            fold_cpd(g_, j, x_, local_, f);
+            f.value = static_cast<int>(x_[sz(j)]);
+            f.self = f.value == 0 ? local_[sz(j)] : -1;
+            comp.factors.push_back(std::move(f));
+        }
+        // Unobserved CPDs first, then observed children: the order the header promises.
+        std::stable_partition(comp.factors.begin(), comp.factors.end(), [](const Factor& f) { return f.value == 0; });
+    }
+
+    // Identical cases from different rows are stored once, their weights summed.
+    void record_case(Component comp, int p, double w) {
+        component_key(comp, key_);
+        auto [it, inserted] = case_index_.emplace(key_, static_cast<int>(out_.components.size()));
+        if (!inserted) {
+            out_.components[sz(it->second)].weight += w;
+            return;
+        }
+        comp.weight = w;
+        comp.first_line = line_of(d_, p);
+        for (const auto& f : comp.factors)
+            if (f.block >= 0) comp.blocks.push_back(f.block);
+        std::sort(comp.blocks.begin(), comp.blocks.end());
+        comp.blocks.erase(std::unique(comp.blocks.begin(), comp.blocks.end()), comp.blocks.end());
+        out_.largest_component = std::max(out_.largest_component, comp.size());
+        out_.components.push_back(std::move(comp));
+    }
+
+    const ir::Graph& g_;
+    const Dataset& d_;
+    const FamilyOptions& options_;
+    Families& out_;
+    const GraphInfo info_;
+    const int n_;
+    std::deque<RowTable> tables_;  // deque: tables hold pointers to themselves, never move them
+    std::vector<double> x_;        // the row's values (read_values)
+    std::vector<char> kept_;       // unobserved elements that matter (prune_barren)
+    std::vector<int> local_;       // an element's variable in the component being built, else -1
+    std::vector<int> unobserved_;  // the kept ones, ascending
+    std::vector<int> factor_nodes_;
+    std::vector<double> key_;
+    Factor scratch_;
+    std::unordered_map<std::vector<double>, int, VectorHash> case_index_;
+    RecentLogs fixed_logs_;
+    TooLarge too_large_;
+};
+
+// Stage 3: each block's table as its node's complete family.
+std::vector<CompleteFamily> complete_families(const ir::Graph& g, const std::deque<RowTable>& tables) {
+    const int nblocks = static_cast<int>(g.blocks.size());
+    std::vector<CompleteFamily> complete(sz(nblocks));
     for (int b = 0; b < nblocks; ++b) {
-        CompleteFamily& cf = out.complete[sz(b)];
+        CompleteFamily& cf = complete[sz(b)];
         const RowTable& t = tables[sz(b)];
         const auto rows = static_cast<Eigen::Index>(t.rows());
         const int dim = g.blocks[sz(b)].size;
@@ -390,7 +442,12 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
             cf.w[r] = t.weight(sz(static_cast<int>(r)));
         }
     }
+    return complete;
+}
 
+// Stage 4: which components involve each block, and the groups of blocks that components
+// couple (directly or through a chain of them): the posterior factorises over the groups.
+void couple_blocks(Families& out, int nblocks) {
     out.components_of_block.resize(sz(nblocks));
     UnionFind coupled(nblocks);
     for (int c = 0; c < static_cast<int>(out.components.size()); ++c) {
@@ -407,6 +464,19 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
         }
         out.coupled_groups[sz(group_of[sz(r)])].push_back(b);
     }
+}
+
+}  // namespace
+
+Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOptions& options) {
+    check_shapes(g, d);
+    Families out;
+    note_missing_everywhere(g, d, out.notes);
+    RowScanner scanner(g, d, options, out);
+    for (int p = 0; p < d.patterns; ++p) scanner.scan(p);
+    scanner.check_limit();
+    out.complete = complete_families(g, scanner.tables());
+    couple_blocks(out, static_cast<int>(g.blocks.size()));
     return out;
 }
 
