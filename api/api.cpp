@@ -11,6 +11,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
 #include "runtime/report/summary.hpp"
+#include "runtime/sampling/methods.hpp"
 #include "runtime/services/evidence.hpp"
 #include "runtime/services/fit.hpp"
 #include "runtime/services/predict.hpp"
@@ -396,6 +397,12 @@ EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceO
         const vbn::Evidence& e = run.evidence;
         return EvidenceResult{e.log_evidence, e.se, e.pareto_k, run.elbo, e.draws, e.from_mode};
     });
+}
+
+std::vector<MethodDescription> methods() {
+    std::vector<MethodDescription> out;
+    for (const auto& m : vbn::methods()) out.push_back({std::string(m.name), std::string(m.description)});
+    return out;
 }
 
 }  // namespace vbn::api

@@ -136,7 +136,8 @@ struct VariationalOptions {
 
 // `vbn fit`: the variational fit, then MCMC chains built from it (docs/methods.md).
 struct FitOptions {
-    // "auto" (the default), "varblock", "varmh", "varmix", "regen", "nuts" or "rwm".
+    // "auto" (the default), "rwm", "varmh", "varblock", "varmix", "regen", "nuts" or "gibbs":
+    // the names methods() below lists, each with a line on what it does.
     std::string method = "auto";
     int chains = 4;
     int warmup = 1000;            // iterations per chain, adapting, not kept
@@ -311,6 +312,14 @@ struct EvidenceResult {
 // Throws UsageError (bad options), LimitError (exact summation would be exponential),
 // InferenceError.
 EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceOptions& options = {});
+
+// The methods FitOptions::method takes, in the order `vbn fit --help` lists them, each with
+// a line on what it does (docs/methods.md has a section on each).
+struct MethodDescription {
+    std::string name;
+    std::string description;
+};
+std::vector<MethodDescription> methods();
 
 }  // namespace vbn::api
 

@@ -611,3 +611,14 @@ TEST_CASE("api: the README and docs/embedding.md snippets run as written") {
     CHECK(e.column() == 27);
     CHECK(std::string(e.what()).rfind("m:1:27: error: unknown parent 'q'", 0) == 0);
 }
+
+TEST_CASE("api: methods() lists what FitOptions::method takes, auto first") {
+    const std::vector<vbn::MethodDescription> all = vbn::methods();
+    REQUIRE(all.size() > 1);
+    CHECK(all.front().name == "auto");
+    for (const auto& m : all) {
+        CAPTURE(m.name);
+        CHECK_FALSE(m.description.empty());
+    }
+    CHECK(std::any_of(all.begin(), all.end(), [](const vbn::MethodDescription& m) { return m.name == "gibbs"; }));
+}

@@ -2,6 +2,7 @@
 // options bind to the jobs' settings (runtime/services) and each subcommand is a function in
 // tools/vbn/commands.hpp, one file each under tools/vbn/commands/.
 #include "tools/vbn/commands.hpp"
+#include "runtime/sampling/methods.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     auto* fit_cmd = app.add_subcommand("fit", "MCMC: variational fit, then chains of the chosen method");
     fit_cmd->add_option("model", fit_args.model, "Model file (.vbn)")->required();
     fit_cmd->add_option("--data", fit_args.data, "CSV file of observations")->required();
-    fit_cmd->add_option("--method", fit_args.settings.method, "auto, rwm, varmh, varblock, varmix, regen or nuts")->capture_default_str();
+    fit_cmd->add_option("--method", fit_args.settings.method, vbn::method_list(" or "))->capture_default_str();
     fit_cmd->add_option("--chains", fit_args.settings.chains, "Number of chains")->capture_default_str();
     fit_cmd->add_option("--warmup", fit_args.settings.warmup, "Warmup iterations per chain")->capture_default_str();
     fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
