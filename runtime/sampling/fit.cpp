@@ -93,8 +93,8 @@ std::optional<LaplaceProposal> exact_proposal(const MethodInfo& method, const Ta
 }
 
 // What the stages of fit() hand on to each other.
-struct FitRun {
-    FitRun(const ir::Graph& g, const Dataset& d, const FitOptions& options) : graph(g), data(d), o(options) {}
+struct RunState {
+    RunState(const ir::Graph& g, const Dataset& d, const FitOptions& options) : graph(g), data(d), o(options) {}
     const ir::Graph& graph;
     const Dataset& data;
     const FitOptions& o;
@@ -125,7 +125,7 @@ void validate_options(const ir::Graph& graph, const Dataset& data, const FitOpti
 
 // Stage 2: the method, `auto` resolved by choose_method (with a note saying why), and the
 // methods' own limits.
-void resolve_method(FitRun& run) {
+void resolve_method(RunState& run) {
     const ir::Graph& graph = run.graph;
     const MethodInfo& asked = find_method(run.o.method);
     run.by_auto = asked.id == Method::auto_choice;
@@ -142,7 +142,7 @@ void resolve_method(FitRun& run) {
 
 // The compiled target: hidden values summed out, or for a method that samples them nothing
 // summed out. Where there are too many to sum out, `auto` falls back to gibbs.
-void compile_target(FitRun& run) {
+void compile_target(RunState& run) {
     if (!run.method->samples_unobserved) {
         try {
             run.target = make_target(run.graph, run.data, run.o.max_enumerated);
@@ -158,7 +158,7 @@ void compile_target(FitRun& run) {
     if (run.method->samples_unobserved) run.target = make_complete_data_target(run.graph, run.data);
 }
 
-void build_early_proposal(FitRun& run, inference::ChunkShare* with) {
+void build_early_proposal(RunState& run, inference::ChunkShare* with) {
     LaplaceProposalOptions lo = laplace_options(run.o);
     lo.share = with;
     run.early = laplace_proposal(*run.target, prior_mean(run.graph), lo);
@@ -174,7 +174,7 @@ void build_early_proposal(FitRun& run, inference::ChunkShare* with) {
 // Where Newton does not get there from the prior mean, it starts from the VB mean after all
 // (exact_proposal). At 20 weights a whole run took 10.0 ms against 10.4 with the fit after
 // the target (medians of 60 alternated runs).
-void fit_beside_target(FitRun& run, Clock::time_point t_target) {
+void fit_beside_target(RunState& run, Clock::time_point t_target) {
     std::exception_ptr target_error, vb_error, proposal_error;
     auto target_done = t_target, vb_done = t_target;
     inference::ChunkShare share;
@@ -218,7 +218,7 @@ void fit_beside_target(FitRun& run, Clock::time_point t_target) {
 
 // The target, then the variational fit on it (and, where every node is observed and one
 // thread runs, the exact proposal from the prior mean as fit_beside_target builds it).
-void fit_after_target(FitRun& run, Clock::time_point t_target, bool proposal_from_prior) {
+void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_from_prior) {
     compile_target(run);
     run.r.target_seconds = inference::seconds_since(t_target);
     const auto t0 = Clock::now();
@@ -232,7 +232,7 @@ void fit_after_target(FitRun& run, Clock::time_point t_target, bool proposal_fro
 // Stage 3: the posterior as the kernels need it: the compiled target, the variational fit,
 // the exact posterior's modes (small models with unobserved values, for the methods that
 // search them) or its Laplace proposal (the independence kernels).
-void prepare_posterior(FitRun& run) {
+void prepare_posterior(RunState& run) {
     const FitOptions& o = run.o;
     // The chains, the pilot and the summary split their work over threads: started now, they
     // are running by the time the first of those needs them (one at least where the proposal is
@@ -278,7 +278,7 @@ std::vector<Eigen::VectorXd> initial_points(const ir::Graph& graph, const VbFit&
 }
 
 // Stage 5: the method's kernel, by its row of the registry (runtime/sampling/kernels.hpp).
-std::unique_ptr<inference::Kernel> build_kernel(FitRun& run) {
+std::unique_ptr<inference::Kernel> build_kernel(RunState& run) {
     const KernelInputs in{run.graph, run.data,  *run.target, run.r.vb.best_fit(),
                           run.o,     run.modes, run.exact ? &*run.exact : nullptr};
     KernelBuild b = run.method->build(in);
@@ -290,7 +290,7 @@ std::unique_ptr<inference::Kernel> build_kernel(FitRun& run) {
 
 // Stage 6: the chains, in parallel; their wall time split in the proportion they spent in
 // warmup and sampling. Throws Error(inference) when every chain failed.
-void run_all_chains(FitRun& run, const inference::Kernel& kernel, const std::vector<Eigen::VectorXd>& inits) {
+void run_all_chains(RunState& run, const inference::Kernel& kernel, const std::vector<Eigen::VectorXd>& inits) {
     FitResult& r = run.r;
     std::unique_ptr<GibbsModel> gibbs_model;
     std::unique_ptr<inference::DensityFactory> factory;
@@ -330,7 +330,7 @@ void run_all_chains(FitRun& run, const inference::Kernel& kernel, const std::vec
 
 FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) {
     validate_options(graph, data, o);
-    FitRun run(graph, data, o);
+    RunState run(graph, data, o);
     resolve_method(run);
     prepare_posterior(run);
     name_outputs(run.r, graph);

@@ -25,7 +25,8 @@ const std::vector<MethodInfo>& methods() {
          .description = "block MH, each node's weights proposed from their own independence proposal (§4.2)",
          .when = "every node is observed and no node has more than {max_block} weights: block independence "
                  "proposals from the exact posterior's Laplace fit",
-         .when_modes = "", .build = build_varblock_kernel, .independence_proposal = true, .splits_blocks = true},
+         .when_modes = "", .build = build_varblock_kernel, .independence_proposal = true, .splits_blocks = true,
+         .overrelaxes = true},
         {.id = Method::varmix, .name = "varmix",
          .description = "varblock's moves mixed with a block random walk (§4.3); mode jumps in small models with "
                         "unobserved values",
@@ -41,7 +42,7 @@ const std::vector<MethodInfo>& methods() {
          .description = "the No-U-Turn sampler with Stan's adaptation, started from the Laplace covariance",
          .when = "a node has {largest_block} weights, more than the {max_block} one skewed independence proposal "
                  "takes (varblock's whitened sub-blocks are slower there): NUTS",
-         .when_modes = "", .build = build_nuts_kernel},
+         .when_modes = "", .build = build_nuts_kernel, .hmc_engine = "nuts"},
         {.id = Method::gibbs, .name = "gibbs",
          .description = "the unobserved values sampled with the weights: a Gibbs sweep, then block MH given them",
          .when = "some rows have more than {max_enumerated} unobserved values linked together, too many to sum out",

@@ -51,6 +51,11 @@ struct MethodInfo {
     bool dense_only = false;
     // Reports its regenerations in the summary, even when there were none.
     bool regenerates = false;
+    // Hamiltonian Monte Carlo with this engine, as CmdStan's CSV header names it (algorithm
+    // hmc); it adapts a metric and a step size towards FitOptions::adapt_delta. Empty: not HMC.
+    std::string_view hmc_engine = {};
+    // Overrelaxes its whole blocks after warmup (FitOptions::varblock_overrelax).
+    bool overrelaxes = false;
 };
 
 // The rows, in the order --method's help and the error list them.

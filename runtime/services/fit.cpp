@@ -55,7 +55,8 @@ FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, con
     settings.vb.cancel = callbacks.interrupt;
     if (on_start)
         settings.on_vb = [&](const VbFit& q, const std::string& method) {
-            on_start(FitStart{q, method, method == "nuts" ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
+            const bool hmc = !find_method(method).hmc_engine.empty();
+            on_start(FitStart{q, method, hmc ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
         };
     run.result = vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
@@ -109,21 +110,22 @@ void CsvDrawFiles::start(const FitStart& start) {
         means += (means.empty() ? "" : ", ") + fmt::format("{}", start.vb.mean[k]);
         sds += (sds.empty() ? "" : ", ") + fmt::format("{}", std::sqrt(start.vb.variance(k)));
     }
-    const bool nuts = start.method == "nuts";
+    const MethodInfo& method = find_method(start.method);
+    const bool hmc = !method.hmc_engine.empty();
     for (int c = 0; c < settings_.chains; ++c) {
         CsvConfig cfg;
         cfg.model = model_;
-        cfg.algorithm = nuts ? "hmc" : start.method;
-        cfg.engine = nuts ? "nuts" : "";
+        cfg.algorithm = hmc ? "hmc" : start.method;
+        cfg.engine = method.hmc_engine;
         cfg.num_samples = settings_.draws;
         cfg.num_warmup = settings_.warmup;
-        cfg.metric = !nuts ? MetricKind::unit_e : nuts_dense_metric(graph_.dim) ? MetricKind::dense_e : MetricKind::diag_e;
+        cfg.metric = !hmc ? MetricKind::unit_e : nuts_dense_metric(graph_.dim) ? MetricKind::dense_e : MetricKind::diag_e;
         cfg.seed = settings_.seed;
         cfg.chain_id = c + 1;
         cfg.data_file = data_file_;
         cfg.extra = {{"vb_elbo", fmt::format("{}", start.vb.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
-        if (nuts) cfg.extra.emplace_back("delta", fmt::format("{}", start.adapt_delta));
-        if (start.method == "varblock") cfg.extra.emplace_back("overrelax", fmt::format("{}", settings_.varblock_overrelax));
+        if (hmc) cfg.extra.emplace_back("delta", fmt::format("{}", start.adapt_delta));
+        if (method.overrelaxes) cfg.extra.emplace_back("overrelax", fmt::format("{}", settings_.varblock_overrelax));
         writers_.push_back(std::make_unique<CsvWriter>(chain_file_path(output_, c + 1), cfg, csv_names));
     }
 }
