@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -136,6 +137,15 @@ std::string lowercase(std::string_view s) {
 }
 
 constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
+
+// The pattern key's code of a one-character binary cell on the builder's fast path: "1" 1
+// (+1), "0" 2 (-1), anything else 0 (the general case).
+constexpr std::array<std::uint8_t, 256> kOneCharacterCode = [] {
+    std::array<std::uint8_t, 256> t{};
+    t['1'] = 1;
+    t['0'] = 2;
+    return t;
+}();
 
 // The accepted spellings, as the messages list them.
 constexpr std::string_view kBinarySpellings =
@@ -372,6 +382,7 @@ DatasetBuilder::DatasetBuilder(const ir::Graph& graph, std::string name)
     std::stable_partition(targets_.begin(), targets_.end(), [](const Target& t) { return t.binary; });
     for (std::size_t i = 0; i < targets_.size(); ++i) targets_[i].source = i;
     source_columns_ = targets_.size();
+    reset_pending();
     out_.missing.assign(out_.binary_names.size(), 0);
     key_.assign(table_.words(), 0);
 }
@@ -380,9 +391,6 @@ void DatasetBuilder::note_number(Target& t, std::uint8_t number, long line) {
     if ((number & 1) && !(t.numbers_seen & 1)) t.first_zero = line;
     if ((number & 2) && !(t.numbers_seen & 2)) t.first_minus = line;
     t.numbers_seen |= number;
-    // The fast path's "0" has length 1 and "-1" length 2; once a column has held both, every
-    // further one comes here (the data are in error then anyway).
-    t.number_length = t.numbers_seen == 1 ? 1 : t.numbers_seen == 2 ? 2 : 0;
 }
 
 void DatasetBuilder::set_header(std::span<const std::string_view> names, long line, LoadNotes* notes) {
@@ -472,6 +480,7 @@ void DatasetBuilder::set_header(std::span<const std::string_view> names, long li
                                              join(items)));
     }
     source_columns_ = names.size();
+    reset_pending();
 }
 
 void DatasetBuilder::set_real(int column, double value) {
@@ -489,6 +498,7 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
     }
     std::fill(key_.begin(), key_.end(), 0);
     bool ok = true;
+    unsigned row_zero = 0, row_minus = 0;
     for (Target& t : targets_) {
         const std::string_view text = fields[t.source];
         const long column = static_cast<long>(t.source) + 1;
@@ -500,14 +510,16 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
             // (Both loads are from valid addresses whatever n is: index selects, not branches.)
             const char* p = n > 0 ? text.data() : "";
             const char c0 = p[0], c1 = p[n > 1];
-            const unsigned plus = (n == 1) & (c0 == '1'), zero = (n == 1) & (c0 == '0');
+            // The key's two bits: 1 for +1, 2 for -1.
+            // (Entry 0 is 0: the index selects, not a branch, which would be mispredicted.)
+            const unsigned one = kOneCharacterCode[static_cast<unsigned char>(c0) & (0u - unsigned{n == 1})];
             const unsigned minus = (n == 2) & (c0 == '-') & (c1 == '1');
-            const unsigned code2 = plus | ((zero | minus) << 1);  // the key's two bits: 1 for +1, 2 for -1
+            const unsigned code2 = one | (minus << 1);
             if (code2 != 0) {
                 key_[c / 32] |= std::uint64_t{code2} << (2 * (c % 32));
-                // A 0 or -1 (told apart by length) other than the column's numbers so far: rare.
-                if ((code2 == 2) & (n != t.number_length)) [[unlikely]]
-                    note_number(t, static_cast<std::uint8_t>(zero | (minus << 1)), line);
+                // Whether the row holds a 0 or a -1, for the coding check after the row.
+                row_zero |= one >> 1;
+                row_minus |= minus;
                 continue;
             }
             BinaryNumber number;
@@ -549,7 +561,35 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
                                     "such as 0.5, -3 or 1e-3",
                                     shown(t.name), shown(text)));
     }
+    // Columns that have not held a 0 (or a -1) yet are looked at only when the row holds one
+    // somewhere: after the first rows, rarely, and then only those columns.
+    if ((row_zero & !pending_zero_.empty()) | (row_minus & !pending_minus_.empty())) [[unlikely]]
+        note_pending(fields, line);
     if (ok) commit(line);
+}
+
+void DatasetBuilder::note_pending(std::span<const std::string_view> fields, long line) {
+    const auto scan = [&](std::vector<std::uint32_t>& pending, std::string_view spelling, std::uint8_t bit) {
+        std::size_t kept = 0;
+        for (const std::uint32_t k : pending) {
+            Target& t = targets_[k];
+            if (fields[t.source] == spelling) note_number(t, bit, line);
+            if (!(t.numbers_seen & bit)) pending[kept++] = k;
+        }
+        pending.resize(kept);
+    };
+    scan(pending_zero_, "0", 1);
+    scan(pending_minus_, "-1", 2);
+}
+
+void DatasetBuilder::reset_pending() {
+    pending_zero_.clear();
+    pending_minus_.clear();
+    for (std::size_t k = 0; k < targets_.size(); ++k)
+        if (targets_[k].binary) {
+            pending_zero_.push_back(static_cast<std::uint32_t>(k));
+            pending_minus_.push_back(static_cast<std::uint32_t>(k));
+        }
 }
 
 void DatasetBuilder::add_coded_row(std::span<const std::int8_t> binary, std::span<const double> real, long line) {

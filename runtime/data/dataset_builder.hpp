@@ -143,7 +143,6 @@ private:
         // (bit 1), and the line of the first of each. The 1/0 and 1/-1 codings both read them
         // as -1, so a column may hold only one of them.
         std::uint8_t numbers_seen = 0;
-        std::size_t number_length = 0;  // the length of "0" or "-1" when only that one was seen
         long first_zero = 0;
         long first_minus = 0;
     };
@@ -152,11 +151,17 @@ private:
     void set_real(int column, double value);
     void check_codings();
     void note_number(Target& t, std::uint8_t number, long line);
+    void note_pending(std::span<const std::string_view> fields, long line);
+    void reset_pending();
 
     const ir::Graph* graph_;
     Dataset out_;
     DataErrors errors_;
     std::vector<Target> targets_;
+    // Binary targets that have not held the number 0 (the number -1) yet, written "0" ("-1"):
+    // the fast path only notes that a row holds one, and these are looked at then.
+    std::vector<std::uint32_t> pending_zero_;
+    std::vector<std::uint32_t> pending_minus_;
     bool keep_row_patterns_ = false;
     bool listed_binary_ = false;  // a message listed the binary spellings
     std::size_t source_columns_ = 0;
