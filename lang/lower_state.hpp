@@ -10,6 +10,7 @@
 #include "lang/const_eval.hpp"
 #include "lang/frontend.hpp"
 #include "lang/ir.hpp"
+#include "lang/suggest.hpp"
 
 #include <map>
 #include <set>
@@ -92,9 +93,8 @@ void lower_priors(Lowering& s, const ast::program& program);
 void order_graph(Lowering& s);
 void build_blocks(Lowering& s);
 
-// The candidate closest to `name` by edit distance when it is close enough to be a likely
-// typo, else empty.
-std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
+// The candidate closest to a name by edit distance (lang/suggest.hpp).
+using vbn::lang::closest_name;
 // "a, b and c", at most `limit` names then "and N more".
 std::string name_list(const std::vector<std::string>& names, std::size_t limit = 8);
 

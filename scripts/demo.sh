@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVBN_BUILD_TESTS=OFF
+# The build directory scripts/test.sh uses too (the library is compiled once for both); each
+# script configures the options it needs, so either may run first.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVBN_BUILD_TESTS=OFF -DVBN_BUILD_BENCH=OFF \
+      -DVBN_BUILD_FUZZ=OFF -DVBN_SANITIZE=
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)"
 vbn=build/tools/vbn/vbn
 set -x

@@ -9,10 +9,10 @@ packages=(
   # vbn plot / fit --plots draw with gnuplot; the tests check that R reads our CmdStan CSV
   # files (rstan::read_stan_csv) and that posterior's diagnostics agree with ours.
   gnuplot-nox r-base-core r-cran-rstan r-cran-posterior
+  graphviz  # tests/cli/run.sh checks that dot reads vbn check --dot's graphs
   clang libclang-rt-14-dev  # the libFuzzer targets in fuzz/ (scripts/fuzz.sh)
 )
 if [ "${1:-}" = "--with-tools" ]; then
-  packages+=(graphviz)
   packages+=(gnuplot-nox)  # bench/multimodal_figures.sh draws the paper's Fig. 14-16
 fi
 missing=()

@@ -24,7 +24,8 @@ constexpr std::array<bool, 256> make_stop_table(char special) {
     return t;
 }
 
-constexpr auto kUnquotedStop = make_stop_table(',');
+constexpr auto kCommaStop = make_stop_table(',');
+constexpr auto kSemicolonStop = make_stop_table(';');
 constexpr auto kQuotedStop = make_stop_table('"');
 
 unsigned byte(char c) { return static_cast<unsigned char>(c); }
@@ -33,13 +34,13 @@ bool is_blank(char c) { return c == ' ' || c == '\t'; }
 }  // namespace
 
 CsvReader::CsvReader(std::string& text, std::string name)
-    : pos_(text.data()), end_(text.data() + text.size()), name_(std::move(name)) {
+    : pos_(text.data()), end_(text.data() + text.size()), name_(std::move(name)), unquoted_stop_(kCommaStop.data()) {
     sniff();
 }
 
 CsvReader::CsvReader(std::istream& in, std::string name, std::size_t chunk)
     : pos_(nullptr), end_(nullptr), in_(&in), chunk_(std::max<std::size_t>(chunk, 1)), at_end_(false),
-      name_(std::move(name)) {
+      name_(std::move(name)), unquoted_stop_(kCommaStop.data()) {
     buffer_ = std::make_unique_for_overwrite<char[]>(1);
     buffer_size_ = 1;
     buffer_[0] = '\0';
@@ -55,12 +56,42 @@ void CsvReader::sniff() {
     if (n >= 2 && ((byte(t[0]) == 0xFF && byte(t[1]) == 0xFE) || (byte(t[0]) == 0xFE && byte(t[1]) == 0xFF)))
         fail(1, 0, "the file is UTF-16 encoded; save it as UTF-8 (or ASCII) comma-separated text");
     if (n >= 3 && byte(t[0]) == 0xEF && byte(t[1]) == 0xBB && byte(t[2]) == 0xBF) pos_ += 3;
+    choose_separator();
     // Binary files are refused up front, before their first "line" is taken for a header and
     // reported as unknown columns; bytes further on are caught while reading.
     char* const sniff_end = pos_ + std::min<std::size_t>(static_cast<std::size_t>(end_ - pos_), 64 * 1024);
     // Reading up to the byte reports it with its line and column.
     if (std::any_of(pos_, sniff_end, [](char c) { return is_control(byte(c)); }))
         while (more()) read_record();
+}
+
+// The header line (the first that is not blank, up to 64 KiB of it) decides: semicolons and
+// no comma outside quotes make ';' the separator, anything else ','.
+void CsvReader::choose_separator() {
+    const char* p = pos_;
+    const char* const end = pos_ + std::min<std::size_t>(static_cast<std::size_t>(end_ - pos_), 64 * 1024);
+    long commas = 0, semicolons = 0;
+    bool quoted = false, blank = true;
+    for (; p < end; ++p) {
+        const char c = *p;
+        if (c == '"') quoted = !quoted;  // "" inside quotes toggles twice
+        if (quoted) continue;
+        if ((c == '\n' || c == '\r') && !blank) break;
+        commas += c == ',';
+        semicolons += c == ';';
+        blank = blank && (is_blank(c) || c == '\n' || c == '\r');
+    }
+    if (commas == 0 && semicolons > 0) {
+        separator_ = ';';
+        unquoted_stop_ = kSemicolonStop.data();
+    }
+}
+
+std::string CsvReader::separator_notice() const {
+    if (separator_ == ',') return {};
+    return fmt::format("{}: reading the file as semicolon-separated: its header line has semicolons and no comma (numbers "
+                       "are still written with a decimal point)",
+                       name_);
 }
 
 void CsvReader::refill() {
@@ -133,6 +164,8 @@ bool CsvReader::try_read_record() {
     // The scanning loops need no bounds check: the text is followed by '\0', which stops
     // them like any control byte, and p == end_ tells the two apart.
     char* p = pos_;
+    const char separator = separator_;
+    const bool* const unquoted_stop = unquoted_stop_;
     for (;;) {
         while (is_blank(*p)) ++p;
         if (*p == '"') {
@@ -141,10 +174,10 @@ bool CsvReader::try_read_record() {
             if (!read_quoted(p, escaped)) return incomplete();
             if (escaped) escaped_.push_back(fields_.size() - 1);
             while (is_blank(*p)) ++p;
-            if (p < end_ && *p != ',' && *p != '\n' && *p != '\r') fail_after_quote(*p);
+            if (p < end_ && *p != separator && *p != '\n' && *p != '\r') fail_after_quote(*p);
         } else {
             char* const start = p;
-            while (!kUnquotedStop[byte(*p)]) ++p;
+            while (!unquoted_stop[byte(*p)]) ++p;
             char* last = p;
             while (last > start && is_blank(last[-1])) --last;
             fields_.emplace_back(start, static_cast<std::size_t>(last - start));
@@ -154,7 +187,7 @@ bool CsvReader::try_read_record() {
             break;
         }
         const char c = *p++;
-        if (c == ',') continue;
+        if (c == separator) continue;
         if (c == '\r') {
             if (p == end_ && !at_end_) return incomplete();  // its '\n' may follow
             if (*p == '\n') ++p;

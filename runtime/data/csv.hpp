@@ -1,7 +1,8 @@
 // An RFC 4180 record reader over a text held in memory or read from a stream in chunks
 // (docs/design.md §2, "Data").
 //
-// Comma separator; double-quoted fields with "" escapes, holding commas and line breaks;
+// Comma separator, or a semicolon when the header line has semicolons and no comma (as
+// spreadsheets write CSV where the comma is the decimal mark); double-quoted fields with "" escapes, holding commas and line breaks;
 // LF, CRLF or a lone CR between records; the last record with or without a line break; a
 // UTF-8 byte order mark at the start is skipped; spaces and tabs around unquoted values (and
 // outside the quotes of quoted ones) are trimmed. Blank lines are skipped.
@@ -44,6 +45,10 @@ public:
     // spans several lines.
     long line() const { return record_line_; }
     const std::string& name() const { return name_; }
+    // ',' or ';', as the header line showed.
+    char separator() const { return separator_; }
+    // A notice for the user when the separator is not a comma, else empty.
+    std::string separator_notice() const;
 
 private:
     void read_record();
@@ -52,6 +57,7 @@ private:
     bool more();    // unread text is left (reading the next chunk if needed)
     void refill();  // keeps the text from pos_ on and appends the next chunk
     void sniff();
+    void choose_separator();
     [[noreturn]] void fail(long line, long column, const std::string& message) const;
     [[noreturn]] void fail_byte(unsigned byte, long column) const;
     [[noreturn]] void fail_after_quote(char c) const;
@@ -69,6 +75,8 @@ private:
     long line_ = 1;         // line of pos_
     long record_line_ = 0;  // line where the current record starts
     bool first_quoted_ = false;
+    char separator_ = ',';
+    const bool* unquoted_stop_;  // the bytes that end an unquoted field, for separator_
     std::vector<std::string_view> fields_;
     std::vector<std::size_t> escaped_;  // quoted fields of the record holding ""
 };

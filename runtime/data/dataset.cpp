@@ -28,6 +28,7 @@ Dataset load_stream(const ir::Graph& graph, std::istream& in, const std::string&
                     fmt::format("{}: the file is empty; expected a header row naming the columns, then one row per "
                                 "observation",
                                 name));
+    if (notes && reader.separator() != ',') notes->notices.push_back(reader.separator_notice());
     builder.set_header(reader.fields(), reader.line(), notes);
     try {
         while (reader.next()) builder.add_text_row(reader.fields(), reader.line());

@@ -1,10 +1,12 @@
 #include "runtime/data/dataset_builder.hpp"
 
+#include "lang/suggest.hpp"
 #include "runtime/error.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -16,13 +18,72 @@ namespace vbn {
 
 namespace {
 
-// `lower` holds lowercase ASCII letters only: `c | 0x20` maps 'A'..'Z' onto 'a'..'z' and no
-// other byte onto a letter.
+// `text` equals `lower` (lowercase ASCII) but for the case of letters. `c | 0x20` maps
+// 'A'..'Z' onto 'a'..'z' and no other byte onto a letter; other bytes must match exactly.
 bool equals_lower(std::string_view text, std::string_view lower) {
     if (text.size() != lower.size()) return false;
-    for (std::size_t i = 0; i < text.size(); ++i)
-        if ((text[i] | 0x20) != lower[i]) return false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char l = lower[i];
+        if (text[i] != l && ((text[i] | 0x20) != l || l < 'a' || l > 'z')) return false;
+    }
     return true;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A decimal number exactly equal to 1, 0 or -1 (the value of its digits, not of the nearest
+// double): an optional sign, digits with an optional decimal point (at least one digit), an
+// optional exponent. Returns that value, or 2 for anything else: other numbers, a zero with
+// a sign, text.
+int unit_number(std::string_view t) {
+    constexpr int none = 2;
+    const std::size_t n = t.size();
+    std::size_t i = 0;
+    int sign = 0;  // 0: none written
+    if (i < n && (t[i] == '+' || t[i] == '-')) sign = t[i++] == '-' ? -1 : 1;
+    const std::size_t int_begin = i;
+    while (i < n && is_digit(t[i])) ++i;
+    const std::size_t int_end = i;
+    std::size_t frac_begin = i, frac_end = i;
+    if (i < n && t[i] == '.') {
+        frac_begin = ++i;
+        while (i < n && is_digit(t[i])) ++i;
+        frac_end = i;
+    }
+    if (int_end == int_begin && frac_end == frac_begin) return none;
+    long long exponent = 0;
+    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        ++i;
+        const bool negative = i < n && t[i] == '-';
+        if (i < n && (t[i] == '+' || t[i] == '-')) ++i;
+        const std::size_t exp_begin = i;
+        // Capped: no decimal number a cell can hold is 1 with an exponent beyond that.
+        for (; i < n && is_digit(t[i]); ++i)
+            if (exponent < 1'000'000'000'000LL) exponent = exponent * 10 + (t[i] - '0');
+        if (i == exp_begin) return none;
+        if (negative) exponent = -exponent;
+    }
+    if (i != n) return none;
+    // The value is ±1 exactly when one digit is not zero, it is a 1, and its power of ten
+    // plus the exponent is 0.
+    int nonzero = 0;
+    bool one = false;
+    long long power = 0;
+    for (std::size_t k = int_begin; k < int_end; ++k)
+        if (t[k] != '0') {
+            ++nonzero;
+            one = t[k] == '1';
+            power = static_cast<long long>(int_end - 1 - k);
+        }
+    for (std::size_t k = frac_begin; k < frac_end; ++k)
+        if (t[k] != '0') {
+            ++nonzero;
+            one = t[k] == '1';
+            power = -static_cast<long long>(k - frac_begin + 1);
+        }
+    if (nonzero == 0) return sign == 0 ? 0 : none;
+    if (nonzero > 1 || !one || power + exponent != 0) return none;
+    return sign < 0 ? -1 : 1;
 }
 
 // A value as messages quote it: escaped line breaks, cut short when long.
@@ -77,39 +138,104 @@ std::string lowercase(std::string_view s) {
 
 constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
 
+// The pattern key's code of a one-character binary cell on the builder's fast path: "1" 1
+// (+1), "0" 2 (-1), anything else 0 (the general case).
+constexpr std::array<std::uint8_t, 256> kOneCharacterCode = [] {
+    std::array<std::uint8_t, 256> t{};
+    t['1'] = 1;
+    t['0'] = 2;
+    return t;
+}();
+
+// The accepted spellings, as the messages list them.
+constexpr std::string_view kBinarySpellings =
+    "expected 1/-1 or 1/0 (also written as decimals: 1.0, -1.0, 0.0), true/false, t/f, yes/no or y/n (in any "
+    "case), or a missing value (empty, NA, N/A, NaN, NULL, None, ?)";
+
+// Why a binary cell was refused, and what is accepted: in full the first time, then by
+// reference to it (a file of bad cells would otherwise repeat the list twenty times).
+std::string not_binary_hint(std::string_view text, bool first) {
+    const std::string_view expected = first ? kBinarySpellings : "expected a binary or missing value as listed above";
+    double x = 0;
+    if (parse_real_value(text, x)) {
+        if (x == 0)
+            return fmt::format("'{}' is a zero with a sign, which neither the 1/0 nor the 1/-1 coding writes; {}",
+                               shown(text), expected);
+        return fmt::format("'{}' is a number other than 1, 0 and -1, not a binary value; {}", shown(text), expected);
+    }
+    return fmt::format("'{}' is not a binary value; {}", shown(text), expected);
+}
+
+// "0,5" as "0.5": a decimal comma (or a thousands separator), for its own message.
+std::string comma_as_point(std::string_view text) {
+    std::string out(text);
+    std::replace(out.begin(), out.end(), ',', '.');
+    return out;
+}
+
 }  // namespace
 
 // --- values ---------------------------------------------------------------------------
 
 bool is_missing_value(std::string_view t) {
-    return t.empty() || t == "?" || equals_lower(t, "na") || equals_lower(t, "nan");
+    switch (t.size()) {
+        case 0: return true;
+        case 1: return t[0] == '?';
+        case 2: return equals_lower(t, "na");
+        case 3: return equals_lower(t, "nan") || equals_lower(t, "n/a");
+        case 4: return equals_lower(t, "null") || equals_lower(t, "none") || equals_lower(t, "#n/a");
+        default: return false;
+    }
 }
 
-std::optional<std::int8_t> parse_binary_value(std::string_view t) {
-    // By length first: this runs once per binary cell.
+std::optional<std::int8_t> parse_binary_value(std::string_view t, BinaryNumber& number) {
+    number = BinaryNumber::other;
+    // By length first: this runs for every binary cell but "1" and "-1" (the builder reads
+    // those itself).
     switch (t.size()) {
         case 0: return 0;
         case 1:
             switch (t[0]) {
-                case '1': case 'y': case 'Y': return 1;
-                case '0': case 'n': case 'N': return -1;
+                case '1': case 'y': case 'Y': case 't': case 'T': return 1;
+                case '0': number = BinaryNumber::zero; return -1;
+                case 'n': case 'N': case 'f': case 'F': return -1;
                 case '?': return 0;
                 default: return std::nullopt;
             }
         case 2:
-            if (t[0] == '-' && t[1] == '1') return -1;
+            if (t[0] == '-' && t[1] == '1') {
+                number = BinaryNumber::minus_one;
+                return -1;
+            }
             if (t[0] == '+' && t[1] == '1') return 1;
             if (equals_lower(t, "no")) return -1;
             if (equals_lower(t, "na")) return 0;
-            return std::nullopt;
+            break;
         case 3:
             if (equals_lower(t, "yes")) return 1;
-            if (equals_lower(t, "nan")) return 0;
-            return std::nullopt;
-        case 4: return equals_lower(t, "true") ? std::optional<std::int8_t>(1) : std::nullopt;
-        case 5: return equals_lower(t, "false") ? std::optional<std::int8_t>(-1) : std::nullopt;
+            if (is_missing_value(t)) return 0;
+            break;
+        case 4:
+            if (equals_lower(t, "true")) return 1;
+            if (is_missing_value(t)) return 0;
+            break;
+        case 5:
+            if (equals_lower(t, "false")) return -1;
+            break;
+        default: break;
+    }
+    // Other spellings of the numbers: 1.0, 0.0, -1.0 (pandas), 1.000000e+00 (numpy), ...
+    switch (unit_number(t)) {
+        case 1: return 1;
+        case 0: number = BinaryNumber::zero; return -1;
+        case -1: number = BinaryNumber::minus_one; return -1;
         default: return std::nullopt;
     }
+}
+
+std::optional<std::int8_t> parse_binary_value(std::string_view t) {
+    BinaryNumber number;
+    return parse_binary_value(t, number);
 }
 
 bool parse_real_value(std::string_view t, double& value) {
@@ -256,8 +382,15 @@ DatasetBuilder::DatasetBuilder(const ir::Graph& graph, std::string name)
     std::stable_partition(targets_.begin(), targets_.end(), [](const Target& t) { return t.binary; });
     for (std::size_t i = 0; i < targets_.size(); ++i) targets_[i].source = i;
     source_columns_ = targets_.size();
+    reset_pending();
     out_.missing.assign(out_.binary_names.size(), 0);
     key_.assign(table_.words(), 0);
+}
+
+void DatasetBuilder::note_number(Target& t, std::uint8_t number, long line) {
+    if ((number & 1) && !(t.numbers_seen & 1)) t.first_zero = line;
+    if ((number & 2) && !(t.numbers_seen & 2)) t.first_minus = line;
+    t.numbers_seen |= number;
 }
 
 void DatasetBuilder::set_header(std::span<const std::string_view> names, long line, LoadNotes* notes) {
@@ -305,11 +438,20 @@ void DatasetBuilder::set_header(std::span<const std::string_view> names, long li
         const ir::Element& el = elements[e];
         if ((el.binary && el.hidden) || source_of[e] >= 0) continue;
         missing.push_back(el.name);
-        for (std::size_t i : extras)
-            if (lowercase(canonical_column_name(names[i])) == lowercase(el.name))
-                hints.push_back(fmt::format("column '{}' differs from {} only in case", shown(names[i]), el.name));
     }
     if (!missing.empty()) {
+        // A column the model does not know that is a likely typo of a missing one (the first
+        // few such columns: each is compared with every missing name).
+        constexpr std::size_t guessed = 50;
+        for (std::size_t k = 0; k < extras.size() && k < guessed; ++k) {
+            const std::string column = canonical_column_name(names[extras[k]]);
+            const std::string guess = lang::closest_name(column, missing);
+            if (guess.empty()) continue;
+            if (lowercase(column) == lowercase(guess))
+                hints.push_back(fmt::format("column '{}' differs from {} only in case", shown(names[extras[k]]), guess));
+            else
+                hints.push_back(fmt::format("column '{}' is not in the model; did you mean '{}'?", shown(names[extras[k]]), guess));
+        }
         for (std::size_t i : extras) {
             const int v = graph_->find_variable(std::string(names[i]));
             if (v < 0 || !graph_->variables[static_cast<std::size_t>(v)].is_array) continue;
@@ -338,6 +480,7 @@ void DatasetBuilder::set_header(std::span<const std::string_view> names, long li
                                              join(items)));
     }
     source_columns_ = names.size();
+    reset_pending();
 }
 
 void DatasetBuilder::set_real(int column, double value) {
@@ -355,30 +498,40 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
     }
     std::fill(key_.begin(), key_.end(), 0);
     bool ok = true;
-    for (const Target& t : targets_) {
+    unsigned row_zero = 0, row_minus = 0;
+    for (Target& t : targets_) {
         const std::string_view text = fields[t.source];
         const long column = static_cast<long>(t.source) + 1;
         if (t.binary) {
             const auto c = static_cast<std::size_t>(t.column);
-            // The spellings a writer of ±1 data uses, before the general case, told apart
-            // without a branch on which of the two it is (as often one as the other).
+            // The spellings a writer of ±1 or 1/0 data uses, before the general case, told
+            // apart without a branch on which it is (as often one as another).
             const std::size_t n = text.size();
             // (Both loads are from valid addresses whatever n is: index selects, not branches.)
             const char* p = n > 0 ? text.data() : "";
             const char c0 = p[0], c1 = p[n > 1];
-            const unsigned plus = (n == 1) & (c0 == '1'), minus = (n == 2) & (c0 == '-') & (c1 == '1');
-            const unsigned code2 = plus | (minus << 1);  // the key's two bits: 1 for +1, 2 for -1
+            // The key's two bits: 1 for +1, 2 for -1.
+            // (Entry 0 is 0: the index selects, not a branch, which would be mispredicted.)
+            const unsigned one = kOneCharacterCode[static_cast<unsigned char>(c0) & (0u - unsigned{n == 1})];
+            const unsigned minus = (n == 2) & (c0 == '-') & (c1 == '1');
+            const unsigned code2 = one | (minus << 1);
             if (code2 != 0) {
                 key_[c / 32] |= std::uint64_t{code2} << (2 * (c % 32));
+                // Whether the row holds a 0 or a -1, for the coding check after the row.
+                row_zero |= one >> 1;
+                row_minus |= minus;
                 continue;
             }
-            const auto code = parse_binary_value(text);
+            BinaryNumber number;
+            const auto code = parse_binary_value(text, number);
+            if (number != BinaryNumber::other) {
+                const auto bit = static_cast<std::uint8_t>(number == BinaryNumber::zero ? 1 : 2);
+                if (bit & ~t.numbers_seen) note_number(t, bit, line);
+            }
             if (!code) {
                 ok = false;
-                errors_.add(line, column,
-                            fmt::format("column '{}': '{}' is not a binary value; expected 1/-1, 1/0, true/false, "
-                                        "yes/no or y/n, or a missing value (empty, NA, NaN, ?)",
-                                        shown(t.name), shown(text)));
+                errors_.add(line, column, fmt::format("column '{}': {}", shown(t.name), not_binary_hint(text, !listed_binary_)));
+                listed_binary_ = true;
             } else if (*code == 0) {
                 ++out_.missing[static_cast<std::size_t>(t.column)];
             } else {
@@ -392,7 +545,12 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
             continue;
         }
         ok = false;
-        if (is_missing_value(text))
+        if (text.find(',') != std::string_view::npos && parse_real_value(comma_as_point(text), x))
+            errors_.add(line, column,
+                        fmt::format("column '{}': '{}' is not a number as vbn reads them: numbers are written with a "
+                                    "decimal point and without thousands separators, such as 0.5, -3 or 1e-3",
+                                    shown(t.name), shown(text)));
+        else if (is_missing_value(text))
             errors_.add(line, column,
                         fmt::format("column '{}': covariate values may not be missing (found {}); expected a finite "
                                     "real number",
@@ -403,7 +561,35 @@ void DatasetBuilder::add_text_row(std::span<const std::string_view> fields, long
                                     "such as 0.5, -3 or 1e-3",
                                     shown(t.name), shown(text)));
     }
+    // Columns that have not held a 0 (or a -1) yet are looked at only when the row holds one
+    // somewhere: after the first rows, rarely, and then only those columns.
+    if ((row_zero & !pending_zero_.empty()) | (row_minus & !pending_minus_.empty())) [[unlikely]]
+        note_pending(fields, line);
     if (ok) commit(line);
+}
+
+void DatasetBuilder::note_pending(std::span<const std::string_view> fields, long line) {
+    const auto scan = [&](std::vector<std::uint32_t>& pending, std::string_view spelling, std::uint8_t bit) {
+        std::size_t kept = 0;
+        for (const std::uint32_t k : pending) {
+            Target& t = targets_[k];
+            if (fields[t.source] == spelling) note_number(t, bit, line);
+            if (!(t.numbers_seen & bit)) pending[kept++] = k;
+        }
+        pending.resize(kept);
+    };
+    scan(pending_zero_, "0", 1);
+    scan(pending_minus_, "-1", 2);
+}
+
+void DatasetBuilder::reset_pending() {
+    pending_zero_.clear();
+    pending_minus_.clear();
+    for (std::size_t k = 0; k < targets_.size(); ++k)
+        if (targets_[k].binary) {
+            pending_zero_.push_back(static_cast<std::uint32_t>(k));
+            pending_minus_.push_back(static_cast<std::uint32_t>(k));
+        }
 }
 
 void DatasetBuilder::add_coded_row(std::span<const std::int8_t> binary, std::span<const double> real, long line) {
@@ -451,7 +637,22 @@ void DatasetBuilder::commit(long line) {
     ++out_.rows;
 }
 
+void DatasetBuilder::check_codings() {
+    for (const Target& t : targets_) {
+        if (!t.binary) continue;
+        if (t.numbers_seen != 3) continue;
+        const long zero = t.first_zero, minus = t.first_minus;
+        const long column = static_cast<long>(t.source) + 1;
+        errors_.add(std::max(zero, minus), column,
+                    fmt::format("column '{}' mixes the 1/0 and 1/-1 codings: its 0s (the first at {}) and its -1s (the "
+                                "first at {}) would both be read as -1, and the two codings cannot be mixed in one "
+                                "column; if 0 marks a missing value, write it as NA or leave the cell empty",
+                                shown(t.name), errors_.where(zero, column), errors_.where(minus, column)));
+    }
+}
+
 Dataset DatasetBuilder::finish() {
+    check_codings();
     errors_.throw_if_any();
     if (out_.rows == 0)
         throw Error(ErrorKind::data, fmt::format("{}: no data rows; expected one row per observation", errors_.where(header_line_, 0)),

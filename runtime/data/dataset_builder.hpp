@@ -24,11 +24,18 @@
 
 namespace vbn {
 
-// Value coding (docs/design.md §2, "Data"), case-insensitive.
-// Binary: 1, +1, true, yes, y -> +1; -1, 0, false, no, n -> -1; a missing value -> 0;
-// anything else -> nullopt.
+// Value coding (docs/language.md, "Data"), case-insensitive.
+// Binary: true, t, yes, y, and any decimal number equal to 1 (1, +1, 1.0, 1e0,
+// 1.000000e+00) -> +1; false, f, no, n, and any decimal number equal to 0 or -1 (0, 0.0,
+// -1, -1.0) -> -1; a missing value -> 0; anything else -> nullopt. A zero takes no sign:
+// -0 is refused rather than guessed at.
 std::optional<std::int8_t> parse_binary_value(std::string_view text);
-// The spellings of a missing value: empty, NA, NaN, ?.
+// The same, also saying whether the value was the number 0 or the number -1: the 1/0 and the
+// 1/-1 codings both read those as -1, so one column may not hold both.
+enum class BinaryNumber : std::uint8_t { other, zero, minus_one };
+std::optional<std::int8_t> parse_binary_value(std::string_view text, BinaryNumber& number);
+// The spellings of a missing value, case-insensitive: empty, NA, N/A, #N/A, NaN, NULL,
+// None, ?.
 bool is_missing_value(std::string_view text);
 // Covariates: the whole text is a finite real number (an optional sign, digits, a decimal
 // point, an exponent). Returns false otherwise.
@@ -132,16 +139,31 @@ private:
         int column = 0;          // binary or real column of the result
         bool binary = true;
         std::string name;        // as the source names it, for messages
+        // Binary columns: whether the column held the number 0 (bit 0) and the number -1
+        // (bit 1), and the line of the first of each. The 1/0 and 1/-1 codings both read them
+        // as -1, so a column may hold only one of them.
+        std::uint8_t numbers_seen = 0;
+        long first_zero = 0;
+        long first_minus = 0;
     };
 
     void commit(long line);
     void set_real(int column, double value);
+    void check_codings();
+    void note_number(Target& t, std::uint8_t number, long line);
+    void note_pending(std::span<const std::string_view> fields, long line);
+    void reset_pending();
 
     const ir::Graph* graph_;
     Dataset out_;
     DataErrors errors_;
     std::vector<Target> targets_;
+    // Binary targets that have not held the number 0 (the number -1) yet, written "0" ("-1"):
+    // the fast path only notes that a row holds one, and these are looked at then.
+    std::vector<std::uint32_t> pending_zero_;
+    std::vector<std::uint32_t> pending_minus_;
     bool keep_row_patterns_ = false;
+    bool listed_binary_ = false;  // a message listed the binary spellings
     std::size_t source_columns_ = 0;
     long header_line_ = 0;
     long coded_rows_ = 0;

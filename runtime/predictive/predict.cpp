@@ -306,6 +306,7 @@ Dataset load_prediction_csv(const ir::Graph& g, const std::string& path, std::ve
         throw Error(ErrorKind::data, fmt::format("{}: the file is empty; expected a header row naming the columns, then one "
                                                  "row per case to predict",
                                                  path));
+    if (notices && reader.separator() != ',') notices->push_back(reader.separator_notice());
     std::vector<std::string_view> header(reader.fields().begin(), reader.fields().end());
     // Observed nodes without a column are missing in every row.
     std::vector<std::string> absent;

@@ -56,6 +56,10 @@ run "check --dot" 0 -- "$vbn" check "$ex/paper/sbn_3x8.vbn" --dot "$tmp/g.dot" &
   if grep -q '"h\[1\]" -> "v\[1\]"' "$tmp/g.dot" && grep -q '^digraph' "$tmp/g.dot"; then ok; else bad "dot content"; fi
 if command -v dot >/dev/null; then
   if dot -Tsvg "$tmp/g.dot" -o "$tmp/g.svg" 2>/dev/null; then ok; else bad "graphviz rejects our DOT"; fi
+elif [ "${CI:-}" = true ]; then
+  bad "graphviz (dot) is not installed, but CI must check our DOT with it (scripts/install-deps.sh installs it)"
+else
+  echo "SKIPPED: graphviz not found, so dot did not read vbn check --dot's graph"
 fi
 
 run "missing model file" 1 -- "$vbn" check "$tmp/nope.vbn" && expect "missing model" err "cannot read model file .*nope\.vbn"
@@ -69,8 +73,31 @@ printf 'o,y\n1,1\n-1,maybe\n' >"$tmp/bad.csv"
 run "bad data value" 1 -- "$vbn" check "$ex/paper/multimodal.vbn" --data "$tmp/bad.csv" && expect "bad value place" err "bad\.csv:3:[0-9]+.*maybe"
 printf 'o\n1\n' >"$tmp/nocol.csv"
 run "missing column" 1 -- "$vbn" check "$ex/paper/multimodal.vbn" --data "$tmp/nocol.csv" && expect "missing column" err "'y'|\by\b"
-run "unknown command" 1 -- "$vbn" frobnicate
-run "no command" 1 -- "$vbn"
+# Data as pandas, R and spreadsheets write it (docs/language.md, "Data").
+mm=$ex/paper/multimodal.vbn
+printf ',o,y\n0,1.0,0.0\n1,0.0,\n2,T,F\n3,1.0,N/A\n4,true,NULL\n5,F,None\n' >"$tmp/pandas.csv"
+run "pandas spellings" 0 -- "$vbn" check "$mm" --data "$tmp/pandas.csv" && expect "pandas spellings" out "^data .*: 6 rows, [0-9]+ distinct patterns"
+printf 'o;y\n1;1\n"-1";0\n' >"$tmp/semi.csv"
+run "semicolons" 0 -- "$vbn" check "$mm" --data "$tmp/semi.csv" && expect "semicolons read" out "^data .*: 2 rows" &&
+  expect "semicolons noted" err "^note: .*semi\.csv: reading the file as semicolon-separated"
+printf 'o,y\n1,0\n1,1\n-1,-1\n' >"$tmp/mixed.csv"
+run "mixed codings" 1 -- "$vbn" check "$mm" --data "$tmp/mixed.csv" &&
+  expect "mixed codings" err "^error: .*mixed\.csv:4:2: column 'y' mixes the 1/0 and 1/-1 codings: its 0s \(the first at .*mixed\.csv:2:2\) and its -1s \(the first at .*mixed\.csv:4:2\)"
+printf 'node smoker ~ bernoulli(0.3);\nnode cancer ~ logistic(b + w * smoker);\nb, w ~ normal(0, 1);\n' >"$tmp/smoke.vbn"
+printf 'smokr,cancer\n1,1\n' >"$tmp/typo.csv"
+run "header typo" 1 -- "$vbn" check "$tmp/smoke.vbn" --data "$tmp/typo.csv" &&
+  expect "header typo" err "missing column for smoker.*column 'smokr' is not in the model; did you mean 'smoker'\?"
+# 25 bad cells: the first 20 listed with place, column name and a hint, then how many more;
+# one error, exit status 1.
+{ printf 'o,y\n'; for i in $(seq 25); do printf '1,maybe%s\n' "$i"; done; } >"$tmp/many_bad.csv"
+run "many bad cells" 1 -- "$vbn" check "$mm" --data "$tmp/many_bad.csv" &&
+  expect "first bad cell" err "^error: .*many_bad\.csv:2:2: column 'y': 'maybe1' is not a binary value; expected 1/-1 or 1/0" &&
+  expect "20th bad cell" err "^.*many_bad\.csv:21:2: column 'y': 'maybe20' is not a binary value; expected a binary or missing value as listed above$" &&
+  expect "the rest counted" err "^\.\.\. and 5 more errors$" &&
+  if [ "$(grep -c "many_bad\.csv:[0-9]*:2: column 'y'" "$tmp/err")" -eq 20 ] && [ "$(grep -c '^error:' "$tmp/err")" -eq 1 ]; then ok; else
+    bad "many bad cells: 20 cells listed under one error"; fi
+run "unknown command" 1 -- "$vbn" frobnicate && expect "unknown command" err "subcommand|frobnicate"
+run "no command" 1 -- "$vbn" && expect "no command" err "subcommand is required"
 run "help" 0 -- "$vbn" --help && expect "help" out "simulate"
 
 # --- simulate ----------------------------------------------------------------------------
@@ -90,7 +117,7 @@ echo '{"w": [1, 2, 3]}' >"$tmp/q.json"
 run "wrong shape" 1 -- "$vbn" simulate "$m" --rows 5 --params "$tmp/q.json" && expect "wrong shape" err "expected a vector of 2"
 echo '{"w": [1, ' >"$tmp/q.json"
 run "bad json" 1 -- "$vbn" simulate "$m" --rows 5 --params "$tmp/q.json" && expect "bad json" err "not valid JSON"
-run "zero rows" 1 -- "$vbn" simulate "$m" --rows 0
+run "zero rows" 1 -- "$vbn" simulate "$m" --rows 0 && expect "zero rows" err "^error: --rows must be at least 1$"
 run "no seed" 0 -- "$vbn" simulate "$m" --rows 2 && expect "seed printed" err "pass --seed [0-9]+"
 # bundled data is exactly what its recorded command makes
 run "paper data reproducible" 0 -- "$vbn" simulate "$m" --rows 50 --seed 52 --params "$ex/paper/multimodal.params.json" &&
@@ -102,7 +129,7 @@ run "vb" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d
   expect "vb table" out "^name +mean +sd" && expect "vb rows" out "^w\[5\] " && expect "vb elbo" out "ELBO -[0-9.]+ .*converged"
 if grep -q '"method"' "$tmp/vb.json" && grep -q '"name": *"w\[1\]"' "$tmp/vb.json"; then ok; else bad "vb summary json"; fi
 run "vb restarts" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --restarts 3 && expect "restarts listed" out "restarts \(ELBO\)"
-run "vb without data" 1 -- "$vbn" vb "$ex/paper/multimodal.vbn"
+run "vb without data" 1 -- "$vbn" vb "$ex/paper/multimodal.vbn" && expect "vb without data" err "--data is required"
 run "vb corrected" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vbc.json" &&
   expect "corrected table" out "^name +mean +sd +mcse +5% +50% +95% +vb_mean +vb_sd" && expect "k-hat reported" out "k-hat -?[0-9.]+ \(reliable"
 if grep -q '"pareto_k"' "$tmp/vbc.json" && grep -q '"vb_sd"' "$tmp/vbc.json" && grep -q '"correction": *"importance"' "$tmp/vbc.json"; then ok; else bad "vb corrected summary json"; fi
@@ -114,7 +141,8 @@ if diff <(grep -E '"(mean|sd|q5|q50|q95)":' "$tmp/vbc.json" | tr -d ,) <(grep -E
   ! grep -q '"corrected_' "$tmp/vbr.json"; then ok; else bad "vb json: mean/sd are the raw fit, corrected_* the corrected moments"; fi
 printf 'node a ~ bernoulli(0.3);\nnode b ~ logistic(0.5 + 1 * a);\n' > "$tmp/fixed.vbn"; printf 'a,b\n1,1\n-1,1\n' > "$tmp/fixed.csv"
 run "vb without parameters" 0 -- "$vbn" vb "$tmp/fixed.vbn" --data "$tmp/fixed.csv" && expect "no parameters: raw table" out "^name +mean +sd +5%"
-run "vb bad correction" 1 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction maybe
+run "vb bad correction" 1 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction maybe &&
+  expect "vb bad correction" err "--correction: maybe not in \{importance,none\}"
 
 # --- fit and summary ---------------------------------------------------------------------
 m=$ex/paper/unimodal_d1.vbn
@@ -157,7 +185,7 @@ for c in 1 2 3 4; do
   if diff <(grep -v '^#' "$tmp/t1_$c.csv") <(grep -v '^#' "$tmp/t2_$c.csv") >/dev/null; then ok; else bad "chain $c differs between --threads 1 and 2"; fi
 done
 run "unknown method" 1 -- "$vbn" fit "$m" --data "$d" --method magic && expect "unknown method" err "unknown method 'magic'"
-run "zero draws" 1 -- "$vbn" fit "$m" --data "$d" --draws 0
+run "zero draws" 1 -- "$vbn" fit "$m" --data "$d" --draws 0 && expect "zero draws" err "^error: --draws must be at least 1$"
 # The independence kernels' proposal: the checked Laplace fit at the exact mode by default, the
 # variational fit with --proposal vb.
 run "fit laplace proposal" 0 -- "$vbn" fit "$m" --data "$d" --method varmh --seed 3 --warmup 100 --draws 100 &&
@@ -191,7 +219,7 @@ run "over the limit, exact method" 1 -- "$vbn" fit "$ex/wide/wide.vbn" --data "$
   expect "limit error points to gibbs" err "2\^14 terms per row.*--method gibbs"
 run "over the limit, auto" 0 -- "$vbn" fit "$ex/wide/wide.vbn" --data "$ex/wide/wide.csv" --seed 3 --warmup 100 --draws 100 &&
   expect "auto falls back to gibbs" err "auto chose gibbs" && expect "auto gibbs row" out "^b\[2\] "
-run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv"
+run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv" && expect "summary of missing file" err "^error: no such file '.*none_1\.csv'$"
 
 # --- evidence, predict, compare ----------------------------------------------------------
 mm=$ex/paper/multimodal.vbn
@@ -251,7 +279,7 @@ for f in draws.dat density.dat ranks.dat pair_1.dat trace.gp density.gp pairs.gp
 done
 if grep -q "gauss(x, .*title 'variational'" "$tmp/plots/density.gp"; then ok; else bad "plot draws the variational Gaussian from the CSV header"; fi
 run "plot missing file" 1 -- "$vbn" plot "$tmp/none_1.csv" --output-dir "$tmp/p2" && expect "plot missing file" err "none_1\.csv"
-run "plot needs --output-dir" 1 -- "$vbn" plot "$tmp/mm_1.csv"
+run "plot needs --output-dir" 1 -- "$vbn" plot "$tmp/mm_1.csv" && expect "plot needs --output-dir" err "--output-dir is required"
 run "plot without gnuplot" 1 -- env PATH=/nonexistent "$vbn" plot "$tmp/mm_1.csv" --output-dir "$tmp/p3" &&
   expect "plot without gnuplot" err "gnuplot is not installed.*apt-get install gnuplot-nox"
 run "fit --plots" 0 -- "$vbn" fit "$m" --data "$d" --seed 4 --warmup 100 --draws 100 --chains 2 --plots "$tmp/fitplots" --quiet
@@ -273,6 +301,8 @@ if command -v Rscript >/dev/null; then
     if awk -v a="$mean" -v b="$ours" 'BEGIN { d = a - b; if (d < 0) d = -d; s = a < 0 ? -a : a; exit !(b != "" && d <= 5e-4 * s + 1e-12) }'; then n=$((n + 1)); else bad "rstan mean of $name is $mean, vbn summary says '$ours'"; fi
   done <"$tmp/out"
   if [ "$n" -eq 2 ]; then ok; else bad "rstan found $n of the 2 parameters"; fi
+elif [ "${CI:-}" = true ] || [ "${VBN_REQUIRE_R:-}" = 1 ]; then
+  bad "Rscript is not installed, but R is required here (CI=true or VBN_REQUIRE_R=1); scripts/install-deps.sh installs it"
 else
   echo "SKIPPED: Rscript not found, so R did not read vbn fit's CSV files"
 fi

@@ -121,6 +121,42 @@ TEST_CASE("csv: blank lines are skipped, a line holding \"\" is a record") {
     CHECK(records("\n\r\n\n").empty());
 }
 
+TEST_CASE("csv: a header line with semicolons and no comma makes ';' the separator") {
+    CHECK(records("a;b\n1;2\n") == Rec{{"a", "b"}, {"1", "2"}});
+    // Commas inside quotes stay text, in the header and in the rows; a quoted ';' too.
+    CHECK(records("\"a,x\";b\n\"1,5\" ; \"2;3\"\n") == Rec{{"a,x", "b"}, {"1,5", "2;3"}});
+    // A blank line and a byte order mark before the header.
+    CHECK(records("\xEF\xBB\xBF\n  \na;b\r\n1;2") == Rec{{"a", "b"}, {"1", "2"}});
+    // A comma anywhere outside quotes in the header line: commas, and ';' is text.
+    CHECK(records("a;b,c\n1;2,3\n") == Rec{{"a;b", "c"}, {"1;2", "3"}});
+    CHECK(records("\"a;b\"\n1;2\n") == Rec{{"a;b"}, {"1;2"}});
+    CHECK(records("a\n1;2\n") == Rec{{"a"}, {"1;2"}});
+    std::string text = "a;b\n";
+    CsvReader semicolons(text, "s.csv");
+    CHECK(semicolons.separator() == ';');
+    CHECK(semicolons.separator_notice() ==
+          "s.csv: reading the file as semicolon-separated: its header line has semicolons and no comma (numbers are "
+          "still written with a decimal point)");
+    std::string commas = "a,b\n";
+    CHECK(CsvReader(commas, "c.csv").separator() == ',');
+    CHECK(CsvReader(commas, "c.csv").separator_notice().empty());
+    // After a closing quote the separator, not a comma, is expected.
+    CHECK(contains(reader_error("a;b\n\"1\",2\n").what(), "unexpected ','"));
+}
+
+TEST_CASE("load: a semicolon-separated file is read, with a notice; a decimal comma gets its own message") {
+    const auto g = make_graph({{"y"}, {"x", ir::VariableKind::covariate}});
+    LoadNotes notes;
+    const Dataset d = load(g, "y;x\n1;0.5\n0;-2\n", &notes);
+    CHECK(d.rows == 2);
+    CHECK(d.real_value(1, 0) == -2);
+    REQUIRE(notes.notices.size() == 1);
+    CHECK(contains(notes.notices[0], "data.csv: reading the file as semicolon-separated"));
+    const std::string m = load_error(g, "y;x\n1;0,5\n").what();
+    CHECK(contains(m, "data.csv:2:2: column 'x': '0,5' is not a number as vbn reads them: numbers are written with a "
+                      "decimal point"));
+}
+
 TEST_CASE("csv: a UTF-8 byte order mark at the start is ignored") {
     CHECK(records("\xEF\xBB\xBFy,x\n1,2\n") == Rec{{"y", "x"}, {"1", "2"}});
     CHECK(records("\xEF\xBB\xBF\"y\",x\n") == Rec{{"y", "x"}});
@@ -199,24 +235,72 @@ TEST_CASE("load: columns by name in any order, v[k] or v.k, values coded") {
 
 TEST_CASE("load: every binary and missing spelling, quoted or not, in any case") {
     const auto g = make_graph({{"y"}});
-    const std::vector<std::pair<std::string, int>> cells = {
-        {"1", 1},     {"-1", -1},      {"0", -1},   {"true", 1}, {"TRUE", 1},   {"False", -1}, {"yes", 1},
-        {"YES", 1},   {"No", -1},      {"y", 1},    {"N", -1},   {"\"Y\"", 1},  {"\"n\"", -1}, {"", 0},
-        {"NA", 0},    {"na", 0},       {"NaN", 0},  {"nan", 0},  {"?", 0},      {"\"\"", 0},   {"\"NA\"", 0},
-        {" yes ", 1}, {"\t-1\t", -1},
+    // Spellings of either coding, and those of -1 that belong to one coding only (a column may
+    // not mix the two, so each is loaded with the common ones on its own).
+    const std::vector<std::pair<std::string, int>> common = {
+        {"1", 1},      {"true", 1},  {"TRUE", 1},   {"False", -1},   {"yes", 1},    {"YES", 1},
+        {"No", -1},    {"y", 1},     {"N", -1},     {"T", 1},        {"t", 1},      {"F", -1},
+        {"f", -1},     {"\"Y\"", 1}, {"\"n\"", -1}, {"1.0", 1},      {"+1", 1},     {"1.", 1},
+        {"1e0", 1},    {"1.000000000000000000e+00", 1},               {"", 0},       {"NA", 0},
+        {"na", 0},     {"NaN", 0},   {"nan", 0},    {"?", 0},        {"\"\"", 0},   {"\"NA\"", 0},
+        {"N/A", 0},    {"n/a", 0},   {"#N/A", 0},   {"NULL", 0},     {"null", 0},   {"None", 0},
+        {"NONE", 0},   {" yes ", 1},
     };
-    std::string text = "y\n";
-    for (const auto& [cell, code] : cells) text += (cell.empty() ? std::string("\"\"") : cell) + "\n";
-    const Dataset d = load(g, text);
-    CHECK(d.rows == static_cast<long>(cells.size()));
-    REQUIRE(d.patterns == 3);
-    long plus = 0, minus = 0, missing = 0;
-    for (const auto& [cell, code] : cells) (code > 0 ? plus : code < 0 ? minus : missing) += 1;
-    for (int p = 0; p < 3; ++p) {
-        const auto n = static_cast<long>(d.count[static_cast<std::size_t>(p)]);
-        CHECK(n == (d.value(p, 0) > 0 ? plus : d.value(p, 0) < 0 ? minus : missing));
+    const std::vector<std::pair<std::string, int>> zeros = {{"0", -1}, {"0.0", -1}, {"0.", -1}, {"0e0", -1},
+                                                            {"0.000000000000000000e+00", -1}};
+    const std::vector<std::pair<std::string, int>> minus_ones = {{"-1", -1}, {"\t-1\t", -1}, {"-1.0", -1},
+                                                                 {"-1.000000000000000000e+00", -1}};
+    for (const auto* coding : {&zeros, &minus_ones}) {
+        auto cells = common;
+        cells.insert(cells.end(), coding->begin(), coding->end());
+        std::string text = "y\n";
+        for (const auto& [cell, code] : cells) text += (cell.empty() ? std::string("\"\"") : cell) + "\n";
+        const Dataset d = load(g, text);
+        CHECK(d.rows == static_cast<long>(cells.size()));
+        REQUIRE(d.patterns == 3);
+        long plus = 0, minus = 0, missing = 0;
+        for (const auto& [cell, code] : cells) (code > 0 ? plus : code < 0 ? minus : missing) += 1;
+        for (int p = 0; p < 3; ++p) {
+            const auto n = static_cast<long>(d.count[static_cast<std::size_t>(p)]);
+            CHECK(n == (d.value(p, 0) > 0 ? plus : d.value(p, 0) < 0 ? minus : missing));
+        }
+        CHECK(d.missing[0] == missing);
     }
-    CHECK(d.missing[0] == missing);
+}
+
+TEST_CASE("load: the file pandas writes for a column with a missing value (1.0, 0.0 and an empty field)") {
+    const auto g = make_graph({{"a"}, {"b"}, {"x", ir::VariableKind::covariate}});
+    const Dataset d = load(g, ",a,b,x\n0,1.0,0.0,0.5\n1,0.0,,1.0\n2,1.0,1.0,2\n");
+    CHECK(d.rows == 3);
+    CHECK(d.patterns == 3);
+    CHECK(d.value(0, 0) == 1);
+    CHECK(d.value(0, 1) == -1);
+    CHECK(d.value(1, 0) == -1);
+    CHECK(d.value(1, 1) == 0);
+    CHECK(d.value(2, 1) == 1);
+    CHECK(d.missing == std::vector<long>{0, 1});
+}
+
+TEST_CASE("load: a column mixing the 1/0 and 1/-1 codings is an error naming it and the first of each") {
+    const auto g = make_graph({{"a"}, {"b"}});
+    // b: -1 at line 3, 0 at line 5 (written 0.0); a holds only one coding.
+    const Error e = load_error(g, "a,b\n1,1\n0,-1\n0,no\n1,0.0\n0,-1\n");
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == 5);
+    CHECK(e.column() == 2);
+    CHECK(std::string(e.what()) ==
+          "data.csv:5:2: column 'b' mixes the 1/0 and 1/-1 codings: its 0s (the first at data.csv:5:2) and its -1s "
+          "(the first at data.csv:3:2) would both be read as -1, and the two codings cannot be mixed in one column; if 0 "
+          "marks a missing value, write it as NA or leave the cell empty");
+    // As plain 0 and -1, in either order, with more of both after.
+    const Error plain = load_error(g, "a,b\n1,0\n1,1\n0,-1\n0,0\n0,-1\n");
+    CHECK(plain.line() == 4);
+    CHECK(contains(plain.what(), "data.csv:4:2: column 'b' mixes the 1/0 and 1/-1 codings: its 0s (the first at "
+                                 "data.csv:2:2) and its -1s (the first at data.csv:4:2)"));
+    CHECK(!contains(plain.what(), "column 'a'"));
+    // Each column its own coding, and the words beside either: fine.
+    const Dataset d = load(g, "a,b\n0,-1\nno,false\n1,1\n");
+    CHECK(d.rows == 3);
 }
 
 TEST_CASE("load: with a covariate, an empty field is missing for binary columns only") {
@@ -278,6 +362,17 @@ TEST_CASE("load: a missing column hints at a whole-array name or a case slip") {
     CHECK(contains(m, "column 'Y' differs from y only in case"));
 }
 
+TEST_CASE("load: a header column that is a likely typo of a missing one gets a did-you-mean") {
+    const auto g = make_graph({{"smoker"}, {"cancer"}, {"v", ir::VariableKind::binary, false, 3}});
+    const Error e = load_error(g, "smokr,cancer,v[1],v[2],vv.3,unrelated\n1,1,1,1,1,1\n");
+    const std::string m = e.what();
+    CHECK(e.line() == 1);
+    CHECK(contains(m, "data.csv:1: missing columns for smoker, v[3]"));
+    CHECK(contains(m, "column 'smokr' is not in the model; did you mean 'smoker'?"));
+    CHECK(contains(m, "column 'vv.3' is not in the model; did you mean 'v[3]'?"));
+    CHECK(!contains(m, "'unrelated' is not in the model"));
+}
+
 TEST_CASE("load: a column for a hidden node is an error naming it") {
     const Error e = load_error(model(), "y,v[1],v[2],v[3],x,h\n1,1,1,1,0,1\n");
     CHECK(e.line() == 1);
@@ -299,8 +394,30 @@ TEST_CASE("load: a bad binary value names file, line, column number and column n
     CHECK(e.line() == 3);
     CHECK(e.column() == 3);
     CHECK(std::string(e.what()) ==
-          "data.csv:3:3: column 'v[2]': 'maybe' is not a binary value; expected 1/-1, 1/0, true/false, yes/no or "
-          "y/n, or a missing value (empty, NA, NaN, ?)");
+          "data.csv:3:3: column 'v[2]': 'maybe' is not a binary value; expected 1/-1 or 1/0 (also written as "
+          "decimals: 1.0, -1.0, 0.0), true/false, t/f, yes/no or y/n (in any case), or a missing value (empty, NA, "
+          "N/A, NaN, NULL, None, ?)");
+}
+
+TEST_CASE("load: every bad cell is listed, up to 20, each with its place, column name and a hint") {
+    const auto g = make_graph({{"a"}, {"b"}, {"x", ir::VariableKind::covariate}});
+    const Error e = load_error(g, "a,b,x\n2,-0,1\n0.5,1,NA\n1,1,\"1,5\"\nmaybe,1,1\n");
+    const std::string m = e.what();
+    CHECK(e.line() == 2);
+    CHECK(e.column() == 1);
+    CHECK(contains(m, "data.csv:2:1: column 'a': '2' is a number other than 1, 0 and -1, not a binary value; expected 1/-1 or 1/0"));
+    // The accepted spellings are listed once, in the first such message.
+    CHECK(contains(m, "\ndata.csv:2:2: column 'b': '-0' is a zero with a sign, which neither the 1/0 nor the 1/-1 coding "
+                      "writes; expected a binary or missing value as listed above\n"));
+    CHECK(contains(m, "\ndata.csv:3:1: column 'a': '0.5' is a number other than 1, 0 and -1, not a binary value; expected "
+                      "a binary or missing value as listed above\n"));
+    CHECK(contains(m, "\ndata.csv:3:3: column 'x': covariate values may not be missing (found 'NA'); expected a finite real number"));
+    CHECK(contains(m, "\ndata.csv:4:3: column 'x': '1,5' is not a number as vbn reads them: numbers are written with a "
+                      "decimal point and without thousands separators"));
+    CHECK(contains(m, "\ndata.csv:5:1: column 'a': 'maybe' is not a binary value; expected a binary or missing value as "
+                      "listed above"));
+    CHECK(std::count(m.begin(), m.end(), '?') == 1);  // the list of missing spellings ends with '?', once
+    CHECK(std::count(m.begin(), m.end(), '\n') == 5);
 }
 
 TEST_CASE("load: after a multi-line quoted field, errors name the line where the record starts") {
@@ -308,7 +425,7 @@ TEST_CASE("load: after a multi-line quoted field, errors name the line where the
     const Error e = load_error(g, "note,y\n\"a\nb\nc\",1\n\"d\ne\",2\n");
     CHECK(e.line() == 5);
     CHECK(e.column() == 2);
-    CHECK(contains(e.what(), "data.csv:5:2: column 'y': '2' is not a binary value"));
+    CHECK(contains(e.what(), "data.csv:5:2: column 'y': '2' is a number other than 1, 0 and -1"));
 }
 
 TEST_CASE("load: covariates must be finite numbers and never missing") {
@@ -488,8 +605,10 @@ TEST_CASE("csv: read from a stream in chunks of any size, records, lines and err
         "a,b\n1,\x01\n",
         "\xFF\xFE" "a\0b\0",
         "h\n" + std::string(300, 'x') + "\n\"" + std::string(200, '"') + "\"\n",
+        "a;\"b,c\"\r\n1;\"2\n;3\"\n",
+        "\n \n\"x;\"\"\";y\n1;2",
     };
-    const std::string alphabet = ",,,\"\"\r\n\n\n  1-10yNA?x\t";
+    const std::string alphabet = ",,,;\"\"\r\n\n\n  1-10yNA?x\t";
     inference::Rng rng(7);
     for (int trial = 0; trial < 300; ++trial) {
         std::string text;

@@ -4,6 +4,7 @@
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -47,23 +48,52 @@ Dataset build_coded(const ir::Graph& g, const std::vector<Row>& rows) {
 }  // namespace
 
 TEST_CASE("every accepted binary spelling codes to +1 or -1, in any case") {
-    for (std::string_view s : {"1", "+1", "true", "TRUE", "True", "yes", "YES", "Yes", "y", "Y"})
+    for (std::string_view s : {"1", "+1", "true", "TRUE", "True", "yes", "YES", "Yes", "y", "Y", "t", "T"})
         CHECK_MESSAGE(parse_binary_value(s) == std::optional<std::int8_t>(1), s);
-    for (std::string_view s : {"-1", "0", "false", "FALSE", "False", "no", "NO", "No", "n", "N"})
+    for (std::string_view s : {"-1", "0", "false", "FALSE", "False", "no", "NO", "No", "n", "N", "f", "F"})
         CHECK_MESSAGE(parse_binary_value(s) == std::optional<std::int8_t>(-1), s);
 }
 
+TEST_CASE("any decimal spelling of exactly 1, 0 or -1 is that number; a zero takes no sign") {
+    BinaryNumber number = BinaryNumber::other;
+    for (std::string_view s : {"1", "+1", "1.0", "1.", "01", "1.000", "+1.0", "1e0", "1E+0", "1e-0", "0.1e1", "10e-1",
+                               "100E-2", ".1e1", "1.000000000000000000e+00", "1e00000000000000000000"}) {
+        CHECK_MESSAGE(parse_binary_value(s, number) == std::optional<std::int8_t>(1), s);
+        CHECK(number == BinaryNumber::other);
+    }
+    for (std::string_view s : {"0", "0.0", "0.", ".0", "00", "0e0", "0.000000000000000000e+00", "0e-999"}) {
+        CHECK_MESSAGE(parse_binary_value(s, number) == std::optional<std::int8_t>(-1), s);
+        CHECK_MESSAGE(number == BinaryNumber::zero, s);
+    }
+    for (std::string_view s : {"-1", "-1.0", "-1.", "-01", "-1e0", "-10E-1", "-1.000000000000000000e+00"}) {
+        CHECK_MESSAGE(parse_binary_value(s, number) == std::optional<std::int8_t>(-1), s);
+        CHECK_MESSAGE(number == BinaryNumber::minus_one, s);
+    }
+    // The words and missing values are neither number.
+    for (std::string_view s : {"no", "false", "n", "f", "yes", "NA", ""}) {
+        (void)parse_binary_value(s, number);
+        CHECK_MESSAGE(number == BinaryNumber::other, s);
+    }
+    // Exactly: not the nearest double (1.0000000000000001 and 1e-400 are 1 and 0 as doubles).
+    for (std::string_view s : {"1.0000000000000001", "0.99999999999999999", "1e-400", "-0", "+0", "-0.0", "+0e0",
+                               "2", "10", "0.5", "1e1", "1e-1", "11", "1.01", "-2", "1e9999999999999999999"})
+        CHECK_MESSAGE(!parse_binary_value(s).has_value(), s);
+}
+
 TEST_CASE("every missing spelling codes to 0") {
-    for (std::string_view s : {"", "NA", "na", "Na", "NaN", "nan", "NAN", "?"}) {
+    for (std::string_view s : {"", "NA", "na", "Na", "NaN", "nan", "NAN", "?", "N/A", "n/a", "#N/A", "#n/a", "NULL", "null",
+                               "Null", "None", "none", "NONE"}) {
         CHECK_MESSAGE(parse_binary_value(s) == std::optional<std::int8_t>(0), s);
         CHECK_MESSAGE(is_missing_value(s), s);
     }
-    for (std::string_view s : {"0", "N", "-", "none", "null"}) CHECK_FALSE(is_missing_value(s));
+    for (std::string_view s : {"0", "N", "-", "nil", "NA?", "N/", "/A", "n\x0f" "a", "#NA", "nul", "nonE "})
+        CHECK_MESSAGE(!is_missing_value(s), s);
 }
 
 TEST_CASE("anything else is not a binary value") {
-    for (std::string_view s : {"2", "-0", "1.0", "01", "--1", "+-1", "maybe", "t", "f", "yess", "tru", "falsey", "N/A",
-                               " 1", "1 ", "\"1\"", "ye", "nA?", "x"})
+    for (std::string_view s : {"2", "-0", "01.0.0", "--1", "+-1", "maybe", "tt", "ff", "yess", "tru", "falsey", "N/",
+                               " 1", "1 ", "\"1\"", "ye", "nA?", "x", ".", "+", "-", "e1", "1e", "1e+", "0x1", "inf",
+                               "1,0", "1.0.", "1 0", "T1", "\x14", "n\x0f" "a"})
         CHECK_MESSAGE(!parse_binary_value(s).has_value(), s);
 }
 
@@ -238,8 +268,9 @@ TEST_CASE("text rows: values coded, bad values collected with line, column and n
         const std::string m = e.what();
         CHECK(e.line() == 11);
         CHECK(e.column() == 1);
-        CHECK(m.find("mem:11:1: column 'y': 'maybe' is not a binary value; expected 1/-1, 1/0, true/false, yes/no or "
-                     "y/n, or a missing value (empty, NA, NaN, ?)") != std::string::npos);
+        CHECK(m.find("mem:11:1: column 'y': 'maybe' is not a binary value; expected 1/-1 or 1/0 (also written as "
+                     "decimals: 1.0, -1.0, 0.0), true/false, t/f, yes/no or y/n (in any case), or a missing value "
+                     "(empty, NA, N/A, NaN, NULL, None, ?)") != std::string::npos);
         CHECK(m.find("mem:11:2: column 'x': covariate values may not be missing (found 'NA')") != std::string::npos);
         CHECK(m.find("mem:12:2: this row has 1 field but the header has 2") != std::string::npos);
     }
@@ -291,4 +322,39 @@ TEST_CASE("a header maps named source columns; it must come before the rows") {
     const Dataset d = b.finish();
     CHECK(d.value(0, 0) == 1);   // a
     CHECK(d.value(0, 1) == -1);  // b
+}
+
+TEST_CASE("text rows: a column holding both 0 and -1 is one error at the later of the two, naming both") {
+    const auto g = make_graph({{"a"}, {"b"}});
+    for (const bool minus_first : {true, false}) {
+        CAPTURE(minus_first);
+        DatasetBuilder b(g, "mem");
+        const std::string_view zero[] = {"0", "1.0"}, minus[] = {"-1.0", "1"}, words[] = {"no", "false"};
+        b.add_text_row(words, 1);
+        b.add_text_row(minus_first ? minus : zero, 2);
+        b.add_text_row(minus_first ? zero : minus, 3);
+        b.add_text_row(zero, 4);
+        b.add_text_row(minus, 5);
+        CHECK(b.rows() == 5);
+        try {
+            (void)b.finish();
+            FAIL("no throw");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            CHECK(e.kind() == ErrorKind::data);
+            CHECK(e.line() == 3);
+            CHECK(e.column() == 1);
+            CHECK(m.find(fmt::format("mem:3:1: column 'a' mixes the 1/0 and 1/-1 codings: its 0s (the first at mem:{}:1) "
+                                     "and its -1s (the first at mem:{}:1) would both be read as -1",
+                                     minus_first ? 3 : 2, minus_first ? 2 : 3)) == 0);
+            CHECK(std::count(m.begin(), m.end(), '\n') == 0);
+        }
+    }
+    // In different columns, or as words, or as coded rows, either coding is fine.
+    DatasetBuilder b(g, "mem");
+    const std::string_view r1[] = {"0", "-1"}, r2[] = {"no", "1"}, r3[] = {"1", "n"};
+    b.add_text_row(r1, 1);
+    b.add_text_row(r2, 2);
+    b.add_text_row(r3, 3);
+    CHECK(b.finish().rows == 3);
 }

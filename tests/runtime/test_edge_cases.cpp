@@ -173,16 +173,21 @@ TEST_CASE("independence kernels on a posterior much wider than q, from the check
 }
 
 // The paper's proposal, the variational fit itself (--proposal vb), still fails there: kept
-// visible as an expected failure (doctest::should_fail passes while the answer is wrong).
-TEST_CASE("KNOWN FAILURE: independence kernels proposing from the variational fit on a posterior much wider than q" *
-          doctest::should_fail()) {
+// visible as a known failure whose symptom is asserted, so that any other failure (a chain
+// that throws, a non-finite draw) fails the test, and so does the failure going away. The
+// symptom: the chains stay where q is, far narrower than the posterior and far below its mean.
+TEST_CASE("KNOWN FAILURE, asserted: independence kernels proposing from the variational fit miss a posterior much wider than q") {
     const BigWeights b;
     const Dataset d = b.data(1000.0);
     const Moments ref = grid_moments(b.g, d, -5000, 5000, 200001);
     FitOptions o = quick("varblock", 500, 2000);
     o.proposal = "vb";
     const auto rows = checked_summary(fit(b.g, d, o));
-    CHECK(std::abs(rows[0].mean - ref.mean) < 5 * rows[0].mcse_mean);
+    INFO("mean " << rows[0].mean << " (mcse " << rows[0].mcse_mean << "), sd " << rows[0].sd << "; exact mean " << ref.mean
+                 << ", sd " << ref.sd);
+    CHECK_MESSAGE(rows[0].mean < ref.mean - 5 * rows[0].mcse_mean,
+                  "the known failure is gone: turn this case into a check that the mean agrees");
+    CHECK(rows[0].sd < 0.5 * ref.sd);
 }
 
 TEST_CASE("a node constant in every row: the data say nothing about b - w, whose posterior is its prior") {
