@@ -3,7 +3,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(
-  build-essential cmake ninja-build
+  build-essential cmake ninja-build python3
   libboost-dev libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libbenchmark-dev
   # vbn plot / fit --plots draw with gnuplot; the tests check that R reads our CmdStan CSV

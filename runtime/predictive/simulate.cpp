@@ -3,7 +3,6 @@
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
 
-#include <Eigen/Cholesky>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -12,34 +11,12 @@
 namespace vbn {
 
 namespace {
-Eigen::MatrixXd block_cov(const ir::Block& b) {
-    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-        b.prior_cov.data(), b.size, b.size);
-}
-
 std::string shape_text(const std::vector<int>& shape) {
     if (shape.empty()) return "a scalar";
     if (shape.size() == 1) return fmt::format("a vector of {}", shape[0]);
     return fmt::format("a {}x{} matrix (an array of {} rows of {})", shape[0], shape[1], shape[0], shape[1]);
 }
 }  // namespace
-
-Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng) {
-    Eigen::VectorXd theta(graph.dim);
-    for (const auto& b : graph.blocks) {
-        Eigen::VectorXd z(b.size);
-        for (int k = 0; k < b.size; ++k) z[k] = rng.normal();
-        const Eigen::VectorXd mean = Eigen::Map<const Eigen::VectorXd>(b.prior_mean.data(), b.size);
-        if (b.prior_diagonal) {
-            for (int k = 0; k < b.size; ++k)
-                theta[b.offset + k] = mean[k] + std::sqrt(b.prior_cov[static_cast<std::size_t>(k * b.size + k)]) * z[k];
-        } else {
-            const Eigen::LLT<Eigen::MatrixXd> llt(block_cov(b));
-            theta.segment(b.offset, b.size) = mean + llt.matrixL() * z;
-        }
-    }
-    return theta;
-}
 
 void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen::VectorXd& theta,
                      std::vector<std::string>* given) {

@@ -4,6 +4,7 @@
 
 #include "inference/rng.hpp"
 #include "lang/ir.hpp"
+#include "runtime/target/prior.hpp"  // draw_prior, which simulate starts from
 
 #include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
@@ -14,9 +15,6 @@
 #include <vector>
 
 namespace vbn {
-
-// θ drawn from the prior N(μ_i, Σ_i) of every block.
-Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng);
 
 // θ from JSON such as {"w": [2, -1], "b": 0.5, "W": [[1, 2], [3, 4]]}: scalars as numbers,
 // vectors as arrays, matrices as arrays of rows. Parameters the JSON leaves out keep the

@@ -41,18 +41,6 @@ std::vector<int> output_order(const ir::Graph& graph) {
     return order;
 }
 
-std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated) {
-    TargetOptions topt;
-    topt.max_enumerated = max_enumerated;
-    return std::make_unique<Target>(graph, data, topt);
-}
-
-std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data) {
-    TargetOptions topt;
-    topt.sum_out = false;
-    return std::make_unique<Target>(graph, data, topt);
-}
-
 namespace {
 using Clock = std::chrono::steady_clock;
 

@@ -13,6 +13,7 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/sampling/laplace_proposal.hpp"
 #include "runtime/sampling/methods.hpp"
+#include "runtime/target/target.hpp"
 #include "runtime/variational/vb.hpp"
 
 #include <cstdint>
@@ -25,11 +26,6 @@ namespace vbn {
 
 class Target;
 
-// Above this many weights nothing holds a dense dim × dim matrix (2,000² doubles are 32 MB,
-// and a NUTS leapfrog step with a dense metric costs dim²): NUTS adapts a diagonal metric
-// started from the variational variances, regen (whose adaptation needs dense covariances)
-// is refused, and `vbn vb` skips the importance correction (its Newton step forms the Hessian).
-constexpr int max_dense_dim = 2000;
 // NUTS adapts a dense metric on a model of dim weights (else a diagonal one).
 constexpr bool nuts_dense_metric(int dim) { return dim <= max_dense_dim; }
 
@@ -115,12 +111,6 @@ struct FitResult {
 // elements of a matrix in column-major order as CmdStan writes them (rstan rebuilds shapes
 // from it). Entry j is the index in θ of the j-th reported value.
 std::vector<int> output_order(const ir::Graph& graph);
-
-// The compiled target for a model and data (hidden nodes summed out per row).
-std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
-
-// The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).
-std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data);
 
 // Runs VB then the chains. Throws vbn::Error (usage for bad options, limit when exact
 // summation would be exponential — except with `auto`, which then falls back to gibbs with

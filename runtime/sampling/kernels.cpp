@@ -8,7 +8,7 @@
 #include "inference/nuts.hpp"
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
-#include "runtime/predictive/simulate.hpp"
+#include "runtime/target/prior.hpp"
 #include "runtime/sampling/gibbs.hpp"
 #include "runtime/sampling/pmc.hpp"
 #include "runtime/target/target.hpp"

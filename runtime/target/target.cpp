@@ -1135,4 +1135,16 @@ double Target::block_log_density_gradient(int b, In theta, Out grad) const {
     return block_log_density_gradient(b, theta, grad, ws);
 }
 
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated) {
+    TargetOptions topt;
+    topt.max_enumerated = max_enumerated;
+    return std::make_unique<Target>(graph, data, topt);
+}
+
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data) {
+    TargetOptions topt;
+    topt.sum_out = false;
+    return std::make_unique<Target>(graph, data, topt);
+}
+
 }  // namespace vbn

@@ -261,4 +261,16 @@ private:
     const Target* target_;
 };
 
+// Above this many weights nothing holds a dense dim × dim matrix (2,000² doubles are 32 MB,
+// and a NUTS leapfrog step with a dense metric costs dim²): NUTS adapts a diagonal metric
+// started from the variational variances, regen (whose adaptation needs dense covariances)
+// is refused, and `vbn vb` skips the importance correction (its Newton step forms the Hessian).
+constexpr int max_dense_dim = 2000;
+
+// The compiled target for a model and data (hidden nodes summed out per row).
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
+
+// The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data);
+
 }  // namespace vbn

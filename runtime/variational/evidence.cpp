@@ -1,7 +1,6 @@
 #include "runtime/variational/evidence.hpp"
 
 #include "runtime/error.hpp"
-#include "runtime/sampling/fit.hpp"
 #include "runtime/target/target.hpp"
 
 #include <fmt/format.h>

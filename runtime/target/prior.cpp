@@ -1,0 +1,28 @@
+#include "runtime/target/prior.hpp"
+
+#include <Eigen/Cholesky>
+
+#include <cmath>
+
+namespace vbn {
+
+Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng) {
+    Eigen::VectorXd theta(graph.dim);
+    for (const auto& b : graph.blocks) {
+        Eigen::VectorXd z(b.size);
+        for (int k = 0; k < b.size; ++k) z[k] = rng.normal();
+        const Eigen::VectorXd mean = Eigen::Map<const Eigen::VectorXd>(b.prior_mean.data(), b.size);
+        if (b.prior_diagonal) {
+            for (int k = 0; k < b.size; ++k)
+                theta[b.offset + k] = mean[k] + std::sqrt(b.prior_cov[static_cast<std::size_t>(k * b.size + k)]) * z[k];
+        } else {
+            const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> cov(b.prior_cov.data(),
+                                                                                                          b.size, b.size);
+            const Eigen::LLT<Eigen::MatrixXd> llt(cov);
+            theta.segment(b.offset, b.size) = mean + llt.matrixL() * z;
+        }
+    }
+    return theta;
+}
+
+}  // namespace vbn
