@@ -1136,15 +1136,11 @@ double Target::block_log_density_gradient(int b, In theta, Out grad) const {
 }
 
 std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated) {
-    TargetOptions topt;
-    topt.max_enumerated = max_enumerated;
-    return std::make_unique<Target>(graph, data, topt);
+    return std::make_unique<Target>(graph, data, TargetOptions{.max_enumerated = max_enumerated});
 }
 
 std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data) {
-    TargetOptions topt;
-    topt.sum_out = false;
-    return std::make_unique<Target>(graph, data, topt);
+    return std::make_unique<Target>(graph, data, TargetOptions{.sum_out = false});
 }
 
 }  // namespace vbn

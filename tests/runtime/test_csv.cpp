@@ -54,6 +54,14 @@ Dataset load(const ir::Graph& g, const std::string& text, LoadNotes* notes = nul
 }
 
 // The error load_csv throws for `text`.
+// A data error at line:column of data.csv, with exactly this message.
+void check_data_error(const Error& e, long line, long column, const std::string& message) {
+    CHECK(e.kind() == ErrorKind::data);
+    CHECK(e.line() == line);
+    CHECK(e.column() == column);
+    CHECK(std::string(e.what()) == message);
+}
+
 Error load_error(const ir::Graph& g, const std::string& text) {
     try {
         (void)load(g, text);
@@ -284,11 +292,7 @@ TEST_CASE("load: the file pandas writes for a column with a missing value (1.0, 
 TEST_CASE("load: a column mixing the 1/0 and 1/-1 codings is an error naming it and the first of each") {
     const auto g = make_graph({{"a"}, {"b"}});
     // b: -1 at line 3, 0 at line 5 (written 0.0); a holds only one coding.
-    const Error e = load_error(g, "a,b\n1,1\n0,-1\n0,no\n1,0.0\n0,-1\n");
-    CHECK(e.kind() == ErrorKind::data);
-    CHECK(e.line() == 5);
-    CHECK(e.column() == 2);
-    CHECK(std::string(e.what()) ==
+    check_data_error(load_error(g, "a,b\n1,1\n0,-1\n0,no\n1,0.0\n0,-1\n"), 5, 2,
           "data.csv:5:2: column 'b' mixes the 1/0 and 1/-1 codings: its 0s (the first at data.csv:5:2) and its -1s "
           "(the first at data.csv:3:2) would both be read as -1, and the two codings cannot be mixed in one column; if 0 "
           "marks a missing value, write it as NA or leave the cell empty");

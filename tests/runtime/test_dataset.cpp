@@ -22,6 +22,17 @@ using vbn::test::Var;
 
 namespace {
 
+// The error finish() throws (a test fails if it throws none).
+Error finish_error(DatasetBuilder& b) {
+    try {
+        (void)b.finish();
+    } catch (const Error& e) {
+        return e;
+    }
+    FAIL("finish() did not throw");
+    return Error(ErrorKind::usage, "");
+}
+
 // A row as the tests see it, for comparing multisets of patterns.
 using Row = std::pair<std::vector<int>, std::vector<double>>;
 
@@ -336,19 +347,15 @@ TEST_CASE("text rows: a column holding both 0 and -1 is one error at the later o
         b.add_text_row(zero, 4);
         b.add_text_row(minus, 5);
         CHECK(b.rows() == 5);
-        try {
-            (void)b.finish();
-            FAIL("no throw");
-        } catch (const Error& e) {
-            const std::string m = e.what();
-            CHECK(e.kind() == ErrorKind::data);
-            CHECK(e.line() == 3);
-            CHECK(e.column() == 1);
-            CHECK(m.find(fmt::format("mem:3:1: column 'a' mixes the 1/0 and 1/-1 codings: its 0s (the first at mem:{}:1) "
-                                     "and its -1s (the first at mem:{}:1) would both be read as -1",
-                                     minus_first ? 3 : 2, minus_first ? 2 : 3)) == 0);
-            CHECK(std::count(m.begin(), m.end(), '\n') == 0);
-        }
+        const Error e = finish_error(b);
+        const std::string m = e.what();
+        CHECK(e.kind() == ErrorKind::data);
+        CHECK(e.line() == 3);
+        CHECK(e.column() == 1);
+        CHECK(m.find(fmt::format("mem:3:1: column 'a' mixes the 1/0 and 1/-1 codings: its 0s (the first at mem:{}:1) "
+                                 "and its -1s (the first at mem:{}:1) would both be read as -1",
+                                 minus_first ? 3 : 2, minus_first ? 2 : 3)) == 0);
+        CHECK(std::count(m.begin(), m.end(), '\n') == 0);
     }
     // In different columns, or as words, or as coded rows, either coding is fine.
     DatasetBuilder b(g, "mem");

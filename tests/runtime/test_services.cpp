@@ -7,6 +7,7 @@
 #include "runtime/services/simulate.hpp"
 #include "runtime/services/variational.hpp"
 
+#include "fit_options.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
 
@@ -41,13 +42,8 @@ Dataset sbn_data(const ir::Graph& g) {
 }
 
 FitOptions small(const std::string& method) {
-    FitOptions o;
-    o.method = method;
-    o.chains = 2;
+    FitOptions o = test::short_run(method, 2, 100, 120, 5);
     o.threads = 2;
-    o.warmup = 100;
-    o.draws = 120;
-    o.seed = 5;
     return o;
 }
 
