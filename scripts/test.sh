@@ -22,7 +22,11 @@ bash scripts/check-embed.sh build
 
 # The sanitizer build is also the portable one (-DVBN_NATIVE=OFF, no -march=native): the code
 # paths a binary for other x86-64 CPUs takes are tested here rather than in a build of their own.
+# Sanitized builds use -O1 with line tables only (-g1): enough for the sanitizers' stack traces,
+# and they compile 2.5 times faster than -O2 -g (test_kernels.cpp: 65 s against 166 s).
+sanitized="-O1 -g1 -DNDEBUG"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized" \
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=OFF -DVBN_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -31,6 +35,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # ThreadSanitizer on what runs threads: the embedding API (fits in concurrent threads) and the
 # parallel chain runner and the worker threads under it. Builds only those two test binaries.
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized" \
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=ON -DVBN_SANITIZE=thread
 cmake --build build-tsan -j"$jobs" --target test_api test_inference
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_api
