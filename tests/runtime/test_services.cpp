@@ -264,6 +264,41 @@ TEST_CASE("services::fit interrupted during warmup: every file valid and empty, 
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("services::variational interrupted after 2 of 6 restarts returns the best of those, uncorrected") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    services::VariationalSettings s;
+    s.vb.restarts = 2;
+    const services::VariationalRun two = services::variational(g, d, s, {});
+    REQUIRE(two.result.fits.size() == 2);
+    CHECK_FALSE(two.result.interrupted);
+
+    std::atomic<bool> stop{false};
+    services::Callbacks cb;
+    cb.interrupt = &stop;
+    s.vb.restarts = 6;
+    s.vb.on_restart = [&](int k) {
+        if (k == 1) stop = true;
+    };
+    const services::VariationalRun run = services::variational(g, d, s, cb);
+    CHECK(run.result.interrupted);
+    REQUIRE(run.result.fits.size() == 2);
+    CHECK_FALSE(run.corrected.has_value());
+    CHECK(run.result.best == two.result.best);
+    CHECK(run.result.best_fit().elbo == two.result.best_fit().elbo);
+    CHECK(run.result.best_fit().mean == two.result.best_fit().mean);
+
+    // Before the first restart finished there is nothing to return.
+    stop = true;
+    s.vb.on_restart = nullptr;
+    try {
+        services::variational(g, d, s, cb);
+        FAIL("a variational run interrupted before any restart returned");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::cancelled);
+    }
+}
+
 TEST_CASE("services: variational, evidence, predict and simulate agree with each other") {
     const ir::Graph g = compile_model(sbn_model, "sbn");
     const Dataset d = sbn_data(g);
