@@ -13,8 +13,13 @@ namespace vbn {
 
 namespace {
 
-// The facts of a run (the rows aside), from its chains that did not fail; facts.draws is their
-// common number of draws. Throws when no chain has any.
+// Whether chain ch is summarised: it did not fail and kept a draw (an interrupted run's
+// chains that had not started, or were still in warmup, have none).
+bool summarised(const inference::ChainResult& ch) { return ch.ok() && ch.draws_done > 0; }
+
+// The facts of a run (the rows aside), from its chains that did not fail and have draws;
+// facts.draws is the shortest of them, to which all are cut (FitSummary::truncation says so
+// when they differ). Throws when no chain has any.
 FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, int draws,
                      const std::vector<StreamedCounts>& counts) {
     FitSummary s;
@@ -33,12 +38,17 @@ FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, i
     std::vector<std::vector<inference::KernelStats>> stats;
     long regenerations = 0;
     long min_draws = draws;
+    std::vector<std::string> labels;
+    std::vector<long> made;
     for (std::size_t c = 0; c < r.chains.size(); ++c) {
         const auto& ch = r.chains[c];
         if (!ch.ok()) {
             s.failures.push_back(fmt::format("a chain failed and is left out: {}", ch.error));
             continue;
         }
+        labels.push_back(fmt::format("chain {}", c + 1));
+        made.push_back(ch.draws_done);
+        if (!summarised(ch)) continue;
         min_draws = std::min<long>(min_draws, ch.draws_done);
         stats.push_back(ch.stats);
         facts.divergent += counts.at(c).divergent;
@@ -46,10 +56,13 @@ FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, i
     }
     const MethodInfo* method = lookup_method(r.method);
     if ((method && method->regenerates) || regenerations > 0) facts.regenerations = regenerations;
-    facts.chains = min_draws > 0 ? static_cast<int>(stats.size()) : 0;
-    facts.draws = min_draws;
+    facts.chains = static_cast<int>(stats.size());
+    facts.draws = facts.chains > 0 ? min_draws : 0;
     facts.kernels = merge_kernel_stats(stats);
-    if (facts.chains == 0) throw Error(ErrorKind::inference, "no draws to summarise");
+    if (facts.chains == 0 || facts.draws == 0)
+        throw Error(ErrorKind::inference, made.empty() ? "no draws to summarise: every chain failed"
+                                                       : "no draws to summarise: no chain kept a draw");
+    s.truncation = truncation_note(labels, made);
     return s;
 }
 
@@ -72,7 +85,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
         const Eigen::Index count = std::min(group, columns - first);
         std::vector<Eigen::MatrixXd> part;
         for (std::size_t c = 0; c < r.chains.size(); ++c) {
-            if (!r.chains[c].ok()) continue;
+            if (!summarised(r.chains[c])) continue;
             Eigen::MatrixXd d = draws_of(c, first, count);
             if (d.rows() < min_draws || d.cols() != count)
                 throw Error(ErrorKind::inference, fmt::format("chain {}: {} draws of {} values where {} of {} were made",
@@ -124,7 +137,7 @@ FitSummary summarize_fit(const FitResult& r, const std::string& model, int warmu
     std::vector<std::size_t> kept;
     for (std::size_t c = 0; c < r.chains.size(); ++c) {
         const auto& ch = r.chains[c];
-        if (!ch.ok()) continue;
+        if (!summarised(ch)) continue;
         if (ch.draws.rows() < s.facts.draws || ch.draws.cols() < static_cast<Eigen::Index>(r.order.size()))
             throw Error(ErrorKind::inference, fmt::format("chain {}: {} draws of {} values held where {} of {} were made "
                                                           "(a streamed run's draws are summarised from where they went)",

@@ -15,16 +15,19 @@
 namespace vbn {
 
 struct FitSummary {
-    std::vector<Eigen::MatrixXd> draws;  // per chain that did not fail: draws × reported values
+    std::vector<Eigen::MatrixXd> draws;  // per chain that did not fail and has draws: draws × reported values
     std::vector<SummaryRow> rows;        // summarize(result.names, draws)
     RunFacts facts;
     std::vector<std::string> failures;   // "chain N failed and is left out: why", per failed chain
+    std::string truncation;              // truncation_note: "" unless the chains' lengths differ
 };
 
 // `model` names the model in the facts; `warmup` and `draws` are the options of the run. The
 // facts' phase_seconds are the run's phases (target to sampling) and then "summary", this
 // call's own wall time (reading the draws included); a caller adds the phases before the run.
-// Throws vbn::Error (inference) when no chain has draws to summarise. Without keep_draws,
+// Chains that kept no draw (an interrupted run's) are left out and the others cut to the
+// shortest of them (FitSummary::truncation). Throws vbn::Error (inference) when no chain has
+// draws to summarise. Without keep_draws,
 // FitSummary::draws stays empty: the rows are computed from the result's own draws.
 FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws,
                          bool keep_draws = true);
@@ -37,7 +40,7 @@ struct StreamedCounts {
 };
 // The same summary from the streamed run: draws(c) gives chain c's draws (those made, at
 // least result.chains[c].draws_done of them, in output order), e.g. read back from its
-// CmdStan CSV file; it is called once per chain that did not fail, one chain at a time.
+// CmdStan CSV file; it is called once per chain that did not fail and kept a draw, one chain at a time.
 FitSummary summarize_fit(const FitResult& result, const std::string& model, int warmup, int draws,
                          const std::vector<StreamedCounts>& counts,
                          const std::function<Eigen::MatrixXd(std::size_t c)>& draws_of);

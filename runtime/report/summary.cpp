@@ -7,6 +7,7 @@
 #include "runtime/report/output_csv.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -348,24 +349,61 @@ RunFacts facts_from_files(const std::vector<StanCsv>& files) {
 
 }  // namespace
 
-std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range) {
+std::string truncation_note(const std::vector<std::string>& labels, const std::vector<long>& draws) {
+    std::vector<std::string> used, empty, counts;
+    long shortest = 0;
+    for (std::size_t c = 0; c < draws.size(); ++c) {
+        counts.push_back(fmt::format("{}: {}", labels[c], draws[c]));
+        (draws[c] > 0 ? used : empty).push_back(labels[c]);
+        if (draws[c] > 0) shortest = shortest == 0 ? draws[c] : std::min(shortest, draws[c]);
+    }
+    if (std::all_of(draws.begin(), draws.end(), [&](long n) { return n == draws.front(); })) return "";
+    const auto list = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+    std::string note = fmt::format("chains of unequal length (draws per chain: {}): the summary uses {} ", list(counts),
+                                   list(used));
+    note += used.size() > 1 ? fmt::format("truncated to the shortest, {} draws each", shortest)
+                            : fmt::format("alone, {} draws", shortest);
+    if (!empty.empty()) note += fmt::format("; {} {} no draws and {} left out", list(empty), empty.size() == 1 ? "has" : "have",
+                                            empty.size() == 1 ? "is" : "are");
+    return note;
+}
+
+ChainFiles read_chain_files(const std::vector<std::string>& files, ParameterRange range) {
+    ChainFiles out;
     std::vector<StanCsv> csvs;
     for (const auto& f : files) csvs.push_back(read_stan_csv(f, range));
     if (csvs.empty()) throw Error(ErrorKind::usage, "no CmdStan CSV files given");
     const StanCsv& first = csvs.front();
+    std::vector<std::string> labels;
+    std::vector<long> draws;
     for (const auto& csv : csvs) {
         if (csv.parameter_columns != first.parameter_columns)
             throw Error(ErrorKind::data, fmt::format("{}: its parameter columns differ from those of {}; all files must "
                                                      "come from the same model",
                                                      csv.path, first.path));
-        if (csv.draws.rows() != first.draws.rows())
-            throw Error(ErrorKind::data, fmt::format("{} has {} draws but {} has {}: all chains must have the same length",
-                                                     csv.path, csv.draws.rows(), first.path, first.draws.rows()));
+        labels.push_back(csv.path);
+        draws.push_back(static_cast<long>(csv.draws.rows()));
     }
-    if (first.draws.rows() == 0) throw Error(ErrorKind::data, fmt::format("{}: the file holds no draws", first.path));
     if (first.parameter_columns.empty())
         throw Error(ErrorKind::data, fmt::format("{}: the file has no parameter columns", first.path));
-    return csvs;
+    const long shortest = [&] {
+        long m = 0;
+        for (long d : draws) m = d > 0 && (m == 0 || d < m) ? d : m;
+        return m;
+    }();
+    if (shortest == 0)
+        throw Error(ErrorKind::data, csvs.size() == 1 ? fmt::format("{}: the file holds no draws", first.path)
+                                                      : fmt::format("none of the {} files holds a draw ({} …): nothing to "
+                                                                    "summarise (a run interrupted during warmup leaves them so)",
+                                                                    csvs.size(), first.path));
+    out.truncation = truncation_note(labels, draws);
+    for (StanCsv& csv : csvs) {
+        if (csv.draws.rows() == 0) continue;
+        csv.draws.conservativeResize(shortest, Eigen::NoChange);
+        if (csv.sampler.rows() > shortest) csv.sampler.conservativeResize(shortest, Eigen::NoChange);
+        out.chains.push_back(std::move(csv));
+    }
+    return out;
 }
 
 FilesSummary summarize_files(const std::vector<std::string>& files, double memory_budget) {
@@ -380,30 +418,30 @@ FilesSummary summarize_files(const std::vector<std::string>& files, double memor
         bytes += ec ? 0.0 : static_cast<double>(size);
     }
     if (bytes > memory_budget) {
-        const std::vector<StanCsv> meta = read_chain_files(files, ParameterRange{0, 1});
-        const StanCsv& first = meta.front();
+        const ChainFiles meta = read_chain_files(files, ParameterRange{0, 1});
+        const StanCsv& first = meta.chains.front();
         const auto columns = first.parameter_columns.size();
-        const double per_column = 8.0 * static_cast<double>(meta.size()) * static_cast<double>(first.draws.rows());
+        const double per_column = 8.0 * static_cast<double>(meta.chains.size()) * static_cast<double>(first.draws.rows());
         const auto group =
             static_cast<std::size_t>(std::clamp(std::floor(memory_budget / per_column), 1.0, static_cast<double>(columns)));
-        FilesSummary s{{}, facts_from_files(meta)};
+        FilesSummary s{{}, facts_from_files(meta.chains), meta.truncation};
         for (std::size_t at = 0; at < columns; at += group) {
             const std::size_t count = std::min(group, columns - at);
             std::vector<std::string> names;
             for (std::size_t k = at; k < at + count; ++k) names.push_back(display_name(first.parameter_columns[k]));
             std::vector<Eigen::MatrixXd> chains;
-            for (const StanCsv& csv : read_chain_files(files, ParameterRange{at, count})) chains.push_back(csv.draws);
+            for (const StanCsv& csv : read_chain_files(files, ParameterRange{at, count}).chains) chains.push_back(csv.draws);
             for (SummaryRow& r : summarize(names, chains)) s.rows.push_back(std::move(r));
         }
         return s;
     }
-    const std::vector<StanCsv> csvs = read_chain_files(files);
-    const StanCsv& first = csvs.front();
+    const ChainFiles read = read_chain_files(files);
+    const StanCsv& first = read.chains.front();
     std::vector<std::string> names;
     for (const auto& c : first.parameter_columns) names.push_back(display_name(c));
     std::vector<Eigen::MatrixXd> chains;
-    for (const auto& csv : csvs) chains.push_back(csv.draws);
-    return FilesSummary{summarize(names, chains), facts_from_files(csvs)};
+    for (const auto& csv : read.chains) chains.push_back(csv.draws);
+    return FilesSummary{summarize(names, chains), facts_from_files(read.chains), read.truncation};
 }
 
 }  // namespace vbn

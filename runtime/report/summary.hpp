@@ -110,10 +110,25 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
 // Writes a JSON document with a trailing newline; throws vbn::Error (io) naming the file.
 void write_json_file(const std::string& path, const nlohmann::ordered_json& doc);
 
-// Reads CmdStan CSV files that are the chains of one run: the same parameter columns and
-// the same number of draws, at least one of each. Throws vbn::Error naming the file.
-// With a range, only those parameter columns' values are kept (read_stan_csv).
-std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, ParameterRange range = {});
+// Chains of unequal length (an interrupted run leaves them so) are summarised over their
+// common part: every chain with a draw, each cut to the shortest of them; a chain without a
+// draw is left out. draws[c] is chain c's number of draws, labels[c] names it ("chain 3", a
+// file). Returns the one line that says which chains, how many draws each and to how many
+// they were cut ("" when every chain has the same number).
+std::string truncation_note(const std::vector<std::string>& labels, const std::vector<long>& draws);
+
+// CmdStan CSV files that are the chains of one run, as summarised: those with draws, each cut
+// to the shortest of them (truncation_note says so when they differ).
+struct ChainFiles {
+    std::vector<StanCsv> chains;
+    std::string truncation;
+};
+
+// Reads CmdStan CSV files that are the chains of one run: the same parameter columns, at
+// least one, and at least one draw in some file. Throws vbn::Error naming the file (or, when
+// none holds a draw, the files). With a range, only those parameter columns' values are kept
+// (read_stan_csv).
+ChainFiles read_chain_files(const std::vector<std::string>& files, ParameterRange range = {});
 
 // The summary of CmdStan CSV files (one chain each), as `vbn summary` prints it: the rows of
 // their parameter columns and the facts the files record. Files larger than memory_budget
@@ -123,6 +138,7 @@ std::vector<StanCsv> read_chain_files(const std::vector<std::string>& files, Par
 struct FilesSummary {
     std::vector<SummaryRow> rows;
     RunFacts facts;
+    std::string truncation;  // truncation_note of the files: "" unless their lengths differ
 };
 FilesSummary summarize_files(const std::vector<std::string>& files, double memory_budget = 64e6);
 

@@ -39,9 +39,11 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
                            const Callbacks& callbacks) {
     VbOptions vo = settings.vb;
     if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
+    vo.keep_finished_on_cancel = true;
     VariationalRun run;
     run.result = vbn::variational(graph, data, vo);
-    if (settings.correct) run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
+    // Interrupted, the best fit so far is the answer: the correction (seconds of work) is skipped.
+    if (settings.correct && !run.result.interrupted) run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
     return run;
 }
 

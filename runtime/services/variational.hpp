@@ -24,7 +24,9 @@ struct VariationalRun {
     std::optional<RefinedPosterior> corrected;  // absent without correction, or where it cannot run
 };
 
-// Throws vbn::Error (usage, data, inference; cancelled when callbacks.interrupt is set).
+// Throws vbn::Error (usage, data, inference; cancelled when callbacks.interrupt is set before
+// the first restart finished). Interrupted later, it returns the restarts finished so far
+// (result.interrupted, best_fit() the best of them) without the correction.
 // Where the correction cannot run (no parameters, too many for its dense Hessian, or too
 // many unobserved values to sum out) callbacks.log says why and the run has none.
 VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,

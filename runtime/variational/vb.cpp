@@ -678,10 +678,18 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
         if (k > 0 && p.components.empty()) {
             result.fits.push_back(result.fits.front());
             result.fits.back().restart = k;
+            if (options.on_restart) options.on_restart(k);
             continue;
         }
-        result.fits.push_back(run(p, options, k));
+        try {
+            result.fits.push_back(run(p, options, k));
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::cancelled || !options.keep_finished_on_cancel || result.fits.empty()) throw;
+            result.interrupted = true;
+            break;
+        }
         if (result.fits.back().elbo > result.fits[sz(result.best)].elbo) result.best = k;
+        if (options.on_restart) options.on_restart(k);
     }
     result.seconds = inference::seconds_since(start);
     return result;

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace vbn {
@@ -36,6 +37,12 @@ struct VbOptions {
     std::uint64_t seed = 1;      // restart k ≥ 1 starts from q(h) drawn with Rng(seed, k)
     int mean_field_sweeps = 1;   // coordinate sweeps over q(h) per EM iteration
     const std::atomic<bool>* cancel = nullptr;  // set by another thread to stop (Error kind cancelled)
+    // Cancelled once a restart has finished: return the restarts finished so far (the one in
+    // progress is dropped; VbResult::interrupted) rather than throw. Before the first, it throws.
+    bool keep_finished_on_cancel = false;
+    // Called after each restart finishes, with its 0-based index (e.g. to report progress, or
+    // in tests to cancel after a given restart).
+    std::function<void(int restart)> on_restart = {};
     // On a model without unobserved entries, extrapolate every third iteration (SQUAREM),
     // which reaches the same fit in fewer iterations; off: plain EM throughout.
     bool accelerate = true;
@@ -69,6 +76,7 @@ struct VbResult {
     std::vector<VbFit> fits;  // one per restart, in restart order
     int best = 0;             // index of the fit with the largest ELBO
     double seconds = 0;       // wall time of the whole call
+    bool interrupted = false; // cancelled: fits holds fewer than VbOptions::restarts fits
 
     const VbFit& best_fit() const { return fits[static_cast<std::size_t>(best)]; }
 };

@@ -659,16 +659,30 @@ TEST_CASE("summarize_files reads the chain files and gives the same table as the
     CHECK(out.str() == format_summary(summarize(names, chains), f));
     CHECK(out.str().find("Chain 3: 0.500 s warmup, 1.250 s sampling") != std::string::npos);
 
-    // A shorter chain and a file from another model are refused, naming the file.
+    // A shorter chain (as an interrupted run leaves) cuts the others to its length, and a file
+    // without draws is left out; the note says so. A file from another model is refused.
     CsvConfig cfg = small_config();
     const std::string short_file = (dir.path / "short.csv").string();
     {
         CsvWriter w(short_file, cfg, names);
         w.adaptation_terminated(1);
-        w.write_draw(SamplerValues{}, Eigen::Vector2d(1, 2));
+        for (long i = 0; i < 3; ++i) w.write_draw(sampler_for(i), chains[1].row(i).transpose());
     }
-    const std::string short_message = short_file + " has 1 draws but";
-    CHECK_THROWS_WITH(summarize_files({files[0], short_file}), doctest::Contains(short_message.c_str()));
+    const std::string empty_file = (dir.path / "empty.csv").string();
+    CsvWriter(empty_file, cfg, names).finish(0, 0);
+    const FilesSummary cut = summarize_files({files[0], short_file, empty_file});
+    CHECK(cut.facts.chains == 2);
+    CHECK(cut.facts.draws == 3);
+    CHECK(cut.truncation == fmt::format("chains of unequal length (draws per chain: {}: {}, {}: 3, {}: 0): the summary uses "
+                                        "{}, {} truncated to the shortest, 3 draws each; {} has no draws and is left out",
+                                        files[0], n, short_file, empty_file, files[0], short_file, empty_file));
+    CHECK(format_summary(cut.rows, cut.facts) ==
+          format_summary(summarize(names, {chains[0].topRows(3), chains[1].topRows(3)}), cut.facts));
+    const FilesSummary grouped = summarize_files({files[0], short_file, empty_file}, 1.0);  // a column at a time
+    CHECK(format_summary(grouped.rows, grouped.facts) == format_summary(cut.rows, cut.facts));
+    CHECK(grouped.truncation == cut.truncation);
+    CHECK(summarize_files(files).truncation.empty());
+    CHECK_THROWS_WITH(summarize_files({empty_file}), doctest::Contains("the file holds no draws"));
     const std::string other = (dir.path / "other.csv").string();
     {
         CsvWriter w(other, cfg, {"v"});

@@ -12,10 +12,12 @@
 #include "runtime/error.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -132,6 +134,166 @@ TEST_CASE("services::fit: an interrupt before the chains stops the variational f
     try {
         services::fit(g, d, small("nuts"), cb);
         FAIL("an interrupted fit returned");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::cancelled);
+    }
+}
+
+namespace {
+
+// A streamed fit (CmdStan CSV files under dir) whose interrupt flag is raised by `stop_when`,
+// called with each draw as it is made: a deterministic interruption.
+struct StreamedRun {
+    services::FitRun run;
+    std::vector<std::string> files;
+};
+StreamedRun interrupted_fit(const ir::Graph& g, const Dataset& d, const FitOptions& o, const std::filesystem::path& dir,
+                            const std::function<bool(int chain, int draw)>& stop_when) {
+    std::atomic<bool> stop{false};
+    services::CsvDrawFiles files((dir / "int.csv").string(), "sbn", "rows.csv", g, d, o);
+    services::Callbacks cb;
+    cb.interrupt = &stop;
+    cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
+        files.draw(c, k, x, lp, info);
+        if (stop_when(c, k)) stop = true;
+    };
+    StreamedRun r{services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); }), {}};
+    files.finish(r.run.result);
+    for (int c = 1; c <= o.chains; ++c) r.files.push_back(chain_file_path(files.output(), c));
+    return r;
+}
+
+FitSummary read_back_summary(const StreamedRun& r) {
+    return services::summarize(r.run, "sbn", false, {}, [&](std::size_t c, Eigen::Index first, Eigen::Index n) {
+        return read_stan_csv(r.files[c], ParameterRange{static_cast<std::size_t>(first), static_cast<std::size_t>(n)}).draws;
+    }, 64e6);
+}
+
+}  // namespace
+
+TEST_CASE("services::fit interrupted after 30 draws of chain 1: valid files, the summary over chains cut to the shortest") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    const auto dir = std::filesystem::temp_directory_path() / ("vbn-test-interrupt-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    // 4 chains on 2 threads: chains 3 and 4 wait for a thread and never start; 3 chains on
+    // 1 thread: chains 2 and 3 never start, so the whole outcome is fixed.
+    for (const auto& [chains, threads] : {std::pair{4, 2}, std::pair{3, 1}}) {
+        CAPTURE(chains);
+        FitOptions o = test::short_run("varblock", chains, 50, 100000, 11);
+        o.threads = threads;
+        o.keep_draws = false;
+        const StreamedRun r = interrupted_fit(g, d, o, dir, [](int c, int k) { return c == 0 && k == 29; });
+        CHECK(r.run.interrupted);
+        REQUIRE(r.run.result.chains.size() == static_cast<std::size_t>(chains));
+        CHECK(r.run.result.chains[0].draws_done == 30);  // the draw that raised the flag is the last
+        std::vector<long> made;
+        std::vector<std::string> labels, used;
+        for (int c = 0; c < chains; ++c) {
+            const auto& ch = r.run.result.chains[static_cast<std::size_t>(c)];
+            const StanCsv csv = read_stan_csv(r.files[static_cast<std::size_t>(c)]);  // every file valid, even without draws
+            CHECK(csv.draws.rows() == ch.draws_done);
+            CHECK(csv.warmup_seconds.has_value());  // the timing block closes every file
+            made.push_back(ch.draws_done);
+            labels.push_back(fmt::format("chain {}", c + 1));
+        }
+        if (threads == 1) CHECK(made == std::vector<long>{30, 0, 0});
+        CHECK(made.back() == 0);  // the last chain never started
+        long shortest = 30;
+        int with_draws = 0;
+        for (long n : made) {
+            if (n > 0) shortest = std::min(shortest, n);
+            with_draws += n > 0 ? 1 : 0;
+        }
+
+        const FitSummary fs = read_back_summary(r);
+        CHECK(fs.facts.chains == with_draws);
+        CHECK(fs.facts.draws == shortest);
+        CHECK(fs.truncation == truncation_note(labels, made));
+        CHECK(fs.truncation.find(fmt::format("chain {}: 0", chains)) != std::string::npos);
+        CHECK(fs.truncation.find("have no draws and are left out") != std::string::npos);
+        if (threads == 1)
+            CHECK(fs.truncation == "chains of unequal length (draws per chain: chain 1: 30, chain 2: 0, chain 3: 0): the "
+                                   "summary uses chain 1 alone, 30 draws; chain 2, chain 3 have no draws and are left out");
+
+        // vbn summary's reading of the same files: the same chains, draws and rows.
+        const FilesSummary files = summarize_files(r.files);
+        CHECK(files.facts.chains == with_draws);
+        CHECK(files.facts.draws == shortest);
+        CHECK(files.truncation.find("have no draws and are left out") != std::string::npos);
+        REQUIRE(files.rows.size() == fs.rows.size());
+        for (std::size_t i = 0; i < fs.rows.size(); ++i) CHECK(files.rows[i].mean == fs.rows[i].mean);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("services::fit interrupted during warmup: every file valid and empty, no draws to summarise") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    const auto dir = std::filesystem::temp_directory_path() / ("vbn-test-warmup-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    FitOptions o = test::short_run("varblock", 2, 100000, 10, 11);
+    o.threads = 1;
+    o.keep_draws = false;
+    // The flag is raised from the progress callback at chain 1's 20th warmup iteration.
+    std::atomic<bool> stop{false};
+    services::CsvDrawFiles files((dir / "w.csv").string(), "sbn", "rows.csv", g, d, o);
+    services::Callbacks cb;
+    cb.interrupt = &stop;
+    cb.progress_interval = 0;
+    cb.progress = [&](const inference::ChainProgress& p) {
+        if (p.chain == 0 && p.warmup && p.iteration == 20) stop = true;
+    };
+    cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
+        files.draw(c, k, x, lp, info);
+    };
+    const services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
+    files.finish(run.result);
+    CHECK(run.interrupted);
+    CHECK_FALSE(services::has_draws(run));
+    CHECK(run.result.chains[0].warmup_done == 20);
+    std::vector<std::string> paths;
+    for (int c = 1; c <= 2; ++c) {
+        paths.push_back(chain_file_path(files.output(), c));
+        CHECK(read_stan_csv(paths.back()).draws.rows() == 0);
+    }
+    CHECK_THROWS_WITH(services::summarize(run, "sbn", false, {}, [&](std::size_t, Eigen::Index, Eigen::Index) {
+        return Eigen::MatrixXd();
+    }, 64e6), doctest::Contains("no chain kept a draw"));
+    CHECK_THROWS_WITH(summarize_files(paths), doctest::Contains("none of the 2 files holds a draw"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("services::variational interrupted after 2 of 6 restarts returns the best of those, uncorrected") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    services::VariationalSettings s;
+    s.vb.restarts = 2;
+    const services::VariationalRun two = services::variational(g, d, s, {});
+    REQUIRE(two.result.fits.size() == 2);
+    CHECK_FALSE(two.result.interrupted);
+
+    std::atomic<bool> stop{false};
+    services::Callbacks cb;
+    cb.interrupt = &stop;
+    s.vb.restarts = 6;
+    s.vb.on_restart = [&](int k) {
+        if (k == 1) stop = true;
+    };
+    const services::VariationalRun run = services::variational(g, d, s, cb);
+    CHECK(run.result.interrupted);
+    REQUIRE(run.result.fits.size() == 2);
+    CHECK_FALSE(run.corrected.has_value());
+    CHECK(run.result.best == two.result.best);
+    CHECK(run.result.best_fit().elbo == two.result.best_fit().elbo);
+    CHECK(run.result.best_fit().mean == two.result.best_fit().mean);
+
+    // Before the first restart finished there is nothing to return.
+    stop = true;
+    s.vb.on_restart = nullptr;
+    try {
+        services::variational(g, d, s, cb);
+        FAIL("a variational run interrupted before any restart returned");
     } catch (const Error& e) {
         CHECK(e.kind() == ErrorKind::cancelled);
     }

@@ -110,10 +110,16 @@ int report(const FitArgs& args, const services::FitRun& run, const services::Csv
                                                  },
                                                  readback_budget);
     fs.facts.phase_seconds.insert(fs.facts.phase_seconds.begin(), {"load", load_seconds});
-    if (run.interrupted)
+    // One line on what the summary holds when it is not every draw asked for.
+    const std::string kept = files ? " (the CSV files hold every draw made)" : "";
+    if (run.interrupted && fs.truncation.empty())
         err << fmt::format("warning: interrupted; the summary holds only the {} draw{} per chain done before the "
                            "interrupt{}\n",
-                           fs.facts.draws, fs.facts.draws == 1 ? "" : "s", files ? " (the CSV files hold every draw made)" : "");
+                           fs.facts.draws, fs.facts.draws == 1 ? "" : "s", kept);
+    else if (run.interrupted)
+        err << fmt::format("warning: interrupted; {}{}\n", fs.truncation, kept);
+    else if (!fs.truncation.empty())
+        err << fmt::format("warning: {}\n", fs.truncation);
     out << format_summary(fs.rows, fs.facts);
     if (args.summary_json) write_json_file(*args.summary_json, summary_json(fs.rows, fs.facts));
     if (files && !args.quiet)
@@ -171,7 +177,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         }();
         if (progress) progress->finish();
         if (files) files->finish(run.result);
-        if (run.interrupted && !services::has_draws(run)) throw Error(ErrorKind::cancelled, "interrupted before any draw was made");
+        if (run.interrupted && !services::has_draws(run)) {
+            if (files && !args.quiet)
+                err << fmt::format("wrote {} CmdStan CSV file{} {}, with no draws\n", files->files(), files->files() == 1 ? "" : "s",
+                                   chain_file_path(files->output(), 1) + (files->files() > 1 ? " …" : ""));
+            throw Error(ErrorKind::cancelled, "interrupted before any chain kept a draw (in warmup or before starting): "
+                                              "nothing to summarise");
+        }
         return report(args, run, files ? &*files : nullptr, load_seconds, printed, out, err);
     });
 }

@@ -14,7 +14,9 @@ namespace vbn::commands {
 
 int plot(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
-        const std::vector<StanCsv> csvs = read_chain_files(files);
+        const ChainFiles read = read_chain_files(files);
+        if (!read.truncation.empty()) err << "note: " << read.truncation << '\n';
+        const std::vector<StanCsv>& csvs = read.chains;
         const StanCsv& first = csvs.front();
         plot::PlotInput in;
         in.title = first.config_value("model").value_or(std::filesystem::path(first.path).stem().string());

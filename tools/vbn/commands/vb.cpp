@@ -1,9 +1,11 @@
 // `vbn vb MODEL --data CSV`: variational EM, its importance correction, the table.
+#include "runtime/error.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/services/variational.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
 #include "tools/vbn/console.hpp"
+#include "tools/vbn/system.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -95,7 +97,21 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         s.vb.seed = args.seed;
         s.correction.seed = args.seed;
         s.correct = args.correction == "importance";
-        const services::VariationalRun run = services::variational(l.graph, l.data, s, console_callbacks(err));
+        // Ctrl-C stops EM between iterations: once a restart has finished, the best so far is
+        // printed and the status is 130; before that there is nothing to print.
+        services::Callbacks cb = console_callbacks(err);
+        cb.interrupt = InterruptScope::flag();
+        const services::VariationalRun run = [&] {
+            const InterruptScope scope;
+            try {
+                return services::variational(l.graph, l.data, s, cb);
+            } catch (const Error& e) {
+                if (e.kind() != ErrorKind::cancelled) throw;
+                throw Error(ErrorKind::cancelled, fmt::format("interrupted before the first of {} restart{} finished: no fit "
+                                                              "to report",
+                                                              s.vb.restarts, s.vb.restarts == 1 ? "" : "s"));
+            }
+        }();
         const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
         print_table(params, run.corrected, s.correction, out);
         print_fit(run, out);
@@ -104,7 +120,10 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
                                "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
                                run.corrected->pareto_k);
         if (args.summary_json) write_json_file(*args.summary_json, vb_summary_json(params, facts(run)));
-        return 0;
+        if (!run.result.interrupted) return 0;
+        err << fmt::format("warning: interrupted after {} of {} restarts; the fit above is the best of those{}\n",
+                           run.result.fits.size(), s.vb.restarts, s.correct ? " (no importance correction)" : "");
+        return exit_status(static_cast<int>(ErrorKind::cancelled));
     });
 }
 
