@@ -8,6 +8,20 @@
 
 #include <iostream>
 
+namespace {
+
+// A seed is a whole number from 0 to 2^64 - 1: CLI11 would read "-1" into the unsigned seed
+// as 2^64 - 1 without a word, so the text is checked first.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && (text.size() < 20 || (text.size() == 20 && text <= "18446744073709551615"))) return {};
+        return "a seed is a whole number from 0 to 18446744073709551615, not " + text;
+    },
+    "SEED");
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace vbn::commands;
     CLI::App app{"vbn: Bayesian inference for logistic (sigmoid) belief networks"};
@@ -24,7 +38,7 @@ int main(int argc, char** argv) {
     auto* sim_cmd = app.add_subcommand("simulate", "Draw parameters (prior or given) and sample rows forward");
     sim_cmd->add_option("model", sim_args.model, "Model file (.vbn)")->required();
     sim_cmd->add_option("--rows", sim_args.rows, "Number of rows to sample")->required();
-    sim_cmd->add_option("--seed", sim_args.seed, "Random seed (default: a fresh one, printed)");
+    sim_cmd->add_option("--seed", sim_args.seed, "Random seed (default: a fresh one, printed)")->check(kSeed);
     sim_cmd->add_option("--params", sim_args.params, R"(JSON file of parameter values, e.g. {"w": [2, -1]})");
     sim_cmd->add_flag("--include-hidden", sim_args.include_hidden, "Also write the hidden nodes' values");
     sim_cmd->add_option("--output", sim_args.output, "CSV file to write (default: standard output)");
@@ -38,7 +52,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     vb_cmd->add_option("--tolerance", vb_args.settings.vb.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
     vb_cmd->add_option("--max-iterations", vb_args.settings.vb.max_iterations, "EM iteration cap")->capture_default_str();
-    vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->capture_default_str();
+    vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->check(kSeed)->capture_default_str();
     vb_cmd->add_option("--correction", vb_args.correction,
                        "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
         ->check(CLI::IsMember({"importance", "none"}))
@@ -55,7 +69,7 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--chains", fit_args.settings.chains, "Number of chains")->capture_default_str();
     fit_cmd->add_option("--warmup", fit_args.settings.warmup, "Warmup iterations per chain")->capture_default_str();
     fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
-    fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)");
+    fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)")->check(kSeed);
     fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
@@ -87,7 +101,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     predict_cmd->add_option("--restarts", predict_args.settings.restarts, "With --vb: variational fits from different starts, best ELBO used")
         ->capture_default_str();
-    predict_cmd->add_option("--seed", predict_args.settings.seed, "Seed for the --vb draws and restarts")->capture_default_str();
+    predict_cmd->add_option("--seed", predict_args.settings.seed, "Seed for the --vb draws and restarts")->check(kSeed)->capture_default_str();
     predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
 
@@ -99,7 +113,7 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
         ->capture_default_str();
-    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->capture_default_str();
+    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->check(kSeed)->capture_default_str();
     std::vector<std::string> plot_files;
     std::string plot_dir;
     auto* plot_cmd = app.add_subcommand("plot", "Trace, density, pair and rank plots (PNG, by gnuplot) from CmdStan CSV files");
