@@ -161,9 +161,12 @@ RowPlan plan_row(const ir::Graph& g, const Dataset& d, int pattern, const Predic
         const long line = d.first_line.empty() ? 0 : d.first_line[static_cast<std::size_t>(pattern)];
         throw Error(ErrorKind::limit,
                     fmt::format("{}:{}: predicting this row sums {} unobserved values ({}) out together, 2^{} terms per "
-                                "row and draw; the limit is {}. Observe more of the row's values, or predict one node "
-                                "with --target.",
-                                d.name, line, grp.vars.size(), names, grp.vars.size(), o.max_enumerated),
+                                "row and draw; the limit is {}. {}",
+                                d.name, line, grp.vars.size(), names, grp.vars.size(), o.max_enumerated,
+                                o.target >= 0 ? fmt::format("The target {} is linked to them through the nodes they "
+                                                            "share; observe more of the row's values.",
+                                                            g.elements[static_cast<std::size_t>(o.target)].name)
+                                              : "Observe more of the row's values, or predict one node with --target."),
                     line, 0);
     }
     return plan;

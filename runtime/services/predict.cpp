@@ -1,11 +1,36 @@
 #include "runtime/services/predict.hpp"
 
+#include "lang/suggest.hpp"
 #include "runtime/error.hpp"
 #include "runtime/variational/vb.hpp"
 
 #include <fmt/format.h>
 
 namespace vbn::services {
+
+namespace {
+
+// Why `name` names no node, with the remedy: an array's bare name gets its elements, a typo
+// the closest node.
+[[noreturn]] void unknown_target(const ir::Graph& graph, const std::string& name) {
+    std::vector<std::string> binary;
+    std::vector<std::string> elements_of_array;
+    for (const auto& el : graph.elements) {
+        if (!el.binary) continue;
+        binary.push_back(el.name);
+        if (el.name.size() > name.size() && el.name.compare(0, name.size(), name) == 0 && el.name[name.size()] == '[')
+            elements_of_array.push_back(el.name);
+    }
+    if (!elements_of_array.empty())
+        throw Error(ErrorKind::usage,
+                    fmt::format("--target {}: {} is an array of {} nodes; give one element, from {} to {}", name, name,
+                                elements_of_array.size(), elements_of_array.front(), elements_of_array.back()));
+    const std::string near = lang::closest_name(name, binary);
+    throw Error(ErrorKind::usage, fmt::format("--target {}: the model {} has no node of that name{}", name, graph.name,
+                                              near.empty() ? "" : fmt::format("; did you mean {}?", near)));
+}
+
+}  // namespace
 
 int target_element(const ir::Graph& graph, const std::string& name) {
     for (std::size_t e = 0; e < graph.elements.size(); ++e)
@@ -14,7 +39,7 @@ int target_element(const ir::Graph& graph, const std::string& name) {
                 throw Error(ErrorKind::usage, fmt::format("--target {}: a covariate has no distribution to predict", name));
             return static_cast<int>(e);
         }
-    throw Error(ErrorKind::usage, fmt::format("--target {}: the model {} has no node of that name", name, graph.name));
+    unknown_target(graph, name);
 }
 
 PredictRun predict(const ir::Graph& graph, const Dataset& rows, const Eigen::MatrixXd& draws, const PredictSettings& settings) {

@@ -212,6 +212,14 @@ run "varblock mapped block" 0 -- "$vbn" fit "$ex/paper/unimodal_d50.vbn" --data 
   expect "mapped block moved whole" err "varblock: whole blocks \(1 of 1\) propose from that t with 100 degrees of freedom" &&
   if grep -q "sub-blocks" "$tmp/err"; then bad "a mapped block is still split"; else ok; fi
 
+# vb and fit list the parameters in one order (CmdStan's: a matrix column by column).
+run "vb order" 0 -- "$vbn" vb "$ex/paper/sbn_3x8.vbn" --data "$ex/paper/sbn_3x8.csv" --correction none &&
+  awk 'NR > 1 && NF == 6 { print $1 }' "$tmp/out" >"$tmp/vb_names" &&
+  run "fit order" 0 -- "$vbn" fit "$ex/paper/sbn_3x8.vbn" --data "$ex/paper/sbn_3x8.csv" --method rwm --quiet --seed 1 --chains 1 --warmup 10 --draws 10 &&
+  awk '$1 ~ /^[A-Za-z]+\[/ && NF == 10 { print $1 }' "$tmp/out" >"$tmp/fit_names" &&
+  if [ -s "$tmp/vb_names" ] && cmp -s "$tmp/vb_names" "$tmp/fit_names"; then ok; else
+    bad "vb and fit list the parameters in different orders: $(paste -sd' ' "$tmp/vb_names" | cut -c1-80) / $(paste -sd' ' "$tmp/fit_names" | cut -c1-80)"; fi
+
 # --- gibbs: hidden values sampled, no limit on them per row --------------------------------
 run "fit gibbs" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method gibbs --seed 3 --warmup 200 --draws 200 --quiet &&
   expect "fit gibbs row" out "^w\[1\] " && expect "fit gibbs acceptance" out "gibbs sweep over unobserved values .*conditional laplace block mh"
@@ -244,7 +252,7 @@ run "predict vb target" 0 -- "$vbn" predict "$mm" --data "$mmd" --vb --train "$m
   expect "predict truth column" out "^ +row +node +p +truth$" &&
   expect "predict scores" out "^50 rows with the true value: accuracy [0-9.]+, log loss [0-9.]+, Brier score [0-9.]+$"
 run "predict two posteriors" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb --train "$mmd" --draws "$tmp/mm_1.csv" &&
-  expect "predict one posterior" err "either --draws"
+  expect "predict one posterior" err "--draws and --vb are two sources of the posterior: give one"
 run "predict vb without train" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb && expect "train needed" err "--train"
 run "predict unknown target" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb --train "$mmd" --target q && expect "unknown target" err "no node of that name"
 run "predict draws of another model" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --draws "$tmp/fit_1.csv" &&

@@ -91,6 +91,31 @@ TEST_CASE("services::fit hands out each draw in output order, the same as the ke
     }
 }
 
+TEST_CASE("services::fit: auto says what it chose before the first draw, once") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    std::mutex m;
+    std::vector<std::string> events;  // notes, and "draw" for the first draw of any chain
+    services::Callbacks cb;
+    cb.on_draw = [&](int, int, const Eigen::VectorXd&, double, const inference::TransitionInfo&) {
+        const std::lock_guard lock(m);
+        if (std::find(events.begin(), events.end(), "draw") == events.end()) events.push_back("draw");
+    };
+    cb.log = [&](services::LogLevel level, const std::string& message) {
+        const std::lock_guard lock(m);
+        if (level == services::LogLevel::note) events.push_back(message);
+    };
+    const services::FitRun run = services::fit(g, d, small("auto"), cb);
+    const auto chose = std::find_if(events.begin(), events.end(),
+                                    [](const std::string& e) { return e.rfind("method auto chose ", 0) == 0; });
+    REQUIRE(chose != events.end());
+    CHECK(chose < std::find(events.begin(), events.end(), "draw"));
+    CHECK(std::count(events.begin(), events.end(), *chose) == 1);
+    CHECK(static_cast<std::size_t>(std::count_if(events.begin(), events.end(), [](const std::string& e) {
+              return e != "draw";
+          })) == run.result.notes.size());
+}
+
 TEST_CASE("services: draws streamed to CmdStan CSV files give the summary of the kept draws") {
     const ir::Graph g = compile_model(sbn_model, "sbn");
     const Dataset d = sbn_data(g);
@@ -321,6 +346,9 @@ TEST_CASE("services: variational, evidence, predict and simulate agree with each
     CHECK(p.predictions.size() == static_cast<std::size_t>(d.rows));
     CHECK(p.scores.scored == d.rows - 1);  // one row has v[2] missing
     CHECK_THROWS_WITH(services::target_element(g, "w"), doctest::Contains("has no node of that name"));
+    // An array's bare name lists its elements; a near miss gets the closest node.
+    CHECK_THROWS_WITH(services::target_element(g, "v"), doctest::Contains("v is an array of 3 nodes; give one element, from v[1] to v[3]"));
+    CHECK_THROWS_WITH(services::target_element(g, "v[2"), doctest::Contains("did you mean v[2]?"));
 
     services::SimulateSettings ss;
     ss.rows = 5;

@@ -55,7 +55,10 @@ void print_predictions(const ir::Graph& g, const PredictArgs& args, const servic
 
 int predict(const PredictArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
-        if (args.vb == !args.draws.empty())
+        if (args.vb && !args.draws.empty())
+            throw Error(ErrorKind::usage, "--draws and --vb are two sources of the posterior: give one, either the draws "
+                                          "files of a fit or --vb --train CSV for a variational fit");
+        if (!args.vb && args.draws.empty())
             throw Error(ErrorKind::usage, "predict needs the posterior: either --draws FILE_1.csv … or --vb --train CSV");
         if (!args.vb && args.train) throw Error(ErrorKind::usage, "--train goes with --vb (the draws files already hold the posterior)");
         const ir::Graph g = load_model_printing(args.model, err);
