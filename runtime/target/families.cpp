@@ -202,7 +202,7 @@ std::string limit_message(const ir::Graph& g, const Dataset& d, int size, const 
     for (std::size_t k = 0; k < lines.size(); ++k) where += (k ? ", " : "") + std::to_string(lines[k]);
     return fmt::format(
         "{}: {} {}: {} unobserved nodes ({}) are linked through the nodes they share, so summing them out "
-        "exactly needs 2^{} terms per row; the limit is {}. Use `--method gibbs`, which samples the hidden "
+        "exactly needs 2^{} terms per row; the limit is {}. `vbn fit --method gibbs` samples the hidden "
         "values instead of summing them out",
         d.name, lines.size() == 1 ? "line" : "lines", where, size, names, size, limit);
 }
