@@ -324,6 +324,8 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     name_outputs(run.r, graph);
     const std::vector<Eigen::VectorXd> inits = initial_points(graph, run.r.vb.best_fit(), o);
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(run);
+    if (o.on_note)
+        for (const auto& n : run.r.notes) o.on_note(n);
     run_all_chains(run, *kernel, inits);
     return std::move(run.r);
 }

@@ -75,6 +75,10 @@ struct FitOptions {
     // Called once the variational fit is done, before any chain starts (e.g. to write
     // output headers that record it), with the method that will run (auto resolved).
     std::function<void(const VbFit&, const std::string& method)> on_vb;
+    // Called with each note of the preparation (auto's choice and why, the proposal) once the
+    // kernel is built and before any chain starts, so that a long run says first what it
+    // runs. FitResult::notes holds them too, followed by any later ones.
+    std::function<void(const std::string&)> on_note;
 };
 
 // NUTS's target acceptance for this model and data: `requested` when it is not 0, else 0.65

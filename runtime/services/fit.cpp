@@ -58,9 +58,14 @@ FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, con
             const bool hmc = !find_method(method).hmc_engine.empty();
             on_start(FitStart{q, method, hmc ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
         };
+    std::size_t announced = 0;  // the notes said before the chains started
+    settings.on_note = [&](const std::string& n) {
+        callbacks.note(n);
+        ++announced;
+    };
     run.result = vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
-    for (const auto& n : run.result.notes) callbacks.note(n);
+    for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
     return run;
 }
 
