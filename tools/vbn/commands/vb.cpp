@@ -1,6 +1,7 @@
 // `vbn vb MODEL --data CSV`: variational EM, its importance correction, the table.
 #include "runtime/error.hpp"
 #include "runtime/report/summary.hpp"
+#include "runtime/sampling/fit.hpp"
 #include "runtime/services/variational.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 std::vector<VbParameter> parameters(const ir::Graph& g, const VbFit& q, const std::optional<RefinedPosterior>& c) {
     std::vector<VbParameter> params;
-    for (int k = 0; k < g.dim; ++k) {
+    for (int k : output_order(g)) {  // the order `vbn fit` reports in, as CmdStan writes the columns
         VbParameter p;
         p.name = g.theta_name(k);
         p.mean = q.mean[k];
