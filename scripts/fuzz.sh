@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (only them) with Clang, ASan and UBSan, and runs each for a
-# bounded time from corpora seeded by the examples and the golden error tests. Fails on any
+# bounded time from the committed corpus (fuzz/corpus/TARGET, grown by long runs) and seeds
+# from the examples and the golden error tests (fuzz/make-corpus.sh). Fails on any
 # crash, sanitizer report, leak, timeout or out-of-memory; the input that caused it is left
 # in BUILD/fuzz-artifacts/.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [BUILD_DIR]      (defaults: 60, build-fuzz)
@@ -23,8 +24,9 @@ run() {  # run TARGET CORPUS DICT: its report in $build/TARGET.log, libFuzzer's 
   set +e
   {
     echo "== $1: ${seconds}s"
+    # New inputs go to the first directory, the build's; the committed corpus is only read.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      "$build/fuzz/$1" "$2" -dict="$3" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      "$build/fuzz/$1" "$2" "fuzz/corpus/$1" -dict="$3" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=4096 -print_final_stats=1 -artifact_prefix="$artifacts/$1-" 2>&1 |
       grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)'
     echo "${PIPESTATUS[0]}" >"$build/$1.status"  # libFuzzer's status, not grep's

@@ -71,7 +71,7 @@ struct PredictArgs {
 int predict(const PredictArgs& args, std::ostream& out, std::ostream& err);
 
 struct CompareArgs {
-    std::string model_a, model_b;
+    std::vector<std::string> models;  // two or more
     std::string data;
     int evidence_draws = 4000;
     int restarts = 1;  // VB restarts per model (the best ELBO is used)

@@ -106,9 +106,8 @@ int main(int argc, char** argv) {
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
 
     CompareArgs compare_args;
-    auto* compare_cmd = app.add_subcommand("compare", "Log evidence of two models on the same data, and the log Bayes factor");
-    compare_cmd->add_option("model_a", compare_args.model_a, "First model file (.vbn)")->required();
-    compare_cmd->add_option("model_b", compare_args.model_b, "Second model file (.vbn)")->required();
+    auto* compare_cmd = app.add_subcommand("compare", "Log evidence of two or more models on the same data, ranked with Bayes factors");
+    compare_cmd->add_option("models", compare_args.models, "Model files (.vbn), two or more")->required();
     compare_cmd->add_option("--data", compare_args.data, "CSV file of observations")->required();
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")

@@ -1,7 +1,8 @@
-// `vbn compare MODEL_A MODEL_B --data CSV`: each model's log evidence (runtime/services/
-// evidence.hpp) and the log Bayes factor.
+// `vbn compare MODEL_1 MODEL_2 [MODEL_3 …] --data CSV`: each model's log evidence, the
+// ranking with log Bayes factors against the best and posterior model probabilities
+// (runtime/services/compare.hpp); with two models also the log Bayes factor of A against B.
 #include "runtime/error.hpp"
-#include "runtime/services/evidence.hpp"
+#include "runtime/services/compare.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
 #include "tools/vbn/console.hpp"
@@ -10,68 +11,91 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 
 namespace vbn::commands {
 
 namespace {
 
-struct ModelEvidence {
-    std::string name;
-    std::vector<std::string> observed;  // the data's binary columns, sorted
-    services::EvidenceRun run;
-};
-
-ModelEvidence evaluate(const std::string& path, const CompareArgs& args, std::ostream& err) {
-    const ir::Graph g = load_model_printing(path, err);
-    Dataset d;
+Dataset load_data(const ir::Graph& g, const std::string& path, const CompareArgs& args, std::ostream& err) {
     try {
         LoadNotes notes;
-        d = load_csv(g, args.data, &notes);
+        Dataset d = load_csv(g, args.data, &notes);
         for (const auto& n : notes.notices) err << "note: " << path << ": " << n << '\n';
+        return d;
     } catch (const Error& e) {
         if (e.kind() != ErrorKind::data) throw;
         throw Error(ErrorKind::data, fmt::format("the data do not fit the model {}:\n{}", path, e.what()), e.line(), e.column());
     }
-    ModelEvidence m;
-    m.name = path;
-    m.observed = d.binary_names;
-    std::sort(m.observed.begin(), m.observed.end());
-    services::EvidenceSettings s;
-    s.vb.restarts = args.restarts;
-    s.vb.seed = args.seed;
-    s.evidence.draws = args.evidence_draws;
-    s.evidence.seed = args.seed;
-    m.run = services::evidence(g, d, s);
-    return m;
+}
+
+std::size_t name_width(const std::vector<std::string>& names) {
+    std::size_t width = 5;
+    for (const auto& n : names) width = std::max(width, n.size());
+    return width;
+}
+
+// The two-model lines `vbn compare` has always printed: A against B, whichever is better.
+void print_pair(const services::CompareRun& run, const std::vector<std::string>& names, std::ostream& out) {
+    const Evidence& a = run.evidence[0].evidence;
+    const Evidence& b = run.evidence[1].evidence;
+    const double lbf = a.log_evidence - b.log_evidence;
+    out << fmt::format("\nlog Bayes factor log p(data | A) - log p(data | B) = {:.4f} ± {:.4f}\n", lbf, std::hypot(a.se, b.se));
+    out << fmt::format("(A = {}, B = {}; positive favours A", names[0], names[1]);
+    out << fmt::format("; the data are {:.3g} times as probable under {})\n", std::exp(std::min(std::abs(lbf), 700.0)),
+                       lbf >= 0 ? "A" : "B");
+}
+
+void print_ranking(const services::CompareRun& run, const std::vector<std::string>& names, std::ostream& out) {
+    const std::size_t width = name_width(names);
+    out << "\nranking (equal prior probabilities; log BF = log p(data | model) - log p(data | best)):\n";
+    out << fmt::format("{:>4}  {:<{}} {:>14} {:>12} {:>10} {:>12}\n", "rank", "model", width, "log evidence", "log BF", "se",
+                       "probability");
+    for (std::size_t r = 0; r < run.ranking.size(); ++r) {
+        const services::RankedModel& m = run.ranking[r];
+        out << fmt::format("{:>4}  {:<{}} {:>14.4f} {:>12.4f} {:>10.4f} {:>12.4g}\n", r + 1, names[m.model], width,
+                           run.evidence[m.model].evidence.log_evidence, m.log_bayes_factor, m.se, m.probability);
+    }
+}
+
+void print(const services::CompareRun& run, const std::vector<std::string>& names, std::ostream& out) {
+    const std::size_t width = name_width(names);
+    out << fmt::format("{:<{}} {:>14} {:>14} {:>10} {:>8}\n", "model", width, "ELBO", "log evidence", "se", "k-hat");
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const services::EvidenceRun& e = run.evidence[k];
+        out << fmt::format("{:<{}} {:>14.4f} {:>14.4f} {:>10.4f} {:>8.3f}\n", names[k], width, e.elbo,
+                           e.evidence.log_evidence, e.evidence.se, e.evidence.pareto_k);
+    }
+    if (names.size() == 2) print_pair(run, names, out);
+    print_ranking(run, names, out);
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const double khat = run.evidence[k].evidence.pareto_k;
+        if (!(khat <= 0.7))
+            out << fmt::format("warning: {}: Pareto k-hat {:.2f}: {}\n", names[k], khat, pareto_k_reading(khat));
+    }
 }
 
 }  // namespace
 
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
-        const ModelEvidence a = evaluate(args.model_a, args, err);
-        const ModelEvidence b = evaluate(args.model_b, args, err);
-        if (a.observed != b.observed)
-            throw Error(ErrorKind::usage,
-                        fmt::format("{} and {} observe different columns ({} vs {}): their evidences are probabilities of "
-                                    "different data and cannot be compared",
-                                    args.model_a, args.model_b, fmt::join(a.observed, ", "), fmt::join(b.observed, ", ")));
-        std::size_t width = 5;
-        for (const auto* m : {&a, &b}) width = std::max(width, m->name.size());
-        out << fmt::format("{:<{}} {:>14} {:>14} {:>10} {:>8}\n", "model", width, "ELBO", "log evidence", "se", "k-hat");
-        for (const auto* m : {&a, &b})
-            out << fmt::format("{:<{}} {:>14.4f} {:>14.4f} {:>10.4f} {:>8.3f}\n", m->name, width, m->run.elbo,
-                               m->run.evidence.log_evidence, m->run.evidence.se, m->run.evidence.pareto_k);
-        const double lbf = a.run.evidence.log_evidence - b.run.evidence.log_evidence;
-        const double se = std::hypot(a.run.evidence.se, b.run.evidence.se);
-        out << fmt::format("\nlog Bayes factor log p(data | A) - log p(data | B) = {:.4f} ± {:.4f}\n", lbf, se);
-        out << fmt::format("(A = {}, B = {}; positive favours A", args.model_a, args.model_b);
-        out << fmt::format("; the data are {:.3g} times as probable under {})\n", std::exp(std::min(std::abs(lbf), 700.0)),
-                           lbf >= 0 ? "A" : "B");
-        for (const auto* m : {&a, &b})
-            if (!(m->run.evidence.pareto_k <= 0.7))
-                out << fmt::format("warning: {}: Pareto k-hat {:.2f}: {}\n", m->name, m->run.evidence.pareto_k,
-                                   pareto_k_reading(m->run.evidence.pareto_k));
+        services::check_model_count(args.models);  // before loading anything
+        std::vector<ir::Graph> graphs;
+        std::vector<Dataset> data;
+        graphs.reserve(args.models.size());
+        data.reserve(args.models.size());
+        std::vector<services::CompareModel> models;
+        for (const std::string& path : args.models) {
+            graphs.push_back(load_model_printing(path, err));
+            data.push_back(load_data(graphs.back(), path, args, err));
+            models.push_back({path, &graphs.back(), &data.back()});
+        }
+        services::EvidenceSettings s;
+        s.vb.restarts = args.restarts;
+        s.vb.seed = args.seed;
+        s.evidence.draws = args.evidence_draws;
+        s.evidence.seed = args.seed;
+        print(services::compare(models, s), args.models, out);
         return 0;
     });
 }

@@ -1,0 +1,1 @@
+vbn check examples/wells/wells_arsenic.vbn
