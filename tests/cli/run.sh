@@ -125,12 +125,12 @@ run "paper data reproducible" 0 -- "$vbn" simulate "$m" --rows 50 --seed 52 --pa
 run "simulate wells covariates" 0 -- "$vbn" simulate "$ex/wells/wells.vbn" --rows 4 --seed 3 && expect "covariate columns" out "^dist100,arsenic,switched$"
 
 # --- vb ----------------------------------------------------------------------------------
-run "vb" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vb.json" &&
+run "vb" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vb.json" --seed 1 &&
   expect "vb table" out "^name +mean +sd" && expect "vb rows" out "^w\[5\] " && expect "vb elbo" out "ELBO -[0-9.]+ .*converged"
 if grep -q '"method"' "$tmp/vb.json" && grep -q '"name": *"w\[1\]"' "$tmp/vb.json"; then ok; else bad "vb summary json"; fi
-run "vb restarts" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --restarts 3 && expect "restarts listed" out "restarts \(ELBO\)"
+run "vb restarts" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --restarts 3 --seed 1 && expect "restarts listed" out "restarts \(ELBO\)"
 run "vb without data" 1 -- "$vbn" vb "$ex/paper/multimodal.vbn" && expect "vb without data" err "--data is required"
-run "vb corrected" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vbc.json" &&
+run "vb corrected" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --summary-json "$tmp/vbc.json" --seed 1 &&
   expect "corrected table" out "^name +mean +sd +mcse +5% +50% +95% +vb_mean +vb_sd" && expect "k-hat reported" out "k-hat -?[0-9.]+ \(reliable"
 if grep -q '"pareto_k"' "$tmp/vbc.json" && grep -q '"vb_sd"' "$tmp/vbc.json" && grep -q '"correction": *"importance"' "$tmp/vbc.json"; then ok; else bad "vb corrected summary json"; fi
 run "vb raw fit" 0 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction none --summary-json "$tmp/vbr.json" &&
@@ -140,7 +140,7 @@ if diff <(grep -E '"(mean|sd|q5|q50|q95)":' "$tmp/vbc.json" | tr -d ,) <(grep -E
   [ "$(grep -c '"corrected_mean":' "$tmp/vbc.json")" -eq 5 ] && [ "$(grep -c '"corrected_mcse_mean":' "$tmp/vbc.json")" -eq 5 ] &&
   ! grep -q '"corrected_' "$tmp/vbr.json"; then ok; else bad "vb json: mean/sd are the raw fit, corrected_* the corrected moments"; fi
 printf 'node a ~ bernoulli(0.3);\nnode b ~ logistic(0.5 + 1 * a);\n' > "$tmp/fixed.vbn"; printf 'a,b\n1,1\n-1,1\n' > "$tmp/fixed.csv"
-run "vb without parameters" 0 -- "$vbn" vb "$tmp/fixed.vbn" --data "$tmp/fixed.csv" && expect "no parameters: raw table" out "^name +mean +sd +5%"
+run "vb without parameters" 0 -- "$vbn" vb "$tmp/fixed.vbn" --data "$tmp/fixed.csv" --seed 1 && expect "no parameters: raw table" out "^name +mean +sd +5%"
 run "vb bad correction" 1 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction maybe &&
   expect "vb bad correction" err "--correction: maybe not in \{importance,none\}"
 
@@ -232,12 +232,12 @@ run "summary of missing file" 1 -- "$vbn" summary "$tmp/none_1.csv" && expect "s
 # --- evidence, predict, compare ----------------------------------------------------------
 mm=$ex/paper/multimodal.vbn
 mmd=$ex/paper/multimodal.csv
-run "vb evidence" 0 -- "$vbn" vb "$ex/paper/unimodal_d1.vbn" --data "$ex/paper/unimodal_d1.csv" --summary-json "$tmp/vbe.json" &&
+run "vb evidence" 0 -- "$vbn" vb "$ex/paper/unimodal_d1.vbn" --data "$ex/paper/unimodal_d1.csv" --summary-json "$tmp/vbe.json" --seed 1 &&
   expect "log evidence printed" out "^log p\(data\) ~ -[0-9.]+ \+- [0-9.]+ \(importance sampling\)" &&
   expect "k-hat good" out "k-hat -?[0-9.]+ \(reliable below 0\.7\)"
 if grep -q '"log_evidence": *-[0-9]' "$tmp/vbe.json" && grep -q '"log_evidence_se": *[0-9]' "$tmp/vbe.json" &&
   grep -q '"pareto_k": *-\?[0-9]' "$tmp/vbe.json"; then ok; else bad "vb summary json has the evidence keys"; fi
-run "vb evidence multimodal" 0 -- "$vbn" vb "$mm" --data "$mmd" && expect "k-hat unreliable" out "k-hat [0-9.]+ \(ABOVE 0\.7: the corrected numbers are NOT reliable\)"
+run "vb evidence multimodal" 0 -- "$vbn" vb "$mm" --data "$mmd" --seed 1 && expect "k-hat unreliable" out "k-hat [0-9.]+ \(ABOVE 0\.7: the corrected numbers are NOT reliable\)"
 run "vb no evidence" 0 -- "$vbn" vb "$mm" --data "$mmd" --correction none --summary-json "$tmp/vb0.json"
 if grep -q '^log p(data) ~' "$tmp/out" || grep -q '"pareto_k"' "$tmp/vb0.json"; then bad "--correction none skips the estimate"; else ok; fi
 
@@ -248,7 +248,7 @@ run "predict draws" 0 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --draws "$tm
 if [ "$(head -1 "$tmp/pred.csv")" = "row,node,p" ] &&
   [ "$(tail -n +2 "$tmp/pred.csv" | cut -d, -f1,2 | tr '\n' ' ')" = "1,h 1,y 2,h 3,h 3,o 3,y " ] &&
   awk -F, 'NR > 1 && !($3 >= 0 && $3 <= 1) { exit 1 }' "$tmp/pred.csv"; then ok; else bad "predict CSV layout"; fi
-run "predict vb target" 0 -- "$vbn" predict "$mm" --data "$mmd" --vb --train "$mmd" --target y &&
+run "predict vb target" 0 -- "$vbn" predict "$mm" --data "$mmd" --vb --train "$mmd" --target y --seed 1 &&
   expect "predict truth column" out "^ +row +node +p +truth$" &&
   expect "predict scores" out "^50 rows with the true value: accuracy [0-9.]+, log loss [0-9.]+, Brier score [0-9.]+$"
 run "predict two posteriors" 1 -- "$vbn" predict "$mm" --data "$tmp/new.csv" --vb --train "$mmd" --draws "$tmp/mm_1.csv" &&
@@ -261,18 +261,43 @@ printf 'o,y\n1,maybe\n' >"$tmp/newbad.csv"
 run "predict bad row" 1 -- "$vbn" predict "$mm" --data "$tmp/newbad.csv" --vb --train "$mmd" && expect "predict bad row place" err "newbad\.csv:2:[0-9]+.*maybe"
 
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nb, w ~ normal(0, 3);\n' >"$tmp/direct.vbn"
-run "compare" 0 -- "$vbn" compare "$mm" "$tmp/direct.vbn" --data "$mmd" --evidence-draws 2000 &&
+run "compare" 0 -- "$vbn" compare "$mm" "$tmp/direct.vbn" --data "$mmd" --evidence-draws 2000 --seed 1 &&
   expect "compare table" out "^model +ELBO +log evidence +se +k-hat$" && expect "compare row" out "direct\.vbn +-[0-9.]+ +-[0-9.]+ +[0-9.]+ +-?[0-9.]+$" &&
   expect "bayes factor" out "^log Bayes factor .* = -?[0-9.]+ ± [0-9.]+$" && expect "compare warns on k-hat" out "^warning: .*multimodal\.vbn: Pareto k-hat"
 # compare's log evidence is vbn vb's, for the same draws and seed
 cmp_le=$(awk '$1 ~ /direct\.vbn$/ {print $3 " " $4}' "$tmp/out")
-run "vb evidence as compare" 0 -- "$vbn" vb "$tmp/direct.vbn" --data "$mmd" --correction-draws 2000
+run "vb evidence as compare" 0 -- "$vbn" vb "$tmp/direct.vbn" --data "$mmd" --correction-draws 2000 --seed 1
 vb_le=$(sed -n 's/^log p(data) ~ \(-[0-9.]*\) +- \([0-9.]*\) .*/\1 \2/p' "$tmp/out")
 if [ -n "$cmp_le" ] && [ "$cmp_le" = "$vb_le" ]; then ok; else bad "compare and vb give the same log evidence ('$cmp_le' vs '$vb_le')"; fi
 run "compare data misfit" 1 -- "$vbn" compare "$mm" "$ex/paper/unimodal_d1.vbn" --data "$mmd" && expect "compare misfit" err "do not fit the model .*unimodal_d1\.vbn"
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nnode z ~ logistic(c);\nb, w, c ~ normal(0, 3);\n' >"$tmp/more.vbn"
 printf 'o,y,z\n1,1,1\n-1,1,-1\n' >"$tmp/more.csv"
 run "compare other columns" 1 -- "$vbn" compare "$tmp/more.vbn" "$tmp/direct.vbn" --data "$tmp/more.csv" && expect "compare columns" err "observe different columns"
+# --- one seed rule: without --seed every random command prints a fresh seed that repeats it --
+# same_seed NAME -- command...: the command without --seed prints "note: seed S"; run again with
+# --seed S it prints the same stdout (timings masked).
+same_seed() {
+  local name=$1
+  shift 2
+  run "$name, no seed" 0 -- "$@" || return
+  local seed
+  seed=$(sed -nE 's/^note: seed ([0-9]+) \(pass --seed \1 to repeat this run\)$/\1/p' "$tmp/err")
+  if [ -z "$seed" ]; then bad "$name: no 'note: seed S' line"; sed 's/^/  stderr: /' "$tmp/err" | head; return; fi
+  sed -E 's/[0-9.]+ ?(s|ms)\b/<t>/g' "$tmp/out" >"$tmp/first"
+  run "$name, --seed $seed" 0 -- "$@" --seed "$seed" || return
+  if sed -E 's/[0-9.]+ ?(s|ms)\b/<t>/g' "$tmp/out" | cmp -s - "$tmp/first"; then ok; else bad "$name: --seed $seed does not repeat the run"; fi
+  if grep -q '^note: seed' "$tmp/err"; then bad "$name: a seed note although --seed was given"; else ok; fi
+}
+same_seed "simulate" -- "$vbn" simulate "$ex/paper/multimodal.vbn" --rows 20
+same_seed "vb" -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --correction-draws 500
+same_seed "predict --vb" -- "$vbn" predict "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --vb \
+  --train "$ex/paper/multimodal.csv" --vb-draws 200
+same_seed "compare" -- "$vbn" compare "$ex/wells/wells.vbn" "$ex/wells/wells_dist.vbn" --data "$ex/wells/wells.csv" \
+  --evidence-draws 500
+same_seed "fit" -- "$vbn" fit "$ex/paper/unimodal_d1.vbn" --data "$ex/paper/unimodal_d1.csv" --warmup 100 --draws 100
+run "vb, one start, no correction" 0 -- "$vbn" vb "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --correction none &&
+  if grep -q '^note: seed' "$tmp/err"; then bad "vb without random numbers announced a seed"; else ok; fi
+
 # --- plots, progress, and R reading our files ---------------------------------------------
 m=$ex/paper/multimodal.vbn
 d=$ex/paper/multimodal.csv

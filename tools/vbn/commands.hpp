@@ -40,7 +40,7 @@ struct VbArgs {
     std::string data;
     std::optional<std::string> summary_json;
     services::VariationalSettings settings;  // --restarts, --tolerance, --max-iterations, --correction-draws
-    std::uint64_t seed = 1;                  // the restarts' and the correction's
+    std::optional<std::uint64_t> seed;       // the restarts' and the correction's; absent: fresh, printed
     std::string correction = "importance";   // or "none": the raw VB fit
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
@@ -66,7 +66,8 @@ struct PredictArgs {
     std::optional<std::string> train;
     std::optional<std::string> target;      // a node name, e.g. y or v[3]
     std::optional<std::string> output;      // CSV file: row,node,p
-    services::PredictSettings settings;     // --vb-draws, --restarts, --seed
+    services::PredictSettings settings;     // --vb-draws, --restarts
+    std::optional<std::uint64_t> seed;      // for --vb; absent: a fresh one, printed
 };
 int predict(const PredictArgs& args, std::ostream& out, std::ostream& err);
 
@@ -75,7 +76,7 @@ struct CompareArgs {
     std::string data;
     int evidence_draws = 4000;
     int restarts = 1;  // VB restarts per model (the best ELBO is used)
-    std::uint64_t seed = 1;
+    std::optional<std::uint64_t> seed;  // absent: a fresh one, printed
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
@@ -91,5 +92,9 @@ int exit_status(int error_kind);
 
 // A seed for runs where the user gave none (printed so the run can be repeated).
 std::uint64_t fresh_seed();
+// The seed of a run that draws random numbers: the one given, or a fresh one announced on err
+// as "note: seed S (pass --seed S to repeat this run)" unless quiet. Every command takes its
+// default seed this way (docs/design.md §3, Seeds).
+std::uint64_t seed_or_fresh(const std::optional<std::uint64_t>& given, std::ostream& err, bool quiet = false);
 
 }  // namespace vbn::commands

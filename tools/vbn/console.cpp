@@ -26,6 +26,13 @@ std::uint64_t fresh_seed() {
     return ((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ t) % 4294967296ULL;
 }
 
+std::uint64_t seed_or_fresh(const std::optional<std::uint64_t>& given, std::ostream& err, bool quiet) {
+    if (given) return *given;
+    const std::uint64_t seed = fresh_seed();
+    if (!quiet) err << fmt::format("note: seed {} (pass --seed {} to repeat this run)\n", seed, seed);
+    return seed;
+}
+
 ir::Graph load_model_printing(const std::string& model, std::ostream& err) {
     std::string warnings;
     ir::Graph g = load_model(model, &warnings);

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     vb_cmd->add_option("--tolerance", vb_args.settings.vb.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
     vb_cmd->add_option("--max-iterations", vb_args.settings.vb.max_iterations, "EM iteration cap")->capture_default_str();
-    vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points")->check(kSeed)->capture_default_str();
+    vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points and the correction's draws (default: a fresh one, printed)")->check(kSeed);
     vb_cmd->add_option("--correction", vb_args.correction,
                        "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
         ->check(CLI::IsMember({"importance", "none"}))
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     predict_cmd->add_option("--restarts", predict_args.settings.restarts, "With --vb: variational fits from different starts, best ELBO used")
         ->capture_default_str();
-    predict_cmd->add_option("--seed", predict_args.settings.seed, "Seed for the --vb draws and restarts")->check(kSeed)->capture_default_str();
+    predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws and restarts (default: a fresh one, printed)")->check(kSeed);
     predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
 
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
         ->capture_default_str();
-    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts")->check(kSeed)->capture_default_str();
+    compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts (default: a fresh one, printed)")->check(kSeed);
     std::vector<std::string> plot_files;
     std::string plot_dir;
     auto* plot_cmd = app.add_subcommand("plot", "Trace, density, pair and rank plots (PNG, by gnuplot) from CmdStan CSV files");

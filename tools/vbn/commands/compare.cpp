@@ -92,9 +92,9 @@ int compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
         }
         services::EvidenceSettings s;
         s.vb.restarts = args.restarts;
-        s.vb.seed = args.seed;
+        s.vb.seed = seed_or_fresh(args.seed, err);
         s.evidence.draws = args.evidence_draws;
-        s.evidence.seed = args.seed;
+        s.evidence.seed = s.vb.seed;
         print(services::compare(models, s), args.models, out);
         return 0;
     });

@@ -73,8 +73,7 @@ FitOptions settings_of(const FitArgs& args, std::ostream& err) {
         if (*args.adapt_delta == 0) throw Error(ErrorKind::usage, "--adapt-delta must lie strictly between 0 and 1, got 0");
         o.adapt_delta = *args.adapt_delta;
     }
-    o.seed = args.seed ? *args.seed : fresh_seed();
-    if (!args.seed && !args.quiet) err << fmt::format("note: seed {} (pass --seed {} to repeat this run)\n", o.seed, o.seed);
+    o.seed = seed_or_fresh(args.seed, err, args.quiet);
     o.keep_draws = !args.output;
     return o;
 }

@@ -76,6 +76,7 @@ int predict(const PredictArgs& args, std::ostream& out, std::ostream& err) {
             LoadNotes notes;
             const Dataset train = load_csv(g, *args.train, &notes);
             print_notes(notes.notices, err);
+            s.seed = seed_or_fresh(args.seed, err);
             draws = services::variational_draws(g, train, s);
         } else {
             draws = draws_from_stan_csv(g, args.draws, &notices);

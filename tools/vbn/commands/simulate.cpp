@@ -21,8 +21,7 @@ int simulate(const SimulateArgs& args, std::ostream& out, std::ostream& err) {
         services::SimulateSettings s;
         s.rows = args.rows;
         s.include_hidden = args.include_hidden;
-        s.seed = args.seed ? *args.seed : fresh_seed();
-        if (!args.seed) err << fmt::format("note: seed {} (pass --seed {} to repeat this run)\n", s.seed, s.seed);
+        s.seed = seed_or_fresh(args.seed, err);
         if (args.params) {
             try {
                 s.params = nlohmann::json::parse(read_file(*args.params, "parameter file"));

@@ -95,9 +95,11 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const Loaded l = load_printing(args.model, args.data, err);
         services::VariationalSettings s = args.settings;
-        s.vb.seed = args.seed;
-        s.correction.seed = args.seed;
         s.correct = args.correction == "importance";
+        // One start without the correction draws no random number: no seed to announce.
+        const bool random = s.correct || s.vb.restarts > 1;
+        s.vb.seed = random ? seed_or_fresh(args.seed, err) : args.seed.value_or(1);
+        s.correction.seed = s.vb.seed;
         // Ctrl-C stops EM between iterations: once a restart has finished, the best so far is
         // printed and the status is 130; before that there is nothing to print.
         services::Callbacks cb = console_callbacks(err);

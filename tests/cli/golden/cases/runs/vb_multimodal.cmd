@@ -1,1 +1,1 @@
-vbn vb examples/paper/multimodal.vbn --data examples/paper/multimodal.csv
+vbn vb examples/paper/multimodal.vbn --data examples/paper/multimodal.csv --seed 1

@@ -1,1 +1,1 @@
-vbn vb examples/wells/wells.vbn --data examples/wells/wells.csv
+vbn vb examples/wells/wells.vbn --data examples/wells/wells.csv --seed 1
