@@ -88,6 +88,32 @@ void warn_childless_hidden(Lowering& s, const Edges& edges) {
     }
 }
 
+// A covariate that is no node's parent changes no likelihood term: its column is read and
+// ignored, which is almost always a forgotten term or a misspelt parent.
+void warn_unused_covariates(Lowering& s) {
+    std::vector<bool> used(s.g.elements.size(), false);
+    for (std::size_t e = 0; e < s.g.elements.size(); ++e)
+        if (s.g.elements[e].binary)
+            for (int p : s.g.parents(static_cast<int>(e))) used[static_cast<std::size_t>(p)] = true;
+    for (std::size_t vi = 0; vi < s.g.variables.size(); ++vi) {
+        const ir::Variable& v = s.g.variables[vi];
+        if (v.kind != ir::VariableKind::covariate || s.duplicate[vi]) continue;
+        std::vector<std::string> unused;
+        for (int k = 0; k < v.size; ++k)
+            if (!used[static_cast<std::size_t>(v.first_element + k)]) unused.push_back(s.element(v.first_element + k).name);
+        if (unused.empty()) continue;
+        if (static_cast<int>(unused.size()) == v.size)
+            s.diag.warning(v.loc, fmt::format("covariate '{}' is not a parent of any node, so it does not affect the posterior; "
+                                              "use it in a predictor (e.g. 'w * {}') or remove it",
+                                              v.name, v.name));
+        else
+            s.diag.warning(v.loc, fmt::format("element{} {} of covariate '{}' {} of any node, so {} not affect the posterior",
+                                              unused.size() == 1 ? "" : "s", name_list(unused), v.name,
+                                              unused.size() == 1 ? "is not a parent" : "are not parents",
+                                              unused.size() == 1 ? "it does" : "they do"));
+    }
+}
+
 }  // namespace
 
 void order_graph(Lowering& s) {
@@ -132,6 +158,9 @@ void order_graph(Lowering& s) {
             if (!done[static_cast<std::size_t>(e)]) finish(e);
     }
     warn_childless_hidden(s, edges);
+    // After an error (an unknown or misspelt parent, say) the covariate may well be meant as a
+    // parent: the error says what to fix, and the warning would only repeat it.
+    if (s.diag.error_count() == 0) warn_unused_covariates(s);
 }
 
 void build_blocks(Lowering& s) {

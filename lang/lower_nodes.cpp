@@ -25,7 +25,20 @@ std::vector<std::string> variable_names(const Lowering& s) {
 struct NodeContext {
     int variable = 0;
     std::set<int> seen;  // parent elements already used by an earlier term or item
+    const ast::identifier* bias = nullptr;  // the node's first learned bias, if any
+    Location bias_loc;
+    double bias_sign = 1.0;
 };
+
+// A second learned bias adds to the logit exactly as the first does (both multiply the
+// constant feature f = 1 of eq. (1)), so the likelihood depends only on their sum: each is
+// identified by its prior alone, and the posterior is a ridge along b - c.
+void warn_second_bias(Lowering& s, const NodeContext& node, const ast::identifier& id, Location loc, double sign) {
+    const std::string sum = fmt::format("{}{} {} {}", node.bias_sign < 0 ? "-" : "", node.bias->name, sign < 0 ? '-' : '+', id.name);
+    s.diag.warning(loc, fmt::format("'{}' is a second learned bias of '{}' (after '{}' on line {}); the data inform only "
+                                    "{}, so each alone is known only through its prior: keep one bias",
+                                    id.name, s.variable(node.variable).name, node.bias->name, node.bias_loc.line, sum));
+}
 
 struct Parents {
     std::vector<int> elements;
@@ -206,6 +219,13 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
         return;
     }
     add_parameter(s, node.variable, id, loc, sign, t.parents ? &parents : nullptr);
+    if (t.parents) return;
+    if (node.bias) warn_second_bias(s, node, id, loc, sign);
+    else {
+        node.bias = &id;
+        node.bias_loc = loc;
+        node.bias_sign = sign;
+    }
 }
 
 void lower_bernoulli(Lowering& s, const ir::Variable& v, const ast::bernoulli_dist& b, Location node_loc) {
@@ -236,7 +256,7 @@ void lower_nodes(Lowering& s) {
             continue;
         }
         for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].logistic = true;
-        NodeContext node{vi, {}};
+        NodeContext node{vi, {}, nullptr, {}, 1.0};
         const auto& logistic = boost::get<ast::logistic_dist>(decl->dist.get());
         for (const auto& t : logistic.linear.terms) lower_term(s, node, t, node_loc);
     }
