@@ -1,10 +1,9 @@
 // Plots: the data behind the pictures (histogram bins, rank counts, the 2-D kernel density,
 // its highest-density levels, the choice of pairs), the files `write_plots` leaves, its
-// message when gnuplot is missing, and the progress display.
+// message when gnuplot is missing.
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 #include "tools/vbn/plot.hpp"
-#include "tools/vbn/progress.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -260,38 +259,4 @@ TEST_CASE("write_plots leaves data, scripts and PNG files; without gnuplot it sa
         CHECK(fs::file_size(i) > 5000);
     }
     CHECK_FALSE(fs::exists(dir.path / "pairs.log"));  // gnuplot had nothing to complain about
-}
-
-TEST_CASE("progress: lines by time when not on a terminal, one rewritten line on a terminal") {
-    using inference::ChainProgress;
-    std::ostringstream out;
-    ProgressDisplay lines(out, 2, false, 2.0);
-    lines.update(ChainProgress{0, 10, 100, true}, 0.0);
-    lines.update(ChainProgress{1, 12, 100, true}, 0.1);
-    lines.update(ChainProgress{0, 40, 100, true}, 1.0);  // within 2 s of chain 1's last line
-    lines.update(ChainProgress{0, 90, 100, true}, 2.5);
-    lines.update(ChainProgress{0, 100, 100, true}, 2.6);  // the end of a phase is always shown
-    lines.update(ChainProgress{0, 5, 50, false}, 2.7);    // too soon after the last line
-    lines.finish();
-    CHECK(out.str() ==
-          "chain 1 warmup 10/100 (10%)\n"
-          "chain 2 warmup 12/100 (12%)\n"
-          "chain 1 warmup 90/100 (90%)\n"
-          "chain 1 warmup 100/100 (100%)\n");
-
-    std::ostringstream tty;
-    ProgressDisplay line(tty, 2, true);
-    line.update(ChainProgress{0, 10, 100, true}, 0.0);
-    line.update(ChainProgress{1, 3, 50, false}, 0.5);
-    line.finish();
-    CHECK(tty.str() ==
-          "\rchain 1 warmup 10/100 (10%)\x1b[K"
-          "\rchain 1 warmup 10/100 (10%)  chain 2 sampling 3/50 (6%)\x1b[K\n");
-
-    // Cut to the terminal's width so that the line never wraps (\r only returns within a line).
-    std::ostringstream narrow;
-    ProgressDisplay cut(narrow, 2, true, 2.0, 20);
-    cut.update(ChainProgress{0, 10, 100, true}, 0.0);
-    cut.update(ChainProgress{1, 3, 50, false}, 0.5);
-    CHECK(narrow.str() == "\rchain 1 warmup 10/1\x1b[K\rchain 1 warmup 10/1\x1b[K");
 }

@@ -34,7 +34,7 @@ TIMING = re.compile(r" *(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)? ?(?:
 
 # A progress line of `vbn fit` before its phase ends: printed by time (every 2 s when stderr is
 # not a terminal), so only on a slow machine; the line at 100% is always printed and kept.
-PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) (\d+)/(?!\1 )\d+ \(\d+%\)\n", re.M)
+PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) (\d+)/(?!\1 )\d+ \(\d+%\)(?:, ETA \w+)?\n", re.M)
 
 # A number written with 12 or more significant digits (JSON, CSV files, parameters echoed):
 # compared at 10, since its last bits vary between compilers, flags and CPUs.
@@ -47,7 +47,7 @@ def round_long(m):
 
 # Any progress line: a transcript leaves them out, as a terminal shows one line rewritten in
 # place, and with several threads the chains' lines come in any order.
-ANY_PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) \d+/\d+ \(\d+%\)$")
+ANY_PROGRESS = re.compile(r"^chain \d+ (?:warmup|sampling) \d+/\d+ \(\d+%\)(?:, ETA \w+)?$")
 
 # In JSON, a key that names seconds: its value is a timing.
 SECONDS = re.compile(r'("\w*seconds\w*": *)[-+0-9.eE]+')

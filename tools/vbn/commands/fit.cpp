@@ -153,7 +153,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         };
         if (!args.quiet) {
             const bool terminal = &err == &std::cerr && ProgressDisplay::stderr_is_terminal();
-            progress = std::make_unique<ProgressDisplay>(err, o.chains, terminal, 2.0, terminal ? ProgressDisplay::stderr_width() : 0);
+            ProgressSettings ps;
+            ps.chains = o.chains;
+            ps.warmup = o.warmup;
+            ps.draws = o.draws;
+            ps.terminal = terminal;
+            ps.width = terminal ? ProgressDisplay::stderr_width() : 0;
+            progress = std::make_unique<ProgressDisplay>(err, ps);
             cb.progress = [&](const inference::ChainProgress& p) { progress->update(p); };
         }
         // With --output the draws go only to the files, streamed (memory does not grow with
