@@ -403,17 +403,26 @@ run "varblock overrelax out of range" 1 -- "$vbn" fit "$u5.vbn" --data "$u5.csv"
 # chains 3 and 4 (waiting for a thread) start and stop at once. Every CSV file is valid and
 # closed by its timing footer, the summary is over the chains with draws cut to the shortest,
 # one warning line says so, and the status is 130.
-"$vbn" fit "$m" --data "$d" --chains 4 --threads 2 --warmup 20 --draws 1000000 --seed 3 --output "$tmp/int.csv" \
-  >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-for _ in $(seq 100); do  # wait until chain 1 has written draws (at most 10 s)
-  n=$(grep -cv '^#' "$tmp/int_1.csv" 2>/dev/null || true)  # nothing while the file does not exist yet
-  [ "${n:-0}" -gt 10 ] && break
-  sleep 0.1
-done
-kill -INT "$pid"
-wait "$pid"
-st=$?
+# interrupted READY -- command...: runs the command in the background (stdout and stderr in
+# $tmp/out and $tmp/err), waits until the function READY succeeds (at most 10 s), sends
+# SIGINT and leaves the command's exit status in $st.
+interrupted() {
+  local ready=$1
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err" &
+  local pid=$!
+  for _ in $(seq 100); do "$ready" && break; sleep 0.1; done
+  kill -INT "$pid"
+  wait "$pid"
+  st=$?
+}
+chain_1_has_draws() {  # grep prints nothing while the file does not exist yet
+  local n
+  n=$(grep -cv '^#' "$tmp/int_1.csv" 2>/dev/null || true)
+  [ "${n:-0}" -gt 10 ]
+}
+interrupted chain_1_has_draws -- "$vbn" fit "$m" --data "$d" --chains 4 --threads 2 --warmup 20 --draws 1000000 --seed 3 \
+  --output "$tmp/int.csv"
 if [ "$st" -eq 130 ]; then ok; else bad "SIGINT during fit: exit status $st, expected 130"; sed 's/^/  stderr: /' "$tmp/err" | head; fi
 expect "SIGINT warning" err "^warning: interrupted; chains of unequal length \(draws per chain: chain 1: [0-9]+, chain 2: [0-9]+, chain 3: 0, chain 4: 0\): the summary uses chain 1, chain 2 truncated to the shortest, [0-9]+ draws each; chain 3, chain 4 have no draws and are left out \(the CSV files hold every draw made\)$"
 expect "SIGINT summary" out "^Inference for .*: method varblock, 2 chains x [0-9]+ draws after 20 warmup"
@@ -441,16 +450,9 @@ else
 fi
 # Interrupted in warmup (3 chains on 1 thread): every file holds its header and footer only,
 # there is nothing to summarise, and the status is still 130.
-"$vbn" fit "$m" --data "$d" --chains 3 --threads 1 --warmup 1000000000 --draws 10 --seed 3 --output "$tmp/iw.csv" \
-  >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-for _ in $(seq 100); do  # wait until the files are written (at most 10 s)
-  [ -s "$tmp/iw_3.csv" ] && break
-  sleep 0.1
-done
-kill -INT "$pid"
-wait "$pid"
-st=$?
+files_written() { [ -s "$tmp/iw_3.csv" ]; }
+interrupted files_written -- "$vbn" fit "$m" --data "$d" --chains 3 --threads 1 --warmup 1000000000 --draws 10 --seed 3 \
+  --output "$tmp/iw.csv"
 if [ "$st" -eq 130 ]; then ok; else bad "SIGINT in warmup: exit status $st, expected 130"; sed 's/^/  stderr: /' "$tmp/err" | head; fi
 expect "SIGINT in warmup" err "^error: interrupted before any chain kept a draw \(in warmup or before starting\): nothing to summarise$"
 if [ "$(cat "$tmp"/iw_{1,2,3}.csv | grep -cv '^#')" -eq 3 ] && [ "$(grep -c 'seconds (Total)' "$tmp"/iw_{1,2,3}.csv | grep -c ':1$')" -eq 3 ]; then ok; else bad "SIGINT in warmup: each CSV file holds its header row and footer only"; fi
