@@ -99,8 +99,8 @@ Eigen::MatrixXd output_draws(const FitResult& result, const inference::ChainResu
 // CmdStan CSV files
 
 CsvDrawFiles::CsvDrawFiles(std::string output, std::string model, std::string data_file, const ir::Graph& graph,
-                           const Dataset& data, const FitOptions& settings)
-    : output_(std::move(output)), model_(std::move(model)), data_file_(std::move(data_file)), graph_(graph), data_(data),
+                           const FitOptions& settings)
+    : output_(std::move(output)), model_(std::move(model)), data_file_(std::move(data_file)), graph_(graph),
       settings_(settings) {}
 
 CsvDrawFiles::~CsvDrawFiles() = default;

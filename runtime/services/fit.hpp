@@ -74,7 +74,7 @@ class CsvDrawFiles {
 public:
     // `output` is FILE.csv; model and data name the run in the headers.
     CsvDrawFiles(std::string output, std::string model, std::string data_file, const ir::Graph& graph,
-                 const Dataset& data, const FitOptions& settings);
+                 const FitOptions& settings);
     ~CsvDrawFiles();
     CsvDrawFiles(const CsvDrawFiles&) = delete;
     CsvDrawFiles& operator=(const CsvDrawFiles&) = delete;
@@ -90,7 +90,6 @@ public:
 private:
     std::string output_, model_, data_file_;
     const ir::Graph& graph_;
-    const Dataset& data_;
     const FitOptions& settings_;
     std::vector<std::unique_ptr<CsvWriter>> writers_;
 };

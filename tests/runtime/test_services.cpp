@@ -127,7 +127,7 @@ TEST_CASE("services: draws streamed to CmdStan CSV files give the summary of the
 
     FitOptions o = small("varblock");
     o.keep_draws = false;
-    services::CsvDrawFiles files((dir / "fit.csv").string(), "sbn", "rows.csv", g, d, o);
+    services::CsvDrawFiles files((dir / "fit.csv").string(), "sbn", "rows.csv", g, o);
     services::Callbacks cb;
     cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
         files.draw(c, k, x, lp, info);
@@ -175,7 +175,7 @@ struct StreamedRun {
 StreamedRun interrupted_fit(const ir::Graph& g, const Dataset& d, const FitOptions& o, const std::filesystem::path& dir,
                             const std::function<bool(int chain, int draw)>& stop_when) {
     std::atomic<bool> stop{false};
-    services::CsvDrawFiles files((dir / "int.csv").string(), "sbn", "rows.csv", g, d, o);
+    services::CsvDrawFiles files((dir / "int.csv").string(), "sbn", "rows.csv", g, o);
     services::Callbacks cb;
     cb.interrupt = &stop;
     cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
@@ -262,7 +262,7 @@ TEST_CASE("services::fit interrupted during warmup: every file valid and empty, 
     o.keep_draws = false;
     // The flag is raised from the progress callback at chain 1's 20th warmup iteration.
     std::atomic<bool> stop{false};
-    services::CsvDrawFiles files((dir / "w.csv").string(), "sbn", "rows.csv", g, d, o);
+    services::CsvDrawFiles files((dir / "w.csv").string(), "sbn", "rows.csv", g, o);
     services::Callbacks cb;
     cb.interrupt = &stop;
     cb.progress_interval = 0;

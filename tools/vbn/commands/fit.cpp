@@ -167,7 +167,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         std::optional<services::CsvDrawFiles> files;
         std::function<void(const services::FitStart&)> on_start;
         if (args.output) {
-            files.emplace(*args.output, stem(args.model), args.data, l.graph, l.data, o);
+            files.emplace(*args.output, stem(args.model), args.data, l.graph, o);
             cb.on_draw = [&](int c, int d, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
                 files->draw(c, d, x, lp, info);
             };
