@@ -349,13 +349,23 @@ RunFacts facts_from_files(const std::vector<StanCsv>& files) {
 
 }  // namespace
 
+namespace {
+
+// The fewest draws of a chain that has any (0 when none has).
+long shortest_kept(const std::vector<long>& draws) {
+    long m = 0;
+    for (long d : draws) m = d > 0 && (m == 0 || d < m) ? d : m;
+    return m;
+}
+
+}  // namespace
+
 std::string truncation_note(const std::vector<std::string>& labels, const std::vector<long>& draws) {
     std::vector<std::string> used, empty, counts;
-    long shortest = 0;
+    const long shortest = shortest_kept(draws);
     for (std::size_t c = 0; c < draws.size(); ++c) {
         counts.push_back(fmt::format("{}: {}", labels[c], draws[c]));
         (draws[c] > 0 ? used : empty).push_back(labels[c]);
-        if (draws[c] > 0) shortest = shortest == 0 ? draws[c] : std::min(shortest, draws[c]);
     }
     if (std::all_of(draws.begin(), draws.end(), [&](long n) { return n == draws.front(); })) return "";
     const auto list = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
@@ -386,11 +396,7 @@ ChainFiles read_chain_files(const std::vector<std::string>& files, ParameterRang
     }
     if (first.parameter_columns.empty())
         throw Error(ErrorKind::data, fmt::format("{}: the file has no parameter columns", first.path));
-    const long shortest = [&] {
-        long m = 0;
-        for (long d : draws) m = d > 0 && (m == 0 || d < m) ? d : m;
-        return m;
-    }();
+    const long shortest = shortest_kept(draws);
     if (shortest == 0)
         throw Error(ErrorKind::data, csvs.size() == 1 ? fmt::format("{}: the file holds no draws", first.path)
                                                       : fmt::format("none of the {} files holds a draw ({} …): nothing to "
