@@ -26,6 +26,7 @@ FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, i
     RunFacts& facts = s.facts;
     facts.model = model;
     facts.method = r.method;
+    facts.hidden = r.hidden;
     facts.warmup = warmup;
     facts.warmup_seconds = r.warmup_seconds + r.vb_seconds;
     facts.sampling_seconds = r.sampling_seconds;

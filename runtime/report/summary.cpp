@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,7 @@ namespace vbn {
 namespace {
 
 constexpr double kRhatLimit = 1.01;
+constexpr double kRhatModes = 1.1;  // above it, with hidden nodes, the warning explains modes
 constexpr double kEssPerChain = 100;
 constexpr double kAcceptanceFloor = 0.05;
 constexpr std::size_t kNamesListed = 8;
@@ -53,6 +55,14 @@ nlohmann::ordered_json optional_or_null(const std::optional<T>& v) {
     if (!v) return nullptr;
     if constexpr (std::is_floating_point_v<T>) return number_or_null(*v);
     else return *v;
+}
+
+// The 1-based chains whose draws (a column of x each) are all equal.
+std::vector<int> stuck_chains(const Eigen::MatrixXd& x) {
+    std::vector<int> out;
+    for (Eigen::Index c = 0; c < x.cols(); ++c)
+        if ((x.col(c).array() == x(0, c)).all()) out.push_back(static_cast<int>(c) + 1);
+    return out;
 }
 
 }  // namespace
@@ -92,6 +102,7 @@ std::vector<SummaryRow> summarize(const std::vector<std::string>& names, std::si
             const inference::ScalarDiagnostics d = inference::diagnose(x);
             rows[p] = SummaryRow{names[p], d.mean, d.sd, d.mcse_mean, d.q5, d.q50, d.q95, d.ess_bulk,
                                  d.ess_tail, d.rhat, d.mcse_q5, d.mcse_q95, d.constant, d.nonfinite};
+            if (!d.constant && !d.nonfinite && chains > 1 && draws > 1) rows[p].stuck_chains = stuck_chains(x);
         }
     });
     return rows;
@@ -113,55 +124,104 @@ std::vector<inference::KernelStats> merge_kernel_stats(const std::vector<std::ve
     return out;
 }
 
+namespace {
+
+// What to try when a sampler barely moves: another kernel, or for NUTS smaller steps.
+std::string sampler_remedy(const RunFacts& facts) {
+    if (facts.method == "nuts") return "raise --adapt-delta (e.g. 0.95) so that NUTS takes smaller steps";
+    if (facts.method.empty()) return "if the run came from vbn fit, try --method nuts";
+    return "try --method nuts, which moves every weight by gradient steps";
+}
+
+// Why chains disagree, and what to do. With hidden nodes the likelihood is unchanged when a
+// hidden node and the signs of its weights flip together, so chains may sit in mirror-image
+// modes (a relabelling), or the variational fit that starts them may have found a minor mode.
+// Chains in different modes give an R-hat far above 1.1 (1.5-2.7 on the models where this was
+// seen); just above 1.01 is the mark of chains that are merely too short.
+std::string rhat_advice(const RunFacts& facts, double worst) {
+    if (!facts.hidden || worst <= kRhatModes) return "run longer chains or check the model.";
+    std::string advice = "the model has hidden nodes, and chains this far apart usually sit in different modes. If "
+                         "their means of these parameters differ only in sign, they are relabellings of a hidden node "
+                         "(flipping it and the signs of its weights leaves the likelihood unchanged): summarise "
+                         "sign-free quantities. Otherwise start from the best of K variational fits with --restarts K "
+                         "(e.g. 8)";
+    if (facts.method != "nuts") advice += ", or try --method nuts";
+    return advice + ".";
+}
+
+// A chain whose draws of some parameters never changed while the other chains' did: stuck
+// where it started (every proposal rejected), which R-hat and ESS cannot diagnose well.
+void stuck_chain_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts, std::vector<std::string>& out) {
+    std::map<int, std::vector<const SummaryRow*>> by_chain;
+    for (const auto& r : rows)
+        for (int c : r.stuck_chains) by_chain[c].push_back(&r);
+    for (const auto& [chain, stuck] : by_chain)
+        out.push_back(fmt::format("Chain {} never moved {} ({}) while the other chains did: it is stuck where it started, "
+                                  "and its draws distort the summary (tail-ESS can be NA); {}.",
+                                  chain, parameters_word(stuck.size()), list_rows(stuck, [](auto& r) { return r.name; }),
+                                  sampler_remedy(facts)));
+}
+
+void sampler_warnings(const RunFacts& facts, std::vector<std::string>& out) {
+    for (const auto& k : facts.kernels) {
+        if (k.proposed > 0 && k.rate() < kAcceptanceFloor)
+            out.push_back(fmt::format(
+                "Kernel {} accepted {:.1f}% of its proposals (below {:.0f}%): its proposals are too wide or far from the "
+                "posterior, so the chain barely moves; {}.",
+                k.name, 100 * k.rate(), 100 * kAcceptanceFloor, sampler_remedy(facts)));
+    }
+    if (facts.kernels.empty() && facts.mean_accept_stat && *facts.mean_accept_stat < kAcceptanceFloor)
+        out.push_back(fmt::format("The mean acceptance statistic is {:.1f}% (below {:.0f}%): the chain barely moves; {}.",
+                                  100 * *facts.mean_accept_stat, 100 * kAcceptanceFloor, sampler_remedy(facts)));
+    if (facts.divergent > 0)
+        out.push_back(fmt::format(
+            "{} divergent transition{} after warmup: the step size is too large for the posterior's curvature there, so "
+            "the draws may be biased.",
+            facts.divergent, facts.divergent == 1 ? "" : "s"));
+}
+
+void ess_warnings(const std::vector<const SummaryRow*>& low, double SummaryRow::*ess, const RunFacts& facts,
+                  const char* kind, const char* what, std::vector<std::string>& out) {
+    if (low.empty()) return;
+    const double floor = kEssPerChain * std::max(1, facts.chains);
+    const std::string floor_text =
+        facts.chains > 1 ? fmt::format("{:.0f} for {} chains", floor, facts.chains) : fmt::format("{:.0f}", floor);
+    out.push_back(fmt::format("{}-ESS below {} per chain ({}) for {} ({}): {} unreliable; run more draws.", kind,
+                              kEssPerChain, floor_text, parameters_word(low.size()),
+                              list_rows(low, [&](auto& r) { return fmt::format("{} {:.0f}", r.name, r.*ess); }),
+                              what));
+}
+
+}  // namespace
+
 std::vector<std::string> summary_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts) {
     std::vector<std::string> out;
     std::vector<const SummaryRow*> high_rhat, low_bulk, low_tail, constant, nonfinite;
     const double ess_floor = kEssPerChain * std::max(1, facts.chains);
+    double worst_rhat = 0;
     for (const auto& r : rows) {
         if (r.nonfinite) nonfinite.push_back(&r);
         else if (r.constant) constant.push_back(&r);
         if (r.rhat > kRhatLimit) high_rhat.push_back(&r);
+        if (r.rhat > worst_rhat) worst_rhat = r.rhat;
         if (r.ess_bulk < ess_floor) low_bulk.push_back(&r);
         if (r.ess_tail < ess_floor) low_tail.push_back(&r);
     }
-    const std::string floor_text =
-        facts.chains > 1 ? fmt::format("{:.0f} for {} chains", ess_floor, facts.chains) : fmt::format("{:.0f}", ess_floor);
     if (!nonfinite.empty())
         out.push_back(fmt::format("{} had NaN or infinite draws ({}): the sampler failed there; no diagnostic is given.",
                                   parameters_word(nonfinite.size()), list_rows(nonfinite, [](auto& r) { return r.name; })));
     if (!constant.empty())
         out.push_back(fmt::format("{} never moved ({}): constant draws leave R-hat and ESS undefined (NA).",
                                   parameters_word(constant.size()), list_rows(constant, [](auto& r) { return r.name; })));
+    stuck_chain_warnings(rows, facts, out);
     if (!high_rhat.empty())
-        out.push_back(fmt::format(
-            "R-hat above {} for {} ({}): the chains disagree, so they have not converged; run longer chains or check the model.",
-            kRhatLimit, parameters_word(high_rhat.size()),
-            list_rows(high_rhat, [](auto& r) { return fmt::format("{} {:.3f}", r.name, r.rhat); })));
-    if (!low_bulk.empty())
-        out.push_back(fmt::format(
-            "Bulk-ESS below {} per chain ({}) for {} ({}): means and medians are unreliable; run more draws.",
-            kEssPerChain, floor_text, parameters_word(low_bulk.size()),
-            list_rows(low_bulk, [](auto& r) { return fmt::format("{} {:.0f}", r.name, r.ess_bulk); })));
-    if (!low_tail.empty())
-        out.push_back(fmt::format(
-            "Tail-ESS below {} per chain ({}) for {} ({}): the 5% and 95% quantiles are unreliable; run more draws.",
-            kEssPerChain, floor_text, parameters_word(low_tail.size()),
-            list_rows(low_tail, [](auto& r) { return fmt::format("{} {:.0f}", r.name, r.ess_tail); })));
-    for (const auto& k : facts.kernels) {
-        if (k.proposed > 0 && k.rate() < kAcceptanceFloor)
-            out.push_back(fmt::format(
-                "Kernel {} accepted {:.1f}% of its proposals (below {:.0f}%): its proposals are too wide or far from the "
-                "posterior, so the chain barely moves.",
-                k.name, 100 * k.rate(), 100 * kAcceptanceFloor));
-    }
-    if (facts.kernels.empty() && facts.mean_accept_stat && *facts.mean_accept_stat < kAcceptanceFloor)
-        out.push_back(fmt::format("The mean acceptance statistic is {:.1f}% (below {:.0f}%): the chain barely moves.",
-                                  100 * *facts.mean_accept_stat, 100 * kAcceptanceFloor));
-    if (facts.divergent > 0)
-        out.push_back(fmt::format(
-            "{} divergent transition{} after warmup: the step size is too large for the posterior's curvature there, so "
-            "the draws may be biased.",
-            facts.divergent, facts.divergent == 1 ? "" : "s"));
+        out.push_back(fmt::format("R-hat above {} for {} ({}): the chains disagree, so they have not converged; {}",
+                                  kRhatLimit, parameters_word(high_rhat.size()),
+                                  list_rows(high_rhat, [](auto& r) { return fmt::format("{} {:.3f}", r.name, r.rhat); }),
+                                  rhat_advice(facts, worst_rhat)));
+    ess_warnings(low_bulk, &SummaryRow::ess_bulk, facts, "Bulk", "means and medians are", out);
+    ess_warnings(low_tail, &SummaryRow::ess_tail, facts, "Tail", "the 5% and 95% quantiles are", out);
+    sampler_warnings(facts, out);
     return out;
 }
 

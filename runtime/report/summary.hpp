@@ -26,6 +26,7 @@ struct SummaryRow {
     double mcse_q5 = 0, mcse_q95 = 0;
     bool constant = false;   // all draws equal: ESS and R-hat are NaN
     bool nonfinite = false;  // NaN or infinite draws: diagnostics are NaN
+    std::vector<int> stuck_chains{};  // 1-based chains whose draws never changed while others' did
 };
 
 // One row per column. `chains` holds one draws × parameters matrix per chain, all the same
@@ -60,6 +61,7 @@ struct RunFacts {
     std::optional<long> regenerations;
     std::optional<double> elbo;
     long divergent = 0;  // divergent transitions after warmup, all chains
+    bool hidden = false; // the model has hidden nodes (R-hat's warning then names relabelling and --restarts)
     // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
     // where the run's phases are unknown, as for CSV files).
     std::vector<std::pair<std::string, double>> phase_seconds;
@@ -68,8 +70,9 @@ struct RunFacts {
 // Adds up the per-chain counters of kernels with the same name, keeping first-seen order.
 std::vector<inference::KernelStats> merge_kernel_stats(const std::vector<std::vector<inference::KernelStats>>& per_chain);
 
-// Plain-words warnings: R-hat > 1.01, bulk- or tail-ESS below 100 per chain, acceptance
-// below 5%, divergent transitions, constant or non-finite draws.
+// Plain-words warnings, each with what to do: R-hat > 1.01, bulk- or tail-ESS below 100 per
+// chain, acceptance below 5%, divergent transitions, constant or non-finite draws, a chain
+// stuck on some parameters while the others move.
 std::vector<std::string> summary_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts);
 
 // The table (header `name mean sd mcse 5% 50% 95% ess_bulk ess_tail rhat`, aligned

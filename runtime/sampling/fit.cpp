@@ -121,6 +121,7 @@ void resolve_method(RunState& run) {
     run.method = run.by_auto ? &find_method(choose_method(graph, run.data, &why)) : &asked;
     run.r.method = run.method->name;
     run.r.threads = run.o.threads;
+    run.r.hidden = std::any_of(graph.elements.begin(), graph.elements.end(), [](const ir::Element& e) { return e.hidden; });
     if (run.by_auto) run.r.notes.push_back(fmt::format("method auto chose {}: {}", run.r.method, why));
     if (run.method->dense_only && graph.dim > max_dense_dim)
         throw Error(ErrorKind::limit, fmt::format("--method {2} adapts dense {0} x {0} covariances, too large for {0} "

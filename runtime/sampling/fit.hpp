@@ -109,6 +109,7 @@ struct FitResult {
     // wall time split in the proportion the chains spent in each).
     double target_seconds = 0, vb_seconds = 0, proposal_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
     std::vector<std::string> notes;                // things the user should know (not errors)
+    bool hidden = false;                           // the model has hidden nodes (several modes are likely)
 };
 
 // The order in which parameters are reported: the model's parameters in order of use, the

@@ -477,7 +477,7 @@ TEST_CASE("the summary table has aligned columns, the run's facts and plain-word
         "  - Tail-ESS below 100 per chain (400 for 4 chains) for 1 parameter (W[2,3] 81): the 5% and 95% quantiles are "
         "unreliable; run more draws.\n"
         "  - Kernel rwm accepted 3.0% of its proposals (below 5%): its proposals are too wide or far from the posterior, "
-        "so the chain barely moves.\n";
+        "so the chain barely moves; try --method nuts, which moves every weight by gradient steps.\n";
     CHECK(format_summary(golden_rows(), golden_facts()) == expected);
 }
 
@@ -495,10 +495,66 @@ TEST_CASE("a clean run prints no warnings; divergences and low acceptance are re
     f.mean_accept_stat = 0.01;
     const auto w = summary_warnings(rows, f);
     REQUIRE(w.size() == 2);
-    CHECK(w[0] == "The mean acceptance statistic is 1.0% (below 5%): the chain barely moves.");
+    CHECK(w[0] == "The mean acceptance statistic is 1.0% (below 5%): the chain barely moves; raise --adapt-delta (e.g. "
+                  "0.95) so that NUTS takes smaller steps.");
     CHECK(w[1].rfind("3 divergent transitions after warmup:", 0) == 0);
     f.divergent = 1;
     CHECK(summary_warnings(rows, f)[1].rfind("1 divergent transition after warmup:", 0) == 0);
+}
+
+TEST_CASE("with hidden nodes, a far-off R-hat's warning names relabelling and --restarts") {
+    std::vector<SummaryRow> rows{golden_rows()[1]};  // R-hat 1.023
+    RunFacts f;
+    f.method = "varmix";
+    f.chains = 4;
+    f.draws = 1000;
+    f.hidden = true;
+    // Just above 1.01: chains too short, whatever the model.
+    const auto mild = summary_warnings(rows, f);
+    REQUIRE(!mild.empty());
+    CHECK(mild[0].find("run longer chains or check the model.") != std::string::npos);
+    CHECK(mild[0].find("--restarts") == std::string::npos);
+    rows[0].rhat = 1.62;
+    const auto hidden = summary_warnings(rows, f);
+    REQUIRE(!hidden.empty());
+    CHECK(hidden[0].rfind("R-hat above 1.01 for 1 parameter (W[2,3] 1.620): the chains disagree", 0) == 0);
+    CHECK(hidden[0].find("relabellings of a hidden node") != std::string::npos);
+    CHECK(hidden[0].find("--restarts K (e.g. 8), or try --method nuts.") != std::string::npos);
+    f.method = "nuts";
+    CHECK(summary_warnings(rows, f)[0].find("--restarts K (e.g. 8).") != std::string::npos);
+    f.hidden = false;  // without hidden nodes there is no relabelling to speak of
+    CHECK(summary_warnings(rows, f)[0].find("run longer chains or check the model.") != std::string::npos);
+}
+
+TEST_CASE("a chain that never moves a parameter while the others do is named") {
+    // Chain 3 of 4 sits still on w[1] and w[2]; every chain moves b.
+    std::vector<Eigen::MatrixXd> chains;
+    vbn::inference::Rng rng(7, 0);
+    for (int c = 0; c < 4; ++c) {
+        Eigen::MatrixXd x(200, 3);
+        for (Eigen::Index i = 0; i < x.rows(); ++i)
+            for (Eigen::Index j = 0; j < x.cols(); ++j) x(i, j) = c == 2 && j < 2 ? 0.25 : rng.normal();
+        chains.push_back(x);
+    }
+    const auto rows = summarize({"w[1]", "w[2]", "b"}, chains);
+    CHECK(rows[0].stuck_chains == std::vector<int>{3});
+    CHECK(rows[1].stuck_chains == std::vector<int>{3});
+    CHECK(rows[2].stuck_chains.empty());
+    CHECK_FALSE(rows[0].constant);
+    RunFacts f;
+    f.method = "varblock";
+    f.chains = 4;
+    f.draws = 200;
+    const auto w = summary_warnings(rows, f);
+    REQUIRE(!w.empty());
+    CHECK(w[0] == "Chain 3 never moved 2 parameters (w[1], w[2]) while the other chains did: it is stuck where it "
+                  "started, and its draws distort the summary (tail-ESS can be NA); try --method nuts, which moves "
+                  "every weight by gradient steps.");
+    // Every chain constant: the parameter never moved at all, said once, with no chain named.
+    for (auto& x : chains) x.col(2).setConstant(1.0);
+    const auto still = summarize({"w[1]", "w[2]", "b"}, chains);
+    CHECK(still[2].constant);
+    CHECK(still[2].stuck_chains.empty());
 }
 
 TEST_CASE("warnings list at most eight names and count the rest") {

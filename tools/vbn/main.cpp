@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--warmup", fit_args.settings.warmup, "Warmup iterations per chain")->capture_default_str();
     fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
     fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)")->check(kSeed);
+    fit_cmd->add_option("--restarts", fit_args.settings.vb.restarts,
+                        "Variational fits from different starting q(h) before the chains; the best ELBO starts them")
+        ->capture_default_str();
     fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");

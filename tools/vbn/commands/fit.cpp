@@ -74,6 +74,7 @@ FitOptions settings_of(const FitArgs& args, std::ostream& err) {
         o.adapt_delta = *args.adapt_delta;
     }
     o.seed = seed_or_fresh(args.seed, err, args.quiet);
+    o.vb.seed = o.seed;  // the restarts' starting points (the first start does not use it)
     o.keep_draws = !args.output;
     return o;
 }
