@@ -130,7 +130,7 @@ private:
 struct VariationalOptions {
     double tolerance = 1e-9;     // stop when |change of ELBO| <= tolerance * |ELBO|
     int max_iterations = 2000;   // EM iterations per restart
-    int restarts = 1;            // fits from different starting points; the best is kept
+    int restarts = 0;            // fits from different starting points, the best kept; 0: 8 with hidden nodes, else 1
     std::uint64_t seed = 1;      // seeds the restarts after the first
 };
 

@@ -19,7 +19,7 @@ namespace vbn::services {
 struct PredictSettings {
     std::string target;        // the node element to predict ("y", "v[3]"); empty: every unobserved one
     long vb_draws = 4000;      // from a variational fit: draws from it
-    int restarts = 1;          // ... fitted with this many restarts (the best ELBO is used)
+    int restarts = 0;          // ... fitted with this many restarts, the best ELBO used (0: automatic, restarts_for)
     std::uint64_t seed = 1;    // seeds those draws and restarts
     int max_enumerated = 12;   // unobserved values summed out together, at most
 };

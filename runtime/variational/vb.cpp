@@ -656,13 +656,20 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
     return fit;
 }
 
+// Whether a restart's ELBO beats the best so far by more than the spread of fits that reached
+// the same optimum (each stops within tolerance of it, so they differ in the last digits):
+// among equal fits the earliest is kept, and with more restarts than needed a model whose
+// every start finds the same optimum gives the same fit as with one.
+bool better_fit(double elbo, double best) { return elbo > best + 1e-6 * std::max(1.0, std::abs(best)); }
+
 void check_options(const VbOptions& o) {
     if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
         throw Error(ErrorKind::usage, fmt::format("the VB tolerance must be a finite number ≥ 0, not {}", o.tolerance));
     if (o.max_iterations < 1)
         throw Error(ErrorKind::usage, fmt::format("the VB iteration limit must be at least 1, not {}", o.max_iterations));
-    if (o.restarts < 1)
-        throw Error(ErrorKind::usage, fmt::format("the number of VB restarts must be at least 1, not {}", o.restarts));
+    if (o.restarts < 0)
+        throw Error(ErrorKind::usage, fmt::format("the number of VB restarts must be at least 1 (or 0: automatic), not {}",
+                                                  o.restarts));
     if (o.mean_field_sweeps < 1)
         throw Error(ErrorKind::usage,
                     fmt::format("the number of mean-field sweeps must be at least 1, not {}", o.mean_field_sweeps));
@@ -673,7 +680,8 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
     check_options(options);
     const Problem p = make_problem(graph, families);
     VbResult result;
-    for (int k = 0; k < options.restarts; ++k) {
+    const int restarts = restarts_for(graph, options.restarts);
+    for (int k = 0; k < restarts; ++k) {
         // Without unobserved entries, restarts differ in nothing: every start is the same.
         if (k > 0 && p.components.empty()) {
             result.fits.push_back(result.fits.front());
@@ -688,7 +696,7 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
             result.interrupted = true;
             break;
         }
-        if (result.fits.back().elbo > result.fits[sz(result.best)].elbo) result.best = k;
+        if (better_fit(result.fits.back().elbo, result.fits[sz(result.best)].elbo)) result.best = k;
         if (options.on_restart) options.on_restart(k);
     }
     result.seconds = inference::seconds_since(start);
@@ -737,6 +745,12 @@ inference::GaussianProposal VbFit::proposal(double df, double inflation) const {
     inference::GaussianProposal p(mean, covs, df);
     if (inflation != 1.0) p.inflate(inflation);
     return p;
+}
+
+int restarts_for(const ir::Graph& graph, int requested) {
+    if (requested > 0) return requested;
+    const bool hidden = std::any_of(graph.elements.begin(), graph.elements.end(), [](const ir::Element& e) { return e.hidden; });
+    return hidden ? hidden_node_restarts : 1;
 }
 
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options) {

@@ -28,7 +28,9 @@ w ~ normal(0, 1);
 // varblock is auto's choice for fully observed models, where it overrelaxes its moves.
 const std::vector<std::string> sbc_methods{"varmix", "regen", "nuts", "varblock"};
 // Those known to fail on the multimodal model (see the expected-failure case below).
-const std::vector<std::string> multimodal_known_failures{"nuts", "varblock"};
+// nuts left the list when the variational fit that starts its chains became the best of 8
+// starts on a model with hidden nodes (w[1] p 0.27): its chains now start in the heavier mode.
+const std::vector<std::string> multimodal_known_failures{"varblock"};
 
 // With about 15 p-values per run (models × methods × parameters) a family-wise level of 1%
 // asks each to be above 0.001.
@@ -84,14 +86,15 @@ TEST_CASE("sbc (reduced, CI): ranks are uniform on a small fully observed model 
 
 // Known failure. When the simulated w[1] is large, the posterior has a second mode at
 // w[1] < 0 (the hidden cause's sign flipped, which its prior 0.6 / 0.4 only mildly
-// penalises) and the grid puts most mass on the w[1] > 0 one; VB lands in the other and
-// chains started around VB stay there, so θ's rank is the top one far too often. varmix and
-// regen pass since their proposals start from every mode the mode search finds
-// (docs/methods.md); nuts has no move between modes, nor has varblock, whose proposals there
-// are the variational fit's marginals. The failure is asserted method by method: every fit
-// succeeds and w[1]'s ranks pile up in the top bin. Anything else fails the test: a fit that throws,
-// one method failing and another not, or a method no longer failing (then move it to the
-// passing ones).
+// penalises). varmix and regen pass since their proposals start from every mode the mode
+// search finds (docs/methods.md); nuts passes since its chains start at the best of the
+// variational fits from 8 starts, in the heavier mode; varblock has no move between modes
+// and proposes from the variational fit's marginals, so its chains stay in the mode of that
+// fit: w[1]'s posterior is too narrow, and its rank falls in the end bins (both ends; the
+// top one alone before the 8 starts) far too often. The failure is asserted method by
+// method: every fit succeeds, w[1]'s p-value is below the level and its end bins hold more
+// than 1.5 times their share. Anything else fails the test: a fit that throws, one method
+// failing and another not, or a method no longer failing (then move it to the passing ones).
 TEST_CASE("sbc (reduced, CI): known failure, asserted per method: methods that miss a mode of the multimodal model" *
           doctest::timeout(300)) {
     const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/examples/paper/multimodal.vbn");
@@ -102,12 +105,13 @@ TEST_CASE("sbc (reduced, CI): known failure, asserted per method: methods that m
         CHECK(r.failed_fits == 0);
         CHECK_MESSAGE(r.min_p_value() <= min_p, "the known failure of " << method
                                                                         << " is gone: move it out of multimodal_known_failures");
-        // The symptom: w[1]'s rank is the top one far too often (more than twice its share).
+        // The symptom: w[1]'s rank is an extreme one far too often.
         REQUIRE(r.names.size() == 2);
         CHECK(r.names[0] == "w[1]");
         CHECK(r.p_value[0] <= min_p);
         const auto& bins = r.histogram[0];
-        CHECK(bins.back() > 2 * 200 / static_cast<int>(bins.size()));
+        const double share = 200.0 / static_cast<double>(bins.size());
+        CHECK(bins.front() + bins.back() > 1.5 * 2 * share);
     }
 }
 

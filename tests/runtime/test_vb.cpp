@@ -609,7 +609,7 @@ TEST_CASE("bad input gives a clear error, never NaN") {
         Rng rng(21);
         const Dataset d = make_data(m.g, simulate(m.g, Vec::Constant(1, 1.0), 10, rng));
         for (const VbOptions& o : {VbOptions{.tolerance = -1}, VbOptions{.tolerance = std::nan("")},
-                                   VbOptions{.max_iterations = 0}, VbOptions{.restarts = 0},
+                                   VbOptions{.max_iterations = 0}, VbOptions{.restarts = -1},
                                    VbOptions{.mean_field_sweeps = 0}}) {
             try {
                 variational(m.g, d, o);

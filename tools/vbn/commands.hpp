@@ -75,7 +75,7 @@ struct CompareArgs {
     std::vector<std::string> models;  // two or more
     std::string data;
     int evidence_draws = 4000;
-    int restarts = 1;  // VB restarts per model (the best ELBO is used)
+    int restarts = 0;  // VB restarts per model, the best ELBO used (0: automatic, restarts_for)
     std::optional<std::uint64_t> seed;  // absent: a fresh one, printed
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);

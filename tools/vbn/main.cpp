@@ -5,6 +5,7 @@
 #include "runtime/sampling/methods.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <iostream>
 
@@ -19,6 +20,19 @@ const CLI::Validator kSeed(
         return "a seed is a whole number from 0 to 18446744073709551615, not " + text;
     },
     "SEED");
+
+// A count of starts: a whole number from 1 (0 is VbOptions's "automatic", the default when the
+// option is absent, not a value to type).
+const CLI::Validator kRestarts(
+    [](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && text.size() < 11 && std::stoll(text) >= 1 && std::stoll(text) <= 2147483647) return {};
+        return "the number of starts is a whole number from 1 to 2147483647, not " + text;
+    },
+    "K");
+
+// The default of every --restarts: VbOptions::restarts 0, resolved by restarts_for.
+const std::string kAutoRestarts = fmt::format(" (default: {} on a model with hidden nodes, else 1)", vbn::hidden_node_restarts);
 
 }  // namespace
 
@@ -48,8 +62,8 @@ int main(int argc, char** argv) {
     vb_cmd->add_option("model", vb_args.model, "Model file (.vbn)")->required();
     vb_cmd->add_option("--data", vb_args.data, "CSV file of observations")->required();
     vb_cmd->add_option("--summary-json", vb_args.summary_json, "Write the summary as JSON to this file");
-    vb_cmd->add_option("--restarts", vb_args.settings.vb.restarts, "Fits from different starting q(h); the best ELBO is used")
-        ->capture_default_str();
+    vb_cmd->add_option("--restarts", vb_args.settings.vb.restarts, "Fits from different starting q(h); the best ELBO is used" + kAutoRestarts)
+        ->check(kRestarts);
     vb_cmd->add_option("--tolerance", vb_args.settings.vb.tolerance, "Relative change of the ELBO at convergence")->capture_default_str();
     vb_cmd->add_option("--max-iterations", vb_args.settings.vb.max_iterations, "EM iteration cap")->capture_default_str();
     vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points and the correction's draws (default: a fresh one, printed)")->check(kSeed);
@@ -71,8 +85,8 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
     fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)")->check(kSeed);
     fit_cmd->add_option("--restarts", fit_args.settings.vb.restarts,
-                        "Variational fits from different starting q(h) before the chains; the best ELBO starts them")
-        ->capture_default_str();
+                        "Variational fits from different starting q(h) before the chains; the best ELBO starts them" + kAutoRestarts)
+        ->check(kRestarts);
     fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
@@ -102,8 +116,8 @@ int main(int argc, char** argv) {
     predict_cmd->add_option("--train", predict_args.train, "Training data for --vb");
     predict_cmd->add_option("--vb-draws", predict_args.settings.vb_draws, "Draws from the variational posterior with --vb")
         ->capture_default_str();
-    predict_cmd->add_option("--restarts", predict_args.settings.restarts, "With --vb: variational fits from different starts, best ELBO used")
-        ->capture_default_str();
+    predict_cmd->add_option("--restarts", predict_args.settings.restarts, "With --vb: variational fits from different starts, best ELBO used" + kAutoRestarts)
+        ->check(kRestarts);
     predict_cmd->add_option("--seed", predict_args.seed, "Seed for the --vb draws and restarts (default: a fresh one, printed)")->check(kSeed);
     predict_cmd->add_option("--target", predict_args.target, "Predict only this node (its values, if given, are scored)");
     predict_cmd->add_option("--output", predict_args.output, "Write all predictions as CSV (row,node,p)");
@@ -113,8 +127,8 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("models", compare_args.models, "Model files (.vbn), two or more")->required();
     compare_cmd->add_option("--data", compare_args.data, "CSV file of observations")->required();
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
-    compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts")
-        ->capture_default_str();
+    compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts" + kAutoRestarts)
+        ->check(kRestarts);
     compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts (default: a fresh one, printed)")->check(kSeed);
     std::vector<std::string> plot_files;
     std::string plot_dir;

@@ -97,7 +97,8 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         services::VariationalSettings s = args.settings;
         s.correct = args.correction == "importance";
         // One start without the correction draws no random number: no seed to announce.
-        const bool random = s.correct || s.vb.restarts > 1;
+        const int restarts = restarts_for(l.graph, s.vb.restarts);
+        const bool random = s.correct || restarts > 1;
         s.vb.seed = random ? seed_or_fresh(args.seed, err) : args.seed.value_or(1);
         s.correction.seed = s.vb.seed;
         // Ctrl-C stops EM between iterations: once a restart has finished, the best so far is
@@ -112,7 +113,7 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
                 if (e.kind() != ErrorKind::cancelled) throw;
                 throw Error(ErrorKind::cancelled, fmt::format("interrupted before the first of {} restart{} finished: no fit "
                                                               "to report",
-                                                              s.vb.restarts, s.vb.restarts == 1 ? "" : "s"));
+                                                              restarts, restarts == 1 ? "" : "s"));
             }
         }();
         const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
@@ -125,7 +126,7 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         if (args.summary_json) write_json_file(*args.summary_json, vb_summary_json(params, facts(run)));
         if (!run.result.interrupted) return 0;
         err << fmt::format("warning: interrupted after {} of {} restarts; the fit above is the best of those{}\n",
-                           run.result.fits.size(), s.vb.restarts, s.correct ? " (no importance correction)" : "");
+                           run.result.fits.size(), restarts, s.correct ? " (no importance correction)" : "");
         return exit_status(static_cast<int>(ErrorKind::cancelled));
     });
 }
