@@ -53,11 +53,13 @@ FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, con
     std::vector<Eigen::VectorXd> scratch;
     settings.callbacks = chain_callbacks(graph, settings, callbacks, order, scratch, run.counts);
     settings.vb.cancel = callbacks.interrupt;
-    if (on_start)
-        settings.on_vb = [&](const VbFit& q, const std::string& method) {
-            const bool hmc = !find_method(method).hmc_engine.empty();
-            on_start(FitStart{q, method, hmc ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
-        };
+    const int starts = restarts_for(graph, settings.vb.restarts);
+    settings.on_vb = [&](const VbFit& q, const std::string& method) {
+        if (const std::string w = idle_hidden_warning(graph, q, starts); !w.empty()) callbacks.warning(w);
+        if (!on_start) return;
+        const bool hmc = !find_method(method).hmc_engine.empty();
+        on_start(FitStart{q, method, hmc ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});
+    };
     std::size_t announced = 0;  // the notes said before the chains started
     settings.on_note = [&](const std::string& n) {
         callbacks.note(n);

@@ -42,6 +42,10 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
     vo.keep_finished_on_cancel = true;
     VariationalRun run;
     run.result = vbn::variational(graph, data, vo);
+    if (!run.result.fits.empty())
+        if (const std::string w = idle_hidden_warning(graph, run.result.best_fit(), static_cast<int>(run.result.fits.size()));
+            !w.empty())
+            callbacks.warning(w);
     // Interrupted, the best fit so far is the answer: the correction (seconds of work) is skipped.
     if (settings.correct && !run.result.interrupted) run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
     return run;

@@ -8,6 +8,7 @@
 
 #include <Eigen/Cholesky>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cassert>
@@ -745,6 +746,38 @@ inference::GaussianProposal VbFit::proposal(double df, double inflation) const {
     inference::GaussianProposal p(mean, covs, df);
     if (inflation != 1.0) p.inflate(inflation);
     return p;
+}
+
+std::vector<std::string> idle_hidden(const ir::Graph& graph, const VbFit& fit) {
+    std::vector<int> weights(graph.elements.size(), 0), moved(graph.elements.size(), 0);
+    for (std::size_t e = 0; e < graph.cpds.size(); ++e) {
+        const ir::Cpd& c = graph.cpds[e];
+        if (c.block < 0) continue;
+        const ir::Block& b = graph.blocks[sz(c.block)];
+        for (std::size_t k = 0; k < c.features.size(); ++k) {
+            const int parent = c.features[k].element;
+            if (parent < 0 || !graph.elements[sz(parent)].hidden) continue;
+            const int i = b.offset + static_cast<int>(k);
+            ++weights[sz(parent)];
+            if (std::abs(fit.mean(i)) > 1e-6 * std::sqrt(fit.variance(i))) ++moved[sz(parent)];
+        }
+    }
+    std::vector<std::string> out;
+    for (std::size_t e = 0; e < graph.elements.size(); ++e)
+        if (weights[e] > 0 && moved[e] == 0) out.push_back(graph.elements[e].name);
+    return out;
+}
+
+std::string idle_hidden_warning(const ir::Graph& graph, const VbFit& best, int starts) {
+    const std::vector<std::string> idle = idle_hidden(graph, best);
+    if (idle.empty()) return "";
+    return fmt::format("in the best variational fit{} every weight on hidden node{} {} is 0: {} at the symmetric point "
+                       "where {} nothing. Either the data give {} nothing to explain, or no start left that point "
+                       "(run with more --restarts)",
+                       starts > 1 ? fmt::format(" (of {} starts)", starts) : std::string(" (one start)"),
+                       idle.size() == 1 ? "" : "s", fmt::format("{}", fmt::join(idle, ", ")),
+                       idle.size() == 1 ? "it is" : "they are", idle.size() == 1 ? "it explains" : "they explain",
+                       idle.size() == 1 ? "it" : "them");
 }
 
 int restarts_for(const ir::Graph& graph, int requested) {

@@ -98,6 +98,17 @@ VbResult variational(const ir::Graph& graph, const Dataset& data, const VbOption
 constexpr int hidden_node_restarts = 8;
 int restarts_for(const ir::Graph& graph, int requested);
 
+// The hidden elements at the symmetric point of a fit: every learned weight on them (in
+// their children) has mean 0 to within 10^-6 of its sd, so they explain nothing there. At
+// that point EM cannot move those weights (see restarts_for); a fit that is the best of
+// several starts and still there says the data give those nodes nothing to explain, or
+// that no start left the point. Hidden elements without learned weights on them are not
+// listed. Names as users see them ("h[2]").
+std::vector<std::string> idle_hidden(const ir::Graph& graph, const VbFit& fit);
+
+// The warning for a best fit (of `starts`) with idle hidden elements ("" when it has none).
+std::string idle_hidden_warning(const ir::Graph& graph, const VbFit& best, int starts);
+
 // The same on families already built from the data (runtime/target/families.hpp); no limit on
 // the size of their components applies here, since nothing is enumerated.
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options = {});

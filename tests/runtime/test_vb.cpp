@@ -694,6 +694,19 @@ TEST_CASE("the paper's example files through the front end give the same fit as 
         }
         // The random start leaves the symmetric saddle that the neutral start sits on.
         CHECK(r.best == 1);
+        // The saddle is recognised: every weight on h[1..3] is exactly 0 in the first fit,
+        // none in the best; the warning names them only for a best fit still there.
+        CHECK(idle_hidden(compiled, r.fits[0]) == std::vector<std::string>{"h[1]", "h[2]", "h[3]"});
+        CHECK(idle_hidden(compiled, r.best_fit()).empty());
+        CHECK(idle_hidden_warning(compiled, r.best_fit(), 2).empty());
+        CHECK(idle_hidden_warning(compiled, r.fits[0], 1).rfind(
+                  "in the best variational fit (one start) every weight on hidden nodes h[1], h[2], h[3] is 0", 0) == 0);
+        // Automatic restarts: 8 on this model with hidden nodes, 1 on a fully observed one.
+        CHECK(restarts_for(compiled, 0) == hidden_node_restarts);
+        CHECK(restarts_for(compiled, 3) == 3);
+        CHECK(variational(compiled, data).fits.size() == static_cast<std::size_t>(hidden_node_restarts));
+        const ir::Graph observed = load_model(dir + "unimodal_d5.vbn");
+        CHECK(restarts_for(observed, 0) == 1);
     }
 }
 
