@@ -6,6 +6,7 @@
 #include "inference/kernel_combinators.hpp"
 #include "inference/mixture_mh.hpp"
 #include "inference/nuts.hpp"
+#include "inference/psis.hpp"
 #include "inference/random_walk.hpp"
 #include "inference/regeneration.hpp"
 #include "runtime/target/prior.hpp"
@@ -17,6 +18,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 namespace vbn {
@@ -228,6 +231,19 @@ KernelBuild kernel_alone(std::unique_ptr<inference::Kernel> kernel) {
 }
 
 }  // namespace
+
+double variational_proposal_k(const Target& target, const VbFit& q, const FitOptions& o, int draws) {
+    GaussianProposal proposal = variational_proposal(q, o.proposal_df, o.proposal_inflation);
+    inference::Rng rng(o.seed, 4);
+    Target::Workspace ws = target.make_workspace();
+    Eigen::VectorXd theta(target.dim()), log_ratio(draws);
+    for (int i = 0; i < draws; ++i) {
+        proposal.sample(rng, theta);
+        const double lp = target.log_density(theta, ws);
+        log_ratio[i] = std::isfinite(lp) ? lp - proposal.log_density(theta) : -std::numeric_limits<double>::infinity();
+    }
+    return inference::pareto_k(log_ratio);
+}
 
 std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& target, const VbFit& q, const FitOptions& o) {
     std::vector<Eigen::VectorXd> starts{q.mean};

@@ -47,6 +47,16 @@ class Target;
 // of the seed); empty when none was found.
 std::vector<PosteriorMode> search_modes(const ir::Graph& graph, const Target& target, const VbFit& q, const FitOptions& o);
 
+// The pilot check of the variational independence proposal (the t that varmix's block moves
+// draw from: the fit's block covariances, proposal_df and proposal_inflation) against the
+// exact posterior: the PSIS k̂ of the importance ratios p(θ | x) / q(θ) over `draws` draws
+// (stream 4 of the seed). Above 0.7 the ratios have too heavy a tail for importance or
+// independence moves built on q to be reliable (Vehtari et al., Pareto smoothed importance
+// sampling, 2024, §3): chains proposing from it stick.
+constexpr int variational_pilot_draws = 1000;
+double variational_proposal_k(const Target& target, const VbFit& q, const FitOptions& o,
+                              int draws = variational_pilot_draws);
+
 struct KernelInputs {
     const ir::Graph& graph;
     const Dataset& data;
