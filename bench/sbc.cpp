@@ -1,8 +1,9 @@
 // Simulation-based calibration (validation/sbc.hpp) of every sampling method on a small fully
-// observed model (bench/models/sbc_observed.vbn) and on the paper's multimodal model
-// (examples/paper/multimodal.vbn): rank histograms and chi-square p-values.
+// observed model (bench/models/sbc_observed.vbn), on the paper's multimodal model
+// (examples/paper/multimodal.vbn) and on an occupancy model with a hidden node and 11 weights
+// (bench/models/sbc_occupancy.vbn): rank histograms and chi-square p-values.
 //
-//   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--seed 1]
+//   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--models observed,...] [--seed 1]
 //
 // Run from the source tree. Prints one line per model, method and parameter.
 #include "runtime/data/model.hpp"
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -19,15 +21,20 @@ int main(int argc, char** argv) {
     int replications = 200;
     std::uint64_t seed = 1;
     std::vector<std::string> methods{"varmh", "varblock", "varmix", "regen", "nuts", "rwm"};
+    std::vector<std::string> models;  // empty: every case below
+    const auto split = [](const std::string& text) {
+        std::vector<std::string> out;
+        std::stringstream ss(text);
+        for (std::string m; std::getline(ss, m, ',');) out.push_back(m);
+        return out;
+    };
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--replications") replications = std::stoi(v);
         else if (a == "--seed") seed = std::stoull(v);
-        else if (a == "--methods") {
-            methods.clear();
-            std::stringstream ss(v);
-            for (std::string m; std::getline(ss, m, ',');) methods.push_back(m);
-        } else {
+        else if (a == "--methods") methods = split(v);
+        else if (a == "--models") models = split(v);
+        else {
             fmt::print(stderr, "unknown option {}\n", a);
             return 2;
         }
@@ -36,10 +43,13 @@ int main(int argc, char** argv) {
         std::string name, path;
         long rows;
     };
-    const std::vector<Case> cases{{"observed", "bench/models/sbc_observed.vbn", 50}, {"multimodal", "examples/paper/multimodal.vbn", 50}};
+    const std::vector<Case> cases{{"observed", "bench/models/sbc_observed.vbn", 50},
+                                  {"multimodal", "examples/paper/multimodal.vbn", 50},
+                                  {"occupancy", "bench/models/sbc_occupancy.vbn", 50}};
     fmt::print("{:<11} {:<9} {:<5} {:>7} {:>8} {:>6}  histogram (10 bins of ranks 0..99)\n", "model", "method", "param", "chi2",
                "p", "secs");
     for (const Case& c : cases) {
+        if (!models.empty() && std::find(models.begin(), models.end(), c.name) == models.end()) continue;
         const vbn::ir::Graph graph = vbn::load_model(c.path);
         for (const std::string& m : methods) {
             vbn::SbcOptions o;

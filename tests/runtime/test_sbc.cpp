@@ -1,7 +1,8 @@
 // Simulation-based calibration, reduced for CI (the full run over every method is bench/sbc):
 // 200 replications of varmix, regen and nuts on a small fully observed model and on the paper's
-// multimodal model (nuts there is an expected failure, see below), and a miscalibrated fit
-// that the test must reject. Fixed seeds; about 15 s on 2 cores in Release.
+// multimodal model (varblock there is an expected failure, see below), 100 of nuts on an
+// occupancy model with a hidden node and 11 weights, and a miscalibrated fit
+// that the test must reject. Fixed seeds; about 45 s on 2 cores in Release.
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
 #include "validation/sbc.hpp"
@@ -113,6 +114,25 @@ TEST_CASE("sbc (reduced, CI): known failure, asserted per method: methods that m
         const double share = 200.0 / static_cast<double>(bins.size());
         CHECK(bins.front() + bins.back() > 1.5 * 2 * share);
     }
+}
+
+// A hidden-variable model above 10 weights, where `auto` takes nuts when the variational
+// proposal fails its pilot check (and varmix when it passes; both are in bench/sbc's full
+// run): bench/models/sbc_occupancy.vbn, one posterior mode. 100 replications here, to keep CI
+// short (10 expected per bin); bench/sbc runs 200.
+TEST_CASE("sbc (reduced, CI): nuts is calibrated on an occupancy model with a hidden node, 11 weights" *
+          doctest::timeout(300)) {
+    const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/bench/models/sbc_occupancy.vbn");
+    SbcOptions o;
+    o.method = "nuts";
+    o.replications = 100;
+    o.rows = 50;
+    o.seed = 1;
+    const SbcResult r = run_sbc(graph, o);
+    INFO(histogram_text(r));
+    CHECK(r.names.size() == 11);
+    CHECK(r.failed_fits == 0);
+    CHECK(r.min_p_value() > min_p);
 }
 
 TEST_CASE("sbc rejects a fit whose prior is not the one the parameters were drawn from") {
