@@ -202,7 +202,6 @@ void fit_beside_target(RunState& run, Clock::time_point t_target) {
     run.r.target_seconds = std::chrono::duration<double>(target_done - t_target).count();
     run.proposal_start = std::max(target_done, vb_done);
     run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - target_done).count();
-    if (run.o.on_vb) run.o.on_vb(run.r.vb.best_fit(), run.r.method);
 }
 
 // The target, then the variational fit on it (and, where every node is observed and one
@@ -214,7 +213,6 @@ void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_f
     run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
     run.proposal_start = Clock::now();
     run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t0).count();
-    if (run.o.on_vb) run.o.on_vb(run.r.vb.best_fit(), run.r.method);
     if (proposal_from_prior && uses_exact_proposal(*run.method, run.o)) build_early_proposal(run, nullptr);
 }
 
@@ -354,6 +352,9 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     resolve_method(run);
     prepare_posterior(run);
     check_variational_proposal(run);
+    // Only now is the method final (the pilot check may have replaced auto's first choice), so
+    // the output files' headers, written from here, record the sampler that will run.
+    if (o.on_vb) o.on_vb(run.r.vb.best_fit(), run.r.method);
     name_outputs(run.r, graph);
     const std::vector<Eigen::VectorXd> inits = initial_points(graph, run.r.vb.best_fit(), o);
     const std::unique_ptr<inference::Kernel> kernel = build_kernel(run);

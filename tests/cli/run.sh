@@ -231,6 +231,14 @@ run "fit, default starts" 0 -- "$vbn" fit "$sbn.vbn" --data "$sbn.csv" --seed 1 
 if [ -n "${e1:-}" ] && [ -n "${e8:-}" ] && awk -v a="$e1" -v b="$e8" 'BEGIN { exit !(b > a + 10) }'; then ok; else
   bad "fit's default starts should give a better variational fit than one start (ELBO '${e1:-}' vs '${e8:-}')"; fi
 
+# auto's pilot check can replace varmix by nuts after the variational fit: the CSV files must
+# then be NUTS's (algorithm hmc, its adaptation block), not varmix's, and every chain write.
+run "fit --output after auto's switch to nuts" 0 -- "$vbn" fit "$sbn.vbn" --data "$sbn.csv" --seed 1 --warmup 30 --draws 30 \
+  --chains 2 --output "$tmp/switch.csv" --quiet &&
+  expect "switched run's summary" out "^Inference for .*: method nuts, 2 chains x 30 draws" &&
+  if grep -q '^# *algorithm = hmc' "$tmp/switch_1.csv" && grep -q '^# *Step size' "$tmp/switch_2.csv" &&
+     [ "$(grep -cv '^#' "$tmp/switch_2.csv")" -eq 31 ]; then ok; else bad "fit --output after auto's switch: files not NUTS's"; fi
+
 # --- gibbs: hidden values sampled, no limit on them per row --------------------------------
 run "fit gibbs" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" --method gibbs --seed 3 --warmup 200 --draws 200 --quiet &&
   expect "fit gibbs row" out "^w\[1\] " && expect "fit gibbs acceptance" out "gibbs sweep over unobserved values .*conditional laplace block mh"
