@@ -27,6 +27,8 @@ FitSummary run_facts(const FitResult& r, const std::string& model, int warmup, i
     facts.model = model;
     facts.method = r.method;
     facts.hidden = r.hidden;
+    facts.symmetry = r.symmetry;
+    facts.labelings = r.labelings;
     facts.warmup = warmup;
     facts.warmup_seconds = r.warmup_seconds + r.vb_seconds;
     facts.sampling_seconds = r.sampling_seconds;

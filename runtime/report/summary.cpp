@@ -140,6 +140,11 @@ std::string sampler_remedy(const RunFacts& facts) {
 // seen); just above 1.01 is the mark of chains that are merely too short.
 std::string rhat_advice(const RunFacts& facts, double worst) {
     if (!facts.hidden || worst <= kRhatModes) return "run longer chains or check the model.";
+    if (!facts.symmetry.empty())
+        return "the model's posterior has equivalent labelings (see Symmetry above), and chains this far apart "
+               "sit in different ones: R-hat and the means of parameters a relabelling changes mix them. "
+               "Summarise quantities that no relabelling changes (predictions, the evidence, |weight| of a "
+               "flipped node).";
     std::string advice = "the model has hidden nodes, and chains this far apart usually sit in different modes. If "
                          "their means of these parameters differ only in sign, they are relabellings of a hidden node "
                          "(flipping it and the signs of its weights leaves the likelihood unchanged): summarise "
@@ -269,6 +274,8 @@ std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& 
     }
     if (facts.regenerations) out += fmt::format("Regenerations: {}\n", *facts.regenerations);
     if (facts.elbo) out += fmt::format("ELBO: {:.6g}\n", *facts.elbo);
+    if (!facts.symmetry.empty())
+        out += fmt::format("Symmetry: {}; chains may sit in different labelings\n", facts.symmetry);
     if (facts.divergent > 0) out += fmt::format("Divergent transitions: {}\n", facts.divergent);
     if (facts.warmup_seconds || facts.sampling_seconds)
         out += fmt::format("Elapsed time: {:.3f} s warmup, {:.3f} s sampling\n", facts.warmup_seconds.value_or(0),
@@ -315,6 +322,7 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     auto& acc = doc["acceptance"] = nlohmann::ordered_json::array();
     for (const auto& k : facts.kernels)
         acc.push_back({{"kernel", k.name}, {"accepted", k.accepted}, {"proposed", k.proposed}, {"rate", k.rate()}});
+    doc["labelings"] = optional_or_null(facts.labelings);
     if (!facts.phase_seconds.empty()) {
         auto& timings = doc["timings"] = nlohmann::ordered_json::object();
         for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;

@@ -62,6 +62,10 @@ struct RunFacts {
     std::optional<double> elbo;
     long divergent = 0;  // divergent transitions after warmup, all chains
     bool hidden = false; // the model has hidden nodes (R-hat's warning then names relabelling and --restarts)
+    // The model's exact symmetries in words ("48 equivalent labelings: ..."), "" if none or
+    // unknown (CSV files), and their count: 1 for none, empty when unknown or above 10^18.
+    std::string symmetry;
+    std::optional<std::uint64_t> labelings;
     // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
     // where the run's phases are unknown, as for CSV files).
     std::vector<std::pair<std::string, double>> phase_seconds;

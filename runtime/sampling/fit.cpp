@@ -3,6 +3,7 @@
 #include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/parallel.hpp"
+#include "lang/symmetry.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sampling/gibbs.hpp"
 #include "runtime/sampling/kernels.hpp"
@@ -122,6 +123,9 @@ void resolve_method(RunState& run) {
     run.r.method = run.method->name;
     run.r.threads = run.o.threads;
     run.r.hidden = std::any_of(graph.elements.begin(), graph.elements.end(), [](const ir::Element& e) { return e.hidden; });
+    const lang::Symmetries symmetries = lang::find_symmetries(graph);
+    run.r.symmetry = lang::describe_symmetries(graph, symmetries);
+    run.r.labelings = symmetries.labelings;
     if (run.by_auto) run.r.notes.push_back(fmt::format("method auto chose {}: {}", run.r.method, why));
     if (run.method->dense_only && graph.dim > max_dense_dim)
         throw Error(ErrorKind::limit, fmt::format("--method {2} adapts dense {0} x {0} covariances, too large for {0} "

@@ -110,6 +110,8 @@ struct FitResult {
     double target_seconds = 0, vb_seconds = 0, proposal_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
     std::vector<std::string> notes;                // things the user should know (not errors)
     bool hidden = false;                           // the model has hidden nodes (several modes are likely)
+    std::string symmetry;                          // lang::describe_symmetries of the model, "" if none
+    std::optional<std::uint64_t> labelings = 1;    // equivalent labelings; empty above 10^18
 };
 
 // The order in which parameters are reported: the model's parameters in order of use, the

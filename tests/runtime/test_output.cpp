@@ -526,6 +526,30 @@ TEST_CASE("with hidden nodes, a far-off R-hat's warning names relabelling and --
     CHECK(summary_warnings(rows, f)[0].find("run longer chains or check the model.") != std::string::npos);
 }
 
+TEST_CASE("a known symmetry is a fact of the run, makes R-hat's warning definite and is in the JSON") {
+    std::vector<SummaryRow> rows{golden_rows()[1]};
+    rows[0].rhat = 1.62;
+    RunFacts f;
+    f.method = "varmix";
+    f.chains = 4;
+    f.draws = 1000;
+    f.hidden = true;
+    f.symmetry = "2 equivalent labelings: h flips sign with its weights";
+    f.labelings = 2;
+    const auto w = summary_warnings(rows, f);
+    REQUIRE(!w.empty());
+    CHECK(w[0].find("the model's posterior has equivalent labelings (see Symmetry above)") != std::string::npos);
+    CHECK(w[0].find("usually sit in different modes") == std::string::npos);
+    CHECK(format_summary(rows, f).find("\nSymmetry: 2 equivalent labelings: h flips sign with its weights; chains may "
+                                       "sit in different labelings\n") != std::string::npos);
+    CHECK(summary_json(rows, f)["labelings"] == 2);
+    f.symmetry.clear();  // none known: the hedged advice, no line
+    f.labelings = 1;
+    CHECK(summary_warnings(rows, f)[0].find("usually sit in different modes") != std::string::npos);
+    CHECK(format_summary(rows, f).find("Symmetry:") == std::string::npos);
+    CHECK(summary_json(rows, f)["labelings"] == 1);
+}
+
 TEST_CASE("a chain that never moves a parameter while the others do is named") {
     // Chain 3 of 4 sits still on w[1] and w[2]; every chain moves b.
     std::vector<Eigen::MatrixXd> chains;
@@ -586,7 +610,7 @@ TEST_CASE("the summary JSON has docs/design.md's keys in order and null for NaN"
           R"({"method":"varblock","chains":4,"draws":1000,"elbo":-123.4567891,"warmup_seconds":0.1234,"sampling_seconds":1.5,)"
           R"("parameters":[{"name":"b","mean":1.5,"sd":0.0,"mcse_mean":null,"q5":1.5,"q50":1.5,"q95":1.5,"ess_bulk":null,)"
           R"("ess_tail":null,"rhat":null}],"warmup":500,"divergent":0,"regenerations":17,"acceptance":[)"
-          R"({"kernel":"varblock","accepted":1660,"proposed":4000,"rate":0.415},{"kernel":"rwm","accepted":30,"proposed":1000,"rate":0.03}]})");
+          R"({"kernel":"varblock","accepted":1660,"proposed":4000,"rate":0.415},{"kernel":"rwm","accepted":30,"proposed":1000,"rate":0.03}],"labelings":null})");
     RunFacts bare;
     bare.method = "nuts";
     const auto d2 = summary_json(golden_rows(), bare);

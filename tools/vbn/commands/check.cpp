@@ -1,5 +1,6 @@
 // `vbn check MODEL [--data CSV] [--dot FILE]`: parse and check; print the network.
 #include "lang/describe.hpp"
+#include "lang/symmetry.hpp"
 #include "runtime/data/describe_data.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
@@ -13,6 +14,8 @@ int check(const CheckArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const ir::Graph g = load_model_printing(args.model, err);
         out << lang::describe(g);
+        const std::string symmetry = lang::describe_symmetries(g, lang::find_symmetries(g));
+        if (!symmetry.empty()) out << "\nsymmetries: " << symmetry << '\n';
         if (args.dot) {
             write_text_file(*args.dot, lang::to_dot(g), "DOT file");
             out << fmt::format("\nwrote {}\n", *args.dot);
