@@ -5,7 +5,7 @@ functions {
 data {
   int<lower=1> N;
   int<lower=1> cnt[N];
-  int<lower=-1, upper=1> y[N, 16];         // +1, -1; 0 = missing
+  int<lower=-1, upper=1> v[N, 16];         // +1, -1; 0 = missing
 }
 parameters {
   real a;
@@ -21,7 +21,7 @@ model {
     for (i in 1:2) {
       int c = i == 1 ? 1 : -1;
       lp[i] = log_inv_logit(c * a);
-      for (k in 1:16) lp[i] += obs(y[n, k], b[k] + w[k] * c);
+      for (k in 1:16) lp[i] += obs(v[n, k], b[k] + w[k] * c);
     }
     target += cnt[n] * log_sum_exp(lp);
   }
