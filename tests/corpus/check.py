@@ -93,7 +93,7 @@ def judge(rows, tol_mean):
     esss = [e for *_, e in rows if e == e]
     rhat, ess = (max(rhats) if rhats else float("nan")), (min(esss) if esss else float("nan"))
     ok = mean_err <= tol_mean and not sd_err > SD_TOL and not rhat > RHAT_TOL
-    worst = max(rows, key=lambda r: abs(r[1] - r[0]["mean"]) / r[0]["sd"])[0]["name"]
+    worst = max(rows, key=lambda r: abs(r[1] - r[0]["mean"]) / r[0]["sd"])[0]["name"].replace("|", "\\|")
     return mean_err, sd_err, rhat, ess, ok, worst
 
 
