@@ -9,6 +9,7 @@ packages=(
   # vbn plot / fit --plots draw with gnuplot; the tests check that R reads our CmdStan CSV
   # files (rstan::read_stan_csv) and that posterior's diagnostics agree with ours.
   gnuplot-nox r-base-core r-cran-rstan r-cran-posterior
+  r-cran-mlbench  # HouseVotes84, the real data of tests/corpus/housevotes (make_data.R)
   graphviz  # tests/cli/run.sh checks that dot reads vbn check --dot's graphs
   clang libclang-rt-14-dev  # the libFuzzer targets in fuzz/ (scripts/fuzz.sh)
 )

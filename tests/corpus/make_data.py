@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Simulates the synthetic corpus data sets with fixed seeds (Python standard library only).
+
+Usage: python3 tests/corpus/make_data.py   (rewrites <model>/data.csv for every synthetic model)
+Values are written 1/0, a missing cell empty. The true parameters are fixed here, not drawn,
+so the data look like their field's: strong but imperfect symptoms, a few rare answers.
+"""
+import math
+import os
+import random
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def bern(rng, logit):
+    return 1 if rng.random() < 1 / (1 + math.exp(-logit)) else -1
+
+
+def write(model, header, rows):
+    with open(os.path.join(HERE, model, "data.csv"), "w") as f:
+        f.write(",".join(header) + "\n")
+        for r in rows:
+            f.write(",".join("" if v is None else (str(v) if isinstance(v, float) else
+                                                   ("1" if v == 1 else "0")) for v in r) + "\n")
+
+
+def hide(rng, values, p):
+    return [None if rng.random() < p else v for v in values]
+
+
+def diagnosis(rng, n=800):
+    b = [-1.5, -1.0, -2.0, -0.5, -1.2, -1.8]
+    W = [[2.0, 0.0], [1.5, 1.0], [0.2, 2.2], [1.0, 1.0], [0.0, 1.8], [2.5, -0.5]]
+    rows = []
+    for _ in range(n):
+        d = [1 if rng.random() < 0.2 else -1 for _ in range(2)]
+        rows.append([bern(rng, b[k] + W[k][0] * d[0] + W[k][1] * d[1]) for k in range(6)])
+    write("diagnosis", ["s[%d]" % (k + 1) for k in range(6)], rows)
+
+
+def latent_items(rng, n, a, b, w, p_missing):
+    rows = []
+    for _ in range(n):
+        c = bern(rng, a)
+        rows.append(hide(rng, [bern(rng, b[k] + w[k] * c) for k in range(len(b))], p_missing))
+    return rows
+
+
+def survey(rng):
+    b = [0.5, -0.3, 1.0, 0.0, -1.0, 0.4, 0.8, -0.6]
+    w = [1.5, 1.2, 2.0, 0.8, 1.0, 1.8, 0.6, 1.4]
+    write("survey", ["q[%d]" % (k + 1) for k in range(8)], latent_items(rng, 600, 0.4, b, w, 0.15))
+
+
+def occupancy(rng, n=500):
+    a, u, c, v = 0.2, [1.0, -0.7], -0.8, [1.6, 1.6, 1.6, 1.6]
+    rows = []
+    for _ in range(n):
+        x = [round(rng.gauss(0, 1), 3) for _ in range(2)]
+        z = bern(rng, a + u[0] * x[0] + u[1] * x[1])
+        rows.append(x + [bern(rng, c + v[j] * z) for j in range(4)])
+    write("occupancy", ["x[1]", "x[2]"] + ["y[%d]" % (j + 1) for j in range(4)], rows)
+
+
+def sbn2(rng, n=2000):
+    c, U = [0.3, -0.2, 0.0], [[2.0, 0.0], [0.0, 2.0], [1.5, -1.5]]
+    b = [0.2, -0.4, 0.5, 0.0, -0.3, 0.1, 0.6, -0.5]
+    W = [[2.5, 0, 0], [2, 1, 0], [0, 2.5, 0], [0, 1.5, 1.5], [0, 0, 2.5], [1, 0, 2],
+         [-2, 0, 1], [0, -2, -1]]
+    rows = []
+    for _ in range(n):
+        t = [1 if rng.random() < 0.5 else -1 for _ in range(2)]
+        h = [bern(rng, c[j] + U[j][0] * t[0] + U[j][1] * t[1]) for j in range(3)]
+        rows.append([bern(rng, b[k] + sum(W[k][j] * h[j] for j in range(3))) for k in range(8)])
+    write("sbn2", ["v[%d]" % (k + 1) for k in range(8)], rows)
+
+
+def naive_bayes(rng, n=400):
+    a = -0.3
+    b = [0.1 * k - 0.5 for k in range(10)]
+    w = [1.2, -0.8, 0.5, 1.0, 0.0, -1.5, 0.7, 0.3, -0.4, 0.9]
+    rows = []
+    for _ in range(n):
+        k = bern(rng, a)
+        f = [bern(rng, b[j] + w[j] * k) for j in range(10)]
+        rows.append([k if rng.random() < 0.35 else None] + f)
+    write("naive_bayes", ["k"] + ["f[%d]" % (j + 1) for j in range(10)], rows)
+
+
+def chain_hmm(rng, n=700):
+    t1, p1, t2, p2 = 0.3, 1.5, -0.2, 1.2
+    b, e = [[0.0, -0.5, 0.5]] * 3, [[1.5, 1.0, 2.0], [1.2, 1.8, 0.8], [2.0, 1.0, 1.4]]
+    rows = []
+    for _ in range(n):
+        h1 = 1 if rng.random() < 0.5 else -1
+        h2 = bern(rng, t1 + p1 * h1)
+        h3 = bern(rng, t2 + p2 * h2)
+        row = []
+        for s, h in enumerate([h1, h2, h3]):
+            row += [bern(rng, b[s][j] + e[s][j] * h) for j in range(3)]
+        rows.append(hide(rng, row, 0.05))
+    write("chain_hmm", ["y%d[%d]" % (s + 1, j + 1) for s in range(3) for j in range(3)], rows)
+
+
+if __name__ == "__main__":
+    for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm], 1):
+        make(random.Random(20261127 + seed))

@@ -1,0 +1,77 @@
+# Regenerates tests/corpus/<model>/reference.json from a long Stan run of <model>/model.stan.
+# Usage: nice -n 10 Rscript tests/corpus/make_reference.R MODEL [DRAWS_PER_CHAIN] [SEED]
+# (defaults 25000 and 1). Four chains, two at a time, all started at the major mode found by
+# optimizing() from 8 random starts; R-hat and ESS are rank-normalised (Vehtari et al. 2021).
+# Debian's r-cran-bh ships no headers (they are libboost-dev's, in /usr/include), and rstan
+# refuses to compile without BH's include folder: give it a private copy that points there.
+bh <- find.package("BH")
+if (!dir.exists(file.path(bh, "include"))) {
+  lib <- file.path(tempdir(), "lib")
+  dir.create(file.path(lib, "BH"), recursive = TRUE)
+  file.copy(list.files(bh, full.names = TRUE), file.path(lib, "BH"), recursive = TRUE)
+  file.symlink("/usr/include", file.path(lib, "BH", "include"))
+  .libPaths(c(lib, .libPaths()))
+}
+suppressMessages(library(rstan))
+args <- commandArgs(trailingOnly = TRUE)
+model <- args[1]
+draws <- if (length(args) > 1) as.integer(args[2]) else 25000L
+seed <- if (length(args) > 2) as.integer(args[3]) else 1L
+here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
+dir <- file.path(here, model)
+source(file.path(here, "quantities.R"))
+
+# vbn's CSV -> distinct rows with counts; binary 1/0 -> +1/-1, missing -> 0.
+read_corpus_data <- function(path) {
+  raw <- read.csv(path, colClasses = "character", check.names = FALSE, na.strings = "")
+  key <- do.call(paste, c(raw, sep = ","))
+  keep <- !duplicated(key)
+  cnt <- as.integer(table(key)[key[keep]])
+  rows <- raw[keep, , drop = FALSE]
+  groups <- split(names(rows), sub("\\[.*", "", names(rows)))
+  data <- list(N = nrow(rows), cnt = cnt)
+  for (g in names(groups)) {
+    cols <- rows[, groups[[g]], drop = FALSE]
+    binary <- all(unlist(cols) %in% c("0", "1", NA))
+    m <- sapply(cols, function(v) if (binary) ifelse(is.na(v), 0L, ifelse(v == "1", 1L, -1L))
+                                  else as.numeric(v))
+    data[[g]] <- matrix(m, nrow = nrow(rows))
+  }
+  data
+}
+
+data <- read_corpus_data(file.path(dir, "data.csv"))
+sm <- stan_model(file.path(dir, "model.stan"))
+set.seed(seed)
+modes <- lapply(1:8, function(i) optimizing(sm, data = data, seed = seed + i, init = "random",
+                                            as_vector = FALSE))
+best <- modes[[which.max(sapply(modes, function(o) o$value))]]
+start <- Sys.time()
+fit <- sampling(sm, data = data, chains = 4, cores = 2, iter = 2 * draws, warmup = draws,
+                seed = seed, init = rep(list(best$par), 4), refresh = 0)
+seconds <- as.numeric(difftime(Sys.time(), start, units = "secs"))
+arr <- as.array(fit)                        # iterations x chains x parameters
+arr <- arr[, , dimnames(arr)[[3]] != "lp__", drop = FALSE]
+qs <- corpus_quantities(model, dimnames(arr)[[3]])
+out <- lapply(qs, function(q) {
+  x <- apply(arr[, , q$of, drop = FALSE], c(1, 2), quantity_fn(q$fn))
+  ess <- min(ess_bulk(x), ess_tail(x))
+  list(name = q$name, fn = q$fn, of = as.list(q$of), mean = mean(x), sd = sd(x), rhat = Rhat(x),
+       ess_bulk = ess_bulk(x), ess_tail = ess_tail(x), mcse_in_sd = 1 / sqrt(ess_bulk(x)))
+})
+prov <- list(model = model, command = sprintf("nice -n 10 Rscript tests/corpus/make_reference.R %s %d %d",
+                                              model, draws, seed),
+             seed = seed, chains = 4, warmup = draws, draws = draws,
+             init = "all chains at the highest of 8 optimizing() modes",
+             mode_log_density = best$value,
+             max_rhat = max(sapply(out, `[[`, "rhat")),
+             min_ess = min(sapply(out, function(o) min(o$ess_bulk, o$ess_tail))),
+             max_mcse_in_sd = max(sapply(out, `[[`, "mcse_in_sd")),
+             divergent = sum(get_divergent_iterations(fit)),
+             rstan = as.character(packageVersion("rstan")),
+             stan = stan_version(), sampling_seconds = round(seconds, 1))
+writeLines(jsonlite_free_json(list(provenance = prov, quantities = out)),
+           file.path(dir, "reference.json"))
+cat(sprintf("%s: max R-hat %.4f, min ESS %.0f, max MC error %.3f sd, %.0f s\n", model,
+            prov$max_rhat, prov$min_ess, prov$max_mcse_in_sd, seconds))
+if (prov$max_rhat > 1.001) cat("WARNING: R-hat above 1.001: run longer\n")

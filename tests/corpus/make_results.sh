@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Writes tests/corpus/RESULTS.md: check.py's table for today's vbn on every model that has a
+# reference. Usage: bash tests/corpus/make_results.sh [VBN] [METHODS]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+vbn=${1:-build/tools/vbn/vbn}
+methods=${2:-auto,nuts,vb}
+{
+  echo "# vbn against the corpus"
+  echo
+  echo "Made by \`bash tests/corpus/make_results.sh $vbn $methods\`, i.e."
+  echo "\`python3 tests/corpus/check.py --vbn $vbn --methods $methods\`, on $(date -u +%Y-%m-%d)"
+  echo "with vbn $(git -C "$here" rev-parse --short HEAD). Tolerances: mean within 0.1 reference"
+  echo "sd (vb 0.15), sd within 10%, R-hat <= 1.01. The references' own quality is in each"
+  echo "reference.json's provenance and the table at the end."
+  echo
+  python3 "$here/check.py" --vbn "$vbn" --methods "$methods"
+  status=$?
+  echo
+  echo "exit status of check.py: $status"
+  echo
+  echo "| reference | draws per chain | max R-hat | min ESS | max MC error (sd) |"
+  echo "|---|---|---|---|---|"
+  for f in "$here"/*/reference.json; do
+    python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["provenance"]
+print("| %s | %d | %.4f | %.0f | %.3f |" % tuple(p[k] for k in ("model", "draws", "max_rhat", "min_ess", "max_mcse_in_sd")))' "$f"
+  done
+} > "$here/RESULTS.md"
