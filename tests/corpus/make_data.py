@@ -33,7 +33,7 @@ def diagnosis(rng, n=800):
     W = [[2.0, 0.0], [1.5, 1.0], [0.2, 2.2], [1.0, 1.0], [0.0, 1.8], [2.5, -0.5]]
     rows = []
     for _ in range(n):
-        d = [1 if rng.random() < 0.2 else -1 for _ in range(2)]
+        d = [1 if rng.random() < p else -1 for p in (0.1, 0.3)]
         rows.append([bern(rng, b[k] + W[k][0] * d[0] + W[k][1] * d[1]) for k in range(6)])
     write("diagnosis", ["s[%d]" % (k + 1) for k in range(6)], rows)
 

@@ -1,4 +1,4 @@
-// Two hidden diseases (prevalence 0.2 each) summed out by hand; distinct rows with counts.
+// Two hidden diseases (prevalences 0.1 and 0.3) summed out by hand; distinct rows with counts.
 functions {
   real obs(int y, real eta) { return y == 0 ? 0 : log_inv_logit(y * eta); }
 }
@@ -9,17 +9,19 @@ data {
 }
 parameters {
   vector[6] b;
-  matrix[6, 2] W;
+  vector[6] u;
+  vector[6] v;
 }
 model {
   b ~ normal(0, 2.5);
-  to_vector(W) ~ normal(0, 2.5);
+  u ~ normal(0, 2.5);
+  v ~ normal(0, 2.5);
   for (n in 1:N) {
     vector[4] lp;
     int i = 1;
     for (d1 in {-1, 1}) for (d2 in {-1, 1}) {
-      lp[i] = log(d1 == 1 ? 0.2 : 0.8) + log(d2 == 1 ? 0.2 : 0.8);
-      for (k in 1:6) lp[i] += obs(s[n, k], b[k] + W[k, 1] * d1 + W[k, 2] * d2);
+      lp[i] = log(d1 == 1 ? 0.1 : 0.9) + log(d2 == 1 ? 0.3 : 0.7);
+      for (k in 1:6) lp[i] += obs(s[n, k], b[k] + u[k] * d1 + v[k] * d2);
       i += 1;
     }
     target += cnt[n] * log_sum_exp(lp);
