@@ -11,7 +11,10 @@ transformed data {
   matrix[4, 2] T;                          // the four top states
   matrix[8, 3] H;                          // the eight feature states
   for (i in 1:4) { T[i, 1] = i <= 2 ? 1 : -1; T[i, 2] = i % 2 == 1 ? 1 : -1; }
-  for (i in 1:8) for (j in 1:3) H[i, j] = ((i - 1) / (2 ^ (j - 1))) % 2 == 0 ? 1 : -1;
+  for (i in 1:8) {
+    int p = 1;                             // 2^(j - 1): bit j - 1 of i - 1 gives feature j
+    for (j in 1:3) { H[i, j] = ((i - 1) / p) % 2 == 0 ? 1 : -1; p *= 2; }
+  }
 }
 parameters {
   vector[3] c;
