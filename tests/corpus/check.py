@@ -9,16 +9,19 @@ import argparse
 import csv
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from statistics import NormalDist
 
-from diagnostics import summarize
+from diagnostics import mcse_sd, summarize
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIT_MEAN_TOL, VB_MEAN_TOL, SD_TOL, RHAT_TOL = 0.1, 0.15, 0.10, 1.01
+MIN_ESS = 400       # vbn's own warning threshold (100 per chain): below it the means' MC error nears 0.05 sd
 FNS = {"id": lambda x: x[0], "abs": lambda x: abs(x[0]), "sumabs": lambda x: sum(map(abs, x))}
 
 
@@ -60,13 +63,22 @@ def check_fit(vbn, model, method, ref, tmp):
         mean = sum(flat) / len(flat)
         sd = (sum((x - mean) ** 2 for x in flat) / (len(flat) - 1)) ** 0.5
         rhat, ess_bulk, ess_tail = summarize(per_chain)
-        rows.append((q, mean, sd, rhat, min(ess_bulk, ess_tail)))
+        rows.append((q, mean, sd, rhat, min(ess_bulk, ess_tail), mcse_sd(per_chain)))
     return rows, secs, []
 
 
+def folded_mean(mu, sd):
+    """E|x| for x ~ N(mu, sd²): what |x| averages to when x's posterior is near normal."""
+    if sd <= 0:
+        return abs(mu)
+    z = mu / sd
+    return sd * math.sqrt(2 / math.pi) * math.exp(-z * z / 2) + mu * (1 - 2 * NormalDist().cdf(-z))
+
+
 def check_vb(vbn, model, ref, tmp):
-    """vb's corrected answer has no draws: |x| is judged by |mean|, sums of |x| by their sum,
-    which is what the posterior gives when it keeps one labeling and sits away from 0."""
+    """vb's corrected answer has no draws: |x| is judged by E|x| of a normal with x's corrected
+    mean and sd (a sum of |x| by the sum), within the one labeling its proposal sits in. |mean|
+    alone would be wrong for a weight near 0 (housevotes's w[10]: E|w| 0.079, |E w| near 0)."""
     d = os.path.join(HERE, model)
     out = os.path.join(tmp, model + "_vb.json")
     proc, secs = run([vbn, "vb", os.path.join(d, "model.vbn"), "--data", os.path.join(d, "data.csv"),
@@ -79,22 +91,34 @@ def check_vb(vbn, model, ref, tmp):
     rows = []
     for q in ref["quantities"]:
         ms = [pars[o]["corrected_mean"] for o in q["of"]]
-        mean = FNS[q["fn"]](ms)
-        sd = pars[q["of"][0]]["corrected_sd"] if q["fn"] != "sumabs" else float("nan")
-        rows.append((q, mean, sd, float("nan"), float("nan")))
+        sds = [pars[o]["corrected_sd"] for o in q["of"]]
+        mean = ms[0] if q["fn"] == "id" else sum(folded_mean(m, s) for m, s in zip(ms, sds))
+        sd = sds[0] if q["fn"] == "id" else float("nan")  # the sd of |x| is not x's
+        rows.append((q, mean, sd, float("nan"), float("nan"), float("nan")))
     return rows, secs, []
 
 
-def judge(rows, tol_mean):
+def sd_error(q, sd, mcse):
+    """|sd / reference sd - 1|, less what Monte Carlo error explains: two standard errors of
+    the two sds combined (each run's mcse_sd). A heavy tail makes an sd noisy (diagnosis's v[5]:
+    0.286, 0.294 and 0.321 in three long runs), and a 10% requirement is judged beyond that."""
+    raw = abs(sd / q["sd"] - 1)
+    noise = math.sqrt((mcse if mcse == mcse else 0) ** 2 + q.get("mcse_sd", 0) ** 2) / q["sd"]
+    return raw, max(0.0, raw - 2 * noise)
+
+
+def judge(rows, tol_mean, judge_sd):
     mean_err = max(abs(m - q["mean"]) / q["sd"] for q, m, *_ in rows)
-    sd_errs = [abs(s / q["sd"] - 1) for q, _, s, *_ in rows if s == s]
-    sd_err = max(sd_errs) if sd_errs else float("nan")
-    rhats = [r for *_, r, _ in rows if r == r]
-    esss = [e for *_, e in rows if e == e]
+    sd_errs = [sd_error(q, s, e) for q, _, s, _, _, e in rows if s == s]
+    sd_err = max(r for r, _ in sd_errs) if sd_errs else float("nan")
+    sd_beyond = max(b for _, b in sd_errs) if sd_errs else float("nan")
+    rhats = [r for *_, r, _, _ in rows if r == r]
+    esss = [e for *_, e, _ in rows if e == e]
     rhat, ess = (max(rhats) if rhats else float("nan")), (min(esss) if esss else float("nan"))
-    ok = mean_err <= tol_mean and not sd_err > SD_TOL and not rhat > RHAT_TOL
+    failures = [what for what, bad in (("mean", mean_err > tol_mean), ("sd", judge_sd and sd_beyond > SD_TOL),
+                                       ("rhat", rhat > RHAT_TOL), ("ess", ess < MIN_ESS)) if bad]
     worst = max(rows, key=lambda r: abs(r[1] - r[0]["mean"]) / r[0]["sd"])[0]["name"].replace("|", "\\|")
-    return mean_err, sd_err, rhat, ess, ok, worst
+    return mean_err, sd_err, sd_beyond, rhat, ess, failures, worst
 
 
 def fmt(x, spec):
@@ -106,28 +130,44 @@ def main():
     ap.add_argument("--vbn", required=True)
     ap.add_argument("--models", default=",".join(models()))
     ap.add_argument("--methods", default="auto,nuts,vb")
+    ap.add_argument("--expect-fail", default="",
+                    help="MODEL:METHOD:WHAT,...: rows known to fail, and on what (mean, sd, rhat, ess or run); "
+                         "each must still fail on that (exit 1 if not)")
     args = ap.parse_args()
-    print("| model | method | max mean error (sd) | max sd error | max R-hat | min ESS | seconds | worst | result |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    failed = False
+    expected = dict(e.rsplit(":", 1) for e in filter(None, args.expect_fail.split(",")))
+    print("| model | method | max mean error (sd) | max sd error | beyond MC error | max R-hat | min ESS | seconds "
+          "| worst | result |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    surprises = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models.split(","):
             ref = json.load(open(os.path.join(HERE, model, "reference.json")))
             for method in args.methods.split(","):
-                if method == "vb":
-                    rows, secs, err = check_vb(args.vbn, model, ref, tmp)
-                else:
-                    rows, secs, err = check_fit(args.vbn, model, method, ref, tmp)
-                if rows is None:
-                    failed = True
-                    print(f"| {model} | {method} | – | – | – | – | {secs:.1f} | {' '.join(err)} | FAIL |")
-                    continue
-                me, se, rh, ess, ok, worst = judge(rows, VB_MEAN_TOL if method == "vb" else FIT_MEAN_TOL)
-                failed |= not ok
-                print(f"| {model} | {method} | {fmt(me, '.3f')} | {fmt(se, '.3f')} | {fmt(rh, '.3f')} "
-                      f"| {fmt(ess, '.0f')} | {secs:.1f} | {worst} | {'PASS' if ok else 'FAIL'} |",
-                      flush=True)
-    return 1 if failed else 0
+                failures, line = check_row(args.vbn, model, method, ref, tmp)
+                known = expected.get(f"{model}:{method}")
+                print(line[:-2] + " (known) |" if known and failures else line, flush=True)
+                if known and known not in failures:
+                    surprises.append(f"{model}:{method} no longer fails on {known}"
+                                     + (f" but on {', '.join(failures)}" if failures else ": take it off --expect-fail"))
+                elif not known and failures:
+                    surprises.append(f"{model}:{method} fails on {', '.join(failures)}")
+    for s in surprises:
+        print(s, file=sys.stderr)
+    return 1 if surprises else 0
+
+
+def check_row(vbn, model, method, ref, tmp):
+    """One row of the table: (what failed: mean, sd, rhat, ess or run; the row as Markdown)."""
+    if method == "vb":
+        rows, secs, err = check_vb(vbn, model, ref, tmp)
+    else:
+        rows, secs, err = check_fit(vbn, model, method, ref, tmp)
+    if rows is None:
+        return ["run"], f"| {model} | {method} | – | – | – | – | – | {secs:.1f} | {' '.join(err)} | FAIL |"
+    me, se, sb, rh, ess, failures, worst = judge(rows, VB_MEAN_TOL if method == "vb" else FIT_MEAN_TOL,
+                                           judge_sd=method != "vb")
+    return failures, (f"| {model} | {method} | {fmt(me, '.3f')} | {fmt(se, '.3f')} | {fmt(sb, '.3f')} | {fmt(rh, '.3f')} "
+                f"| {fmt(ess, '.0f')} | {secs:.1f} | {worst} | {'FAIL (' + ', '.join(failures) + ')' if failures else 'PASS'} |")
 
 
 if __name__ == "__main__":

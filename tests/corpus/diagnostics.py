@@ -63,6 +63,19 @@ def _ess(chains):
     return m * n / max(tau, 1 / math.log10(m * n))
 
 
+def mcse_sd(chains):
+    """Monte Carlo standard error of the sd of the draws, by the delta method on the mean of the
+    squared deviations, with that mean's ESS (as R's posterior::mcse_sd): large where a tail is
+    heavy, so that a few far excursions decide the sd."""
+    flat = [x for c in chains for x in c]
+    mu = fmean(flat)
+    sq = [[(x - mu) ** 2 for x in c] for c in chains]
+    flat_sq = [x for c in sq for x in c]
+    e_var = fmean(flat_sq)
+    var_sq = sum((x - e_var) ** 2 for x in flat_sq) / (len(flat_sq) - 1)
+    return math.sqrt(var_sq / (4 * e_var * _ess(_split(sq))))
+
+
 def summarize(chains):
     """R-hat (max of bulk and folded), bulk-ESS and tail-ESS of one quantity."""
     sp = _split(chains)
