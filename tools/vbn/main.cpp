@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
         ->check(kRestarts);
     fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
+    fit_cmd->add_flag("--log-lik", fit_args.settings.log_lik,
+                      "Add each data row's log-likelihood at every draw to the --output files (log_lik.1 ... log_lik.N, "
+                      "in row order), for vbn loo");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
     fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
     fit_cmd->add_option("--proposal", fit_args.settings.proposal,
