@@ -84,6 +84,9 @@ int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 // memory_budget bytes in all are read in groups of columns.
 int summary(const std::vector<std::string>& files, std::ostream& out, std::ostream& err, double memory_budget = 256e6);
 
+// `vbn loo FILE_1.csv …`: PSIS-LOO from the log_lik columns of one fit's chain files.
+int loo(const std::vector<std::string>& files, std::ostream& out, std::ostream& err);
+
 // `vbn plot FILE_1.csv … --output-dir DIR`.
 int plot(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err);
 

@@ -110,6 +110,10 @@ int main(int argc, char** argv) {
     auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");
     summary_cmd->add_option("files", summary_files, "CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
 
+    std::vector<std::string> loo_files;
+    auto* loo_cmd = app.add_subcommand("loo", "PSIS leave-one-out cross-validation from the log_lik columns of fit --log-lik");
+    loo_cmd->add_option("files", loo_files, "One fit's CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
+
     PredictArgs predict_args;
     auto* predict_cmd = app.add_subcommand("predict", "Posterior predictive P(node = +1) of unobserved nodes in new rows");
     predict_cmd->add_option("model", predict_args.model, "Model file (.vbn)")->required();
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(predict_args, std::cout, std::cerr);
     if (*compare_cmd) return compare(compare_args, std::cout, std::cerr);
     if (*summary_cmd) return summary(summary_files, std::cout, std::cerr);
+    if (*loo_cmd) return loo(loo_files, std::cout, std::cerr);
     if (*plot_cmd) return plot(plot_files, plot_dir, std::cout, std::cerr);
     return 1;
 }
