@@ -77,6 +77,7 @@ struct CompareArgs {
     int evidence_draws = 4000;
     int restarts = 0;  // VB restarts per model, the best ELBO used (0: automatic, restarts_for)
     std::optional<std::uint64_t> seed;  // absent: a fresh one, printed
+    std::string by = "evidence";        // or "loo": fit each model and rank by PSIS-LOO
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 

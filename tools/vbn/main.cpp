@@ -136,6 +136,11 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts" + kAutoRestarts)
         ->check(kRestarts);
+    compare_cmd->add_option("--by", compare_args.by,
+                            "Rank by the log evidence (variational fit and importance sampling) or by loo (fit --log-lik "
+                            "at the defaults, then PSIS-LOO's elpd_loo)")
+        ->check(CLI::IsMember({"evidence", "loo"}))
+        ->capture_default_str();
     compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts (default: a fresh one, printed)")->check(kSeed);
     std::vector<std::string> plot_files;
     std::string plot_dir;
