@@ -3,6 +3,8 @@
 #include "runtime/error.hpp"
 
 #include <cstddef>
+#include <memory>
+#include <string>
 
 namespace vbn {
 
@@ -29,6 +31,22 @@ Dataset single_pattern(const Dataset& data, int p) {
     return one;
 }
 
+// The target's limit error says what is too large; its advice (sample the values with
+// gibbs) does not apply here, where every row's values must be summed out whatever the method.
+std::unique_ptr<Target> target_of_pattern(const ir::Graph& graph, const Dataset& data, int p, int max_enumerated) {
+    try {
+        return make_target(graph, single_pattern(data, p), max_enumerated);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::limit) throw;
+        std::string what = e.what();
+        const auto advice = what.find(". `vbn fit --method gibbs`");
+        if (advice != std::string::npos) what.erase(advice);
+        throw Error(ErrorKind::limit, what + "; each row's log-likelihood (--log-lik, vbn loo) needs them summed out "
+                                             "exactly, whatever the method",
+                    e.line(), e.column());
+    }
+}
+
 }  // namespace
 
 PointwiseLogLik::PointwiseLogLik(const ir::Graph& graph, const Dataset& data, int max_enumerated)
@@ -38,7 +56,7 @@ PointwiseLogLik::PointwiseLogLik(const ir::Graph& graph, const Dataset& data, in
     targets_.reserve(static_cast<std::size_t>(data.patterns));
     fixed_.reserve(static_cast<std::size_t>(data.patterns));
     for (int p = 0; p < data.patterns; ++p) {
-        targets_.push_back(make_target(graph, single_pattern(data, p), max_enumerated));
+        targets_.push_back(target_of_pattern(graph, data, p, max_enumerated));
         fixed_.push_back(targets_.back()->families().fixed_log_likelihood);
     }
 }
