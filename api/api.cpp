@@ -261,6 +261,7 @@ vbn::FitOptions fit_settings(const FitOptions& options) {
     o.varblock_overrelax = options.overrelax;
     inference::copy_chain_settings(options, o);
     o.vb = vb_options(options.variational);
+    o.log_lik = options.log_lik;
     return o;
 }
 
@@ -317,6 +318,8 @@ void add_summary(const services::FitRun& run, const std::string& model, const se
 FitResult fit(const Model& model, const Dataset& data, const FitOptions& options, const Callbacks& callbacks) {
     const Model::Impl& m = model_of(model, data);
     return typed_errors([&] {
+        if (options.log_lik && !options.keep_draws)
+            throw UsageError("FitOptions::log_lik needs keep_draws: the values are computed from the kept draws");
         FitResult out;
         const services::Callbacks cb = fit_callbacks(callbacks, out);
         const services::FitRun run = services::fit(m.graph, data.impl().data, fit_settings(options), cb);
@@ -331,6 +334,9 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         out.target_seconds = r.target_seconds;
         out.proposal_seconds = r.proposal_seconds;
         for (const auto& ch : r.chains) out.chains.push_back(chain_result(r, ch));
+        if (options.log_lik)
+            for (Chain& c : out.chains)
+                c.log_lik = services::pointwise_log_lik(m.graph, data.impl().data, c.draws, fit_settings(options).max_enumerated);
         if (options.keep_draws) add_summary(run, m.name, cb, out);
         return out;
     });

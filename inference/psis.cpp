@@ -45,9 +45,9 @@ GpdFit gpd_fit(const std::vector<double>& x, bool weakly_informative_prior) {
     return fit;
 }
 
-int pareto_tail_length(int draws) {
+int pareto_tail_length(int draws, double r_eff) {
     const double s = draws;
-    return static_cast<int>(std::ceil(std::min(0.2 * s, 3 * std::sqrt(s))));
+    return static_cast<int>(std::ceil(std::min(0.2 * s, 3 * std::sqrt(s / r_eff))));
 }
 
 namespace {
@@ -63,15 +63,14 @@ struct Tail {
     std::vector<double> exceedances;
 };
 
-bool pareto_tail(const Eigen::Ref<const Eigen::VectorXd>& lw, Tail& t) {
+bool pareto_tail(const Eigen::Ref<const Eigen::VectorXd>& lw, int m, Tail& t) {
     const auto s = static_cast<int>(lw.size());
-    const int m = pareto_tail_length(s);
     if (m < 5 || m >= s || lw.hasNaN()) return false;
     t.top = lw.maxCoeff();
     if (!std::isfinite(t.top)) return false;
     t.order.resize(static_cast<std::size_t>(s));
     std::iota(t.order.begin(), t.order.end(), Eigen::Index{0});
-    std::sort(t.order.begin(), t.order.end(), [&](Eigen::Index a, Eigen::Index b) { return lw[a] < lw[b]; });
+    std::stable_sort(t.order.begin(), t.order.end(), [&](Eigen::Index a, Eigen::Index b) { return lw[a] < lw[b]; });
     t.first = static_cast<std::size_t>(s - m);
     auto rel = [&](std::size_t i) { return lw[t.order[i]] - t.top; };
     if (std::abs(rel(t.order.size() - 1) - rel(t.first)) < std::numeric_limits<double>::epsilon() / 100) return false;
@@ -92,13 +91,18 @@ double gpd_quantile(double p, double k, double sigma) {
 
 double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios) {
     Tail t;
-    if (!pareto_tail(log_ratios, t)) return std::numeric_limits<double>::infinity();
+    if (!pareto_tail(log_ratios, pareto_tail_length(static_cast<int>(log_ratios.size())), t))
+        return std::numeric_limits<double>::infinity();
     return gpd_fit(t.exceedances).k;
 }
 
 double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios) {
+    return pareto_smooth(log_ratios, pareto_tail_length(static_cast<int>(log_ratios.size())));
+}
+
+double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios, int tail_length) {
     Tail t;
-    if (!pareto_tail(log_ratios, t)) return std::numeric_limits<double>::infinity();
+    if (!pareto_tail(log_ratios, tail_length, t)) return std::numeric_limits<double>::infinity();
     const GpdFit fit = gpd_fit(t.exceedances);
     if (!std::isfinite(fit.k)) return fit.k;
     const auto m = t.exceedances.size();

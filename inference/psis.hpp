@@ -25,8 +25,9 @@ struct GpdFit {
 // weakly_informative_prior, k̂ is shrunk towards 0.5 by n/(n + 10) as in `loo`.
 GpdFit gpd_fit(const std::vector<double>& sorted_exceedances, bool weakly_informative_prior = true);
 
-// The tail length PSIS fits with S draws: ⌈min(S/5, 3 √S)⌉.
-int pareto_tail_length(int draws);
+// The tail length PSIS fits with S draws: ⌈min(S/5, 3 √S)⌉; of S draws of MCMC chains whose
+// relative efficiency (ESS / S) is r_eff, ⌈min(S/5, 3 √(S / r_eff))⌉ (loo's n_pareto).
+int pareto_tail_length(int draws, double r_eff = 1);
 
 // Pareto-k̂ of the importance ratios exp(log_ratios): the generalized Pareto fit to the
 // exceedances of the pareto_tail_length(S) largest ratios over the next largest. +∞ when the
@@ -39,6 +40,9 @@ double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios);
 // generalized Pareto distribution (loo's psis_smooth_tail), never above the largest raw
 // ratio. Where pareto_k is +∞ the ratios are left as they are.
 double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios);
+// The same with the tail length given (pareto_tail_length(S, r_eff) for MCMC draws). Tied
+// log ratios keep their order in the tail, as R's stable sort leaves them.
+double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios, int tail_length);
 
 // The weighted mean and covariance Σ_i w_i (x_i − mean)(x_i − mean)' of draws x_i (the
 // columns of `draws`) under weights w that sum to one, e.g. normalised smoothed ratios.

@@ -154,6 +154,10 @@ struct FitOptions {
     // independence proposals of the paper (docs/methods.md, "Overrelaxed block moves").
     double overrelax = -0.3;
     VariationalOptions variational;
+    // Each data row's log-likelihood log p(row | θ) at every kept draw (unobserved values
+    // summed out exactly), in Chain::log_lik: the pointwise values PSIS-LOO reads. Needs
+    // keep_draws.
+    bool log_lik = false;
 };
 
 // Where a chain is.
@@ -214,6 +218,7 @@ struct Chain {
     int chain = 0;               // 0-based
     Eigen::MatrixXd draws;       // kept draws x parameters (Model::parameter_names() order)
     Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw
+    Eigen::MatrixXd log_lik;     // with FitOptions::log_lik: kept draws x data rows (in row order)
     std::vector<Acceptance> acceptance;
     long divergent = 0;          // divergent transitions (nuts)
     long regenerations = 0;      // regeneration times (regen)

@@ -71,6 +71,9 @@ struct FitOptions {
     double adapt_delta = 0;
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
+    // Each data row's log-likelihood at every kept draw, as log_lik.1 … log_lik.N beside the
+    // parameters (services::CsvDrawFiles, the API's Chain::log_lik): what `vbn loo` reads.
+    bool log_lik = false;
     inference::ChainCallbacks callbacks;
     // Called once the variational fit is done, before any chain starts (e.g. to write
     // output headers that record it), with the method that will run (auto resolved).

@@ -2,6 +2,7 @@
 
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/services/fit.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -86,6 +87,60 @@ CompareRun compare(const std::vector<CompareModel>& models, const EvidenceSettin
         evidence.push_back(run.evidence.back().evidence);
     }
     run.ranking = rank_by_evidence(evidence, names);
+    return run;
+}
+
+std::vector<LooRanked> rank_by_loo(const std::vector<inference::LooResult>& loo, const std::vector<std::string>& names) {
+    check_model_count(names);
+    const std::size_t n = loo.front().points.size();
+    for (std::size_t k = 1; k < loo.size(); ++k)
+        if (loo[k].points.size() != n)
+            throw Error(ErrorKind::usage, fmt::format("{} has {} pointwise values but {} has {}: models compared by loo must "
+                                                      "be fitted to the same data rows",
+                                                      names[k], loo[k].points.size(), names.front(), n));
+    std::vector<std::size_t> order(loo.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return loo[a].elpd_loo > loo[b].elpd_loo; });
+    const inference::LooResult& best = loo[order.front()];
+    std::vector<LooRanked> out;
+    Eigen::VectorXd diff(static_cast<Eigen::Index>(n));
+    for (std::size_t k : order) {
+        for (std::size_t i = 0; i < n; ++i)
+            diff[static_cast<Eigen::Index>(i)] = loo[k].points[i].elpd_loo - best.points[i].elpd_loo;
+        const double var = n > 1 ? (diff.array() - diff.mean()).square().sum() / static_cast<double>(n - 1) : 0.0;
+        out.push_back({k, diff.sum(), std::sqrt(static_cast<double>(n) * var)});
+    }
+    return out;
+}
+
+namespace {
+
+// The pointwise log-likelihood of every chain that drew, for psis_loo.
+std::vector<Eigen::MatrixXd> chains_log_lik(const CompareModel& m, const FitRun& run, int max_enumerated) {
+    std::vector<Eigen::MatrixXd> out;
+    for (const auto& ch : run.result.chains)
+        if (ch.ok() && ch.draws.rows() > 0)
+            out.push_back(pointwise_log_lik(*m.graph, *m.data, output_draws(run.result, ch), max_enumerated));
+    if (out.empty()) throw Error(ErrorKind::inference, fmt::format("{}: every chain failed; nothing to cross-validate", m.name));
+    return out;
+}
+
+}  // namespace
+
+CompareLooRun compare_loo(const std::vector<CompareModel>& models, FitOptions settings, const Callbacks& callbacks) {
+    std::vector<std::string> names;
+    for (const CompareModel& m : models) names.push_back(m.name);
+    check_model_count(names);
+    check_same_observations(models);
+    settings.keep_draws = true;
+    CompareLooRun run;
+    for (const CompareModel& m : models) {
+        const FitRun fit_run = fit(*m.graph, *m.data, settings, callbacks);
+        if (fit_run.interrupted) throw Error(ErrorKind::cancelled, "interrupted: no comparison");
+        run.methods.push_back(fit_run.result.method);
+        run.loo.push_back(inference::psis_loo(chains_log_lik(m, fit_run, settings.max_enumerated)));
+    }
+    run.ranking = rank_by_loo(run.loo, names);
     return run;
 }
 

@@ -3,6 +3,8 @@
 // best and its posterior probability when every model is a priori equally probable.
 #pragma once
 
+#include "inference/loo.hpp"
+#include "runtime/sampling/fit.hpp"
 #include "runtime/services/evidence.hpp"
 
 #include <cstddef>
@@ -44,5 +46,30 @@ std::vector<RankedModel> rank_by_evidence(const std::vector<Evidence>& evidence,
 // with the same settings and ranks them. Throws what evidence() throws.
 CompareRun compare(const std::vector<CompareModel>& models, const EvidenceSettings& settings,
                    const Callbacks& callbacks = {});
+
+// `vbn compare --by loo`: models ranked by PSIS-LOO's elpd_loo, as R's loo_compare ranks
+// them: each model's elpd_loo − that of the best (0 for the best, else ≤ 0) with the standard
+// error √N · sd of the pointwise differences.
+struct LooRanked {
+    std::size_t model = 0;  // index into the models, in the order given
+    double elpd_diff = 0;
+    double se_diff = 0;
+};
+
+struct CompareLooRun {
+    std::vector<inference::LooResult> loo;  // per model, in the order given
+    std::vector<std::string> methods;       // per model: the fit's method (auto resolved)
+    std::vector<LooRanked> ranking;         // best first; ties keep the order given
+};
+
+// Ranks PSIS-LOO results of the same data rows. Throws vbn::Error (usage) for fewer than
+// two or when their numbers of rows differ.
+std::vector<LooRanked> rank_by_loo(const std::vector<inference::LooResult>& loo, const std::vector<std::string>& names);
+
+// Fits every model (settings as `vbn fit`'s; keep_draws is set), computes each kept draw's
+// pointwise log-likelihood (the data must carry row_pattern) and ranks by elpd_loo. Checks
+// as compare() does. Throws what fit() throws, and inference when every chain of a model
+// failed.
+CompareLooRun compare_loo(const std::vector<CompareModel>& models, FitOptions settings, const Callbacks& callbacks = {});
 
 }  // namespace vbn::services

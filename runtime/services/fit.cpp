@@ -100,10 +100,34 @@ Eigen::MatrixXd output_draws(const FitResult& result, const inference::ChainResu
 
 // CmdStan CSV files
 
+Eigen::MatrixXd pointwise_log_lik(const ir::Graph& graph, const Dataset& data, const Eigen::MatrixXd& output_draws,
+                                  int max_enumerated) {
+    const PointwiseLogLik pw(graph, data, max_enumerated);
+    PointwiseLogLik::Workspace ws = pw.make_workspace();
+    const std::vector<int> order = output_order(graph);
+    Eigen::VectorXd theta(graph.dim), row(pw.rows());
+    Eigen::MatrixXd out(output_draws.rows(), pw.rows());
+    for (Eigen::Index d = 0; d < output_draws.rows(); ++d) {
+        for (std::size_t j = 0; j < order.size(); ++j) theta[order[j]] = output_draws(d, static_cast<Eigen::Index>(j));
+        pw.evaluate(theta, row, ws);
+        out.row(d) = row.transpose();
+    }
+    return out;
+}
+
 CsvDrawFiles::CsvDrawFiles(std::string output, std::string model, std::string data_file, const ir::Graph& graph,
-                           const FitOptions& settings)
+                           const FitOptions& settings, const Dataset* data)
     : output_(std::move(output)), model_(std::move(model)), data_file_(std::move(data_file)), graph_(graph),
-      settings_(settings) {}
+      settings_(settings), order_(output_order(graph)) {
+    if (!settings.log_lik) return;
+    if (data == nullptr) throw Error(ErrorKind::usage, "the pointwise log-likelihood needs the data");
+    log_lik_ = std::make_unique<PointwiseLogLik>(graph, *data, settings.max_enumerated);
+    for (int c = 0; c < settings.chains; ++c) {
+        log_lik_ws_.push_back(log_lik_->make_workspace());
+        theta_.emplace_back(graph.dim);
+        line_.emplace_back(static_cast<Eigen::Index>(order_.size()) + log_lik_->rows());
+    }
+}
 
 CsvDrawFiles::~CsvDrawFiles() = default;
 
@@ -111,6 +135,8 @@ void CsvDrawFiles::start(const FitStart& start) {
     const std::vector<int> order = output_order(graph_);
     std::vector<std::string> csv_names;
     for (int k : order) csv_names.push_back(graph_.theta_name(k));
+    if (log_lik_)
+        for (long r = 1; r <= log_lik_->rows(); ++r) csv_names.push_back(fmt::format("log_lik[{}]", r));
     // The variational marginals go in the headers (vb_mean, vb_sd: drawn by `vbn plot`).
     std::string means, sds;
     for (int k : order) {
@@ -147,7 +173,18 @@ void CsvDrawFiles::draw(int chain, int draw, const Eigen::VectorXd& values, doub
         else
             w.adaptation_terminated(info.stepsize, info.metric->inverse_diagonal());
     }
-    w.write_draw(sampler_values(lp, info), values);
+    if (!log_lik_) {
+        w.write_draw(sampler_values(lp, info), values);
+        return;
+    }
+    const auto c = static_cast<std::size_t>(chain);
+    Eigen::VectorXd& theta = theta_[c];
+    Eigen::VectorXd& line = line_[c];
+    const auto dim = static_cast<Eigen::Index>(order_.size());
+    for (Eigen::Index j = 0; j < dim; ++j) theta[order_[static_cast<std::size_t>(j)]] = values[j];
+    line.head(dim) = values;
+    log_lik_->evaluate(theta, line.tail(log_lik_->rows()), log_lik_ws_[c]);
+    w.write_draw(sampler_values(lp, info), line);
 }
 
 void CsvDrawFiles::finish(const FitResult& result) {

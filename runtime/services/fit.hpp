@@ -11,6 +11,7 @@
 #include "runtime/report/fit_summary.hpp"
 #include "runtime/report/output_csv.hpp"
 #include "runtime/sampling/fit.hpp"
+#include "runtime/target/pointwise.hpp"
 #include "runtime/services/callbacks.hpp"
 
 #include <Eigen/Core>
@@ -67,14 +68,23 @@ FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy
 // Chain c's kept draws (FitOptions::keep_draws) in output order: draws × parameters.
 Eigen::MatrixXd output_draws(const FitResult& result, const inference::ChainResult& chain);
 
+// Each kept draw's pointwise log-likelihood (FitOptions::log_lik): one row per draw, one
+// column per data row, chain's draws in output order (output_order(graph)). `data` must carry
+// row_pattern.
+Eigen::MatrixXd pointwise_log_lik(const ir::Graph& graph, const Dataset& data, const Eigen::MatrixXd& output_draws,
+                                  int max_enumerated);
+
 // Streams every chain's draws to CmdStan CSV files, FILE_1.csv … (docs/design.md §4): opened
 // when the fit starts, so that their headers record the method and the variational fit,
 // written as draws come (each file only by its chain's thread), finished after the run.
+// With FitOptions::log_lik each line also holds log_lik.1 … log_lik.N, the draw's
+// log-likelihood of each data row (`data` must then carry row_pattern).
 class CsvDrawFiles {
 public:
-    // `output` is FILE.csv; model and data name the run in the headers.
+    // `output` is FILE.csv; model and data name the run in the headers. Throws what
+    // PointwiseLogLik throws when log_lik is asked for.
     CsvDrawFiles(std::string output, std::string model, std::string data_file, const ir::Graph& graph,
-                 const FitOptions& settings);
+                 const FitOptions& settings, const Dataset* data = nullptr);
     ~CsvDrawFiles();
     CsvDrawFiles(const CsvDrawFiles&) = delete;
     CsvDrawFiles& operator=(const CsvDrawFiles&) = delete;
@@ -92,6 +102,12 @@ private:
     const ir::Graph& graph_;
     const FitOptions& settings_;
     std::vector<std::unique_ptr<CsvWriter>> writers_;
+    // With log_lik: the evaluator, and per chain its workspace, θ in the graph's layout and
+    // the line's values (parameters, then rows), so a draw allocates nothing.
+    std::unique_ptr<PointwiseLogLik> log_lik_;
+    std::vector<PointwiseLogLik::Workspace> log_lik_ws_;
+    std::vector<Eigen::VectorXd> theta_, line_;
+    std::vector<int> order_;
 };
 
 }  // namespace vbn::services

@@ -622,3 +622,30 @@ TEST_CASE("api: methods() lists what FitOptions::method takes, auto first") {
     }
     CHECK(std::any_of(all.begin(), all.end(), [](const vbn::MethodDescription& m) { return m.name == "gibbs"; }));
 }
+
+TEST_CASE("api: FitOptions::log_lik gives each row's log-likelihood at every kept draw") {
+    const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
+    const Eigen::MatrixXd rows = multimodal_rows();
+    const vbn::Dataset d = vbn::Dataset::from_matrix(m, rows, {"o", "y"});
+    vbn::FitOptions o = small_options("auto", 4);
+    o.log_lik = true;
+    const vbn::FitResult r = vbn::fit(m, d, o);
+    REQUIRE(r.chains.size() == 2);
+    for (const vbn::Chain& c : r.chains) {
+        REQUIRE(c.log_lik.rows() == c.draws.rows());
+        REQUIRE(c.log_lik.cols() == rows.rows());
+        for (Eigen::Index s = 0; s < c.draws.rows(); s += 7) {
+            const double w1 = c.draws(s, 0), w2 = c.draws(s, 1);
+            for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+                // p(o) p(y | o) with h summed out; the row whose y is missing keeps p(o) alone.
+                const double obs = rows(i, 0), y = rows(i, 1);
+                double p = 0.5;
+                if (!std::isnan(y))
+                    p *= 0.6 * sigmoid(y * (2 + w1 + w2 * obs)) + 0.4 * sigmoid(y * (2 - w1 + w2 * obs));
+                CHECK(c.log_lik(s, i) == doctest::Approx(std::log(p)).epsilon(1e-12));
+            }
+        }
+    }
+    o.keep_draws = false;
+    CHECK_THROWS_AS(vbn::fit(m, d, o), vbn::UsageError);
+}

@@ -133,3 +133,33 @@ TEST_CASE("services::compare: each model's evidence is services::evidence's, ran
         CHECK(std::string(e.what()).find("none and more observe different columns (o, y vs o, y, z)") != std::string::npos);
     }
 }
+
+TEST_CASE("compare by loo: elpd differences and the se of the pointwise differences, as loo_compare") {
+    // Three models of 4 rows: B best, then A, then C.
+    auto result = [](std::vector<double> pointwise) {
+        vbn::inference::LooResult r;
+        for (double v : pointwise) {
+            vbn::inference::LooPoint p;
+            p.elpd_loo = v;
+            r.points.push_back(p);
+            r.elpd_loo += v;
+        }
+        return r;
+    };
+    const std::vector<vbn::inference::LooResult> loo{result({-1.0, -2.0, -0.5, -3.0}), result({-0.8, -1.5, -0.7, -2.0}),
+                                                     result({-2.0, -2.5, -1.0, -3.5})};
+    const auto ranked = vbn::services::rank_by_loo(loo, {"A", "B", "C"});
+    REQUIRE(ranked.size() == 3);
+    CHECK(ranked[0].model == 1);
+    CHECK(ranked[0].elpd_diff == 0);
+    CHECK(ranked[0].se_diff == 0);
+    CHECK(ranked[1].model == 0);
+    // A − B pointwise: −0.2, −0.5, 0.2, −1.0: sum −1.5, sd 0.50580 → se √4 · sd = 1.01160.
+    CHECK(ranked[1].elpd_diff == doctest::Approx(-1.5).epsilon(1e-12));
+    CHECK(ranked[1].se_diff == doctest::Approx(1.011599393699568).epsilon(1e-12));
+    // C − B: −1.2, −1.0, −0.3, −1.5.
+    CHECK(ranked[2].model == 2);
+    CHECK(ranked[2].elpd_diff == doctest::Approx(-4.0).epsilon(1e-12));
+    CHECK(ranked[2].se_diff == doctest::Approx(1.019803902718557).epsilon(1e-12));
+    CHECK_THROWS_AS(vbn::services::rank_by_loo({loo[0], result({-1.0})}, {"A", "D"}), vbn::Error);
+}

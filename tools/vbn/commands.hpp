@@ -77,12 +77,16 @@ struct CompareArgs {
     int evidence_draws = 4000;
     int restarts = 0;  // VB restarts per model, the best ELBO used (0: automatic, restarts_for)
     std::optional<std::uint64_t> seed;  // absent: a fresh one, printed
+    std::string by = "evidence";        // or "loo": fit each model and rank by PSIS-LOO
 };
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err);
 
 // `vbn summary FILE_1.csv …`: the summary table of CmdStan CSV files. Files larger than
 // memory_budget bytes in all are read in groups of columns.
 int summary(const std::vector<std::string>& files, std::ostream& out, std::ostream& err, double memory_budget = 256e6);
+
+// `vbn loo FILE_1.csv …`: PSIS-LOO from the log_lik columns of one fit's chain files.
+int loo(const std::vector<std::string>& files, std::ostream& out, std::ostream& err);
 
 // `vbn plot FILE_1.csv … --output-dir DIR`.
 int plot(const std::vector<std::string>& files, const std::string& dir, std::ostream& out, std::ostream& err);

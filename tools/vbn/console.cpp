@@ -44,10 +44,10 @@ void print_notes(const std::vector<std::string>& notes, std::ostream& err) {
     for (const auto& n : notes) err << "note: " << n << '\n';
 }
 
-Loaded load_printing(const std::string& model, const std::string& csv, std::ostream& err) {
+Loaded load_printing(const std::string& model, const std::string& csv, std::ostream& err, bool keep_row_patterns) {
     Loaded l{load_model_printing(model, err), {}};
     LoadNotes notes;
-    l.data = load_csv(l.graph, csv, &notes);
+    l.data = load_csv(l.graph, csv, &notes, keep_row_patterns);
     print_notes(notes.notices, err);
     return l;
 }

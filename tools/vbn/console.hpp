@@ -19,7 +19,8 @@ struct Loaded {
 
 // The model file and a CSV of data for it; compiler warnings and the loader's notes go to err.
 ir::Graph load_model_printing(const std::string& model, std::ostream& err);
-Loaded load_printing(const std::string& model, const std::string& csv, std::ostream& err);
+// keep_row_patterns: record each row's pattern (Dataset::row_pattern), for outputs by row.
+Loaded load_printing(const std::string& model, const std::string& csv, std::ostream& err, bool keep_row_patterns = false);
 void print_notes(const std::vector<std::string>& notes, std::ostream& err);
 
 // Callbacks whose messages go to err as "note: …" and "warning: …" lines; with quiet, notes

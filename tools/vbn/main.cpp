@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
         ->check(kRestarts);
     fit_cmd->add_option("--threads", fit_args.settings.threads, "Worker threads (results do not depend on it)")->capture_default_str();
     fit_cmd->add_option("--output", fit_args.output, "CmdStan CSV output, one file per chain: FILE.csv -> FILE_1.csv, ...");
+    fit_cmd->add_flag("--log-lik", fit_args.settings.log_lik,
+                      "Add each data row's log-likelihood at every draw to the --output files (log_lik.1 ... log_lik.N, "
+                      "in row order), for vbn loo");
     fit_cmd->add_option("--summary-json", fit_args.summary_json, "Write the summary as JSON to this file");
     fit_cmd->add_flag("--quiet", fit_args.quiet, "No progress or notes on stderr");
     fit_cmd->add_option("--proposal", fit_args.settings.proposal,
@@ -106,6 +109,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> summary_files;
     auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");
     summary_cmd->add_option("files", summary_files, "CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
+
+    std::vector<std::string> loo_files;
+    auto* loo_cmd = app.add_subcommand("loo", "PSIS leave-one-out cross-validation from the log_lik columns of fit --log-lik");
+    loo_cmd->add_option("files", loo_files, "One fit's CmdStan CSV files, e.g. fit_1.csv fit_2.csv")->required();
 
     PredictArgs predict_args;
     auto* predict_cmd = app.add_subcommand("predict", "Posterior predictive P(node = +1) of unobserved nodes in new rows");
@@ -129,6 +136,11 @@ int main(int argc, char** argv) {
     compare_cmd->add_option("--evidence-draws", compare_args.evidence_draws, "Importance draws per model")->capture_default_str();
     compare_cmd->add_option("--restarts", compare_args.restarts, "Variational fits per model from different starts" + kAutoRestarts)
         ->check(kRestarts);
+    compare_cmd->add_option("--by", compare_args.by,
+                            "Rank by the log evidence (variational fit and importance sampling) or by loo (fit --log-lik "
+                            "at the defaults, then PSIS-LOO's elpd_loo)")
+        ->check(CLI::IsMember({"evidence", "loo"}))
+        ->capture_default_str();
     compare_cmd->add_option("--seed", compare_args.seed, "Seed for the importance draws and restarts (default: a fresh one, printed)")->check(kSeed);
     std::vector<std::string> plot_files;
     std::string plot_dir;
@@ -150,6 +162,7 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(predict_args, std::cout, std::cerr);
     if (*compare_cmd) return compare(compare_args, std::cout, std::cerr);
     if (*summary_cmd) return summary(summary_files, std::cout, std::cerr);
+    if (*loo_cmd) return loo(loo_files, std::cout, std::cerr);
     if (*plot_cmd) return plot(plot_files, plot_dir, std::cout, std::cerr);
     return 1;
 }

@@ -2,6 +2,7 @@
 // ranking with log Bayes factors against the best and posterior model probabilities
 // (runtime/services/compare.hpp); with two models also the log Bayes factor of A against B.
 #include "runtime/error.hpp"
+#include "runtime/report/loo_table.hpp"
 #include "runtime/services/compare.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
@@ -20,7 +21,7 @@ namespace {
 Dataset load_data(const ir::Graph& g, const std::string& path, const CompareArgs& args, std::ostream& err) {
     try {
         LoadNotes notes;
-        Dataset d = load_csv(g, args.data, &notes);
+        Dataset d = load_csv(g, args.data, &notes, args.by == "loo");
         for (const auto& n : notes.notices) err << "note: " << path << ": " << n << '\n';
         return d;
     } catch (const Error& e) {
@@ -75,6 +76,44 @@ void print(const services::CompareRun& run, const std::vector<std::string>& name
     }
 }
 
+// `--by loo`: each model's PSIS-LOO, then the ranking by elpd_loo as loo_compare gives it.
+void print_loo(const services::CompareLooRun& run, const std::vector<std::string>& names, std::ostream& out,
+               std::ostream& err) {
+    const std::size_t width = name_width(names);
+    out << fmt::format("{:<{}} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10}\n", "model", width, "method", "elpd_loo", "se",
+                       "p_loo", "looic", "k-hat>0.7");
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const inference::LooResult& r = run.loo[k];
+        const auto bad = std::count_if(r.points.begin(), r.points.end(),
+                                       [](const inference::LooPoint& p) { return inference::pareto_k_bin(p.pareto_k) >= 2; });
+        out << fmt::format("{:<{}} {:>10} {:>10.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>10}\n", names[k], width, run.methods[k],
+                           r.elpd_loo, r.se_elpd_loo, r.p_loo, r.looic, bad);
+    }
+    out << "\nranking by elpd_loo (elpd_diff = elpd_loo(model) - elpd_loo(best); se_diff = se of the pointwise "
+           "differences):\n";
+    out << fmt::format("{:>4}  {:<{}} {:>10} {:>10}\n", "rank", "model", width, "elpd_diff", "se_diff");
+    for (std::size_t r = 0; r < run.ranking.size(); ++r) {
+        const services::LooRanked& m = run.ranking[r];
+        out << fmt::format("{:>4}  {:<{}} {:>10.1f} {:>10.1f}\n", r + 1, names[m.model], width, m.elpd_diff, m.se_diff);
+    }
+    out.flush();
+    for (std::size_t k = 0; k < names.size(); ++k) {
+        const std::string w = loo_khat_warning(run.loo[k]);
+        if (!w.empty()) err << "warning: " << names[k] << ": " << w << '\n';
+    }
+}
+
+int compare_by_loo(const CompareArgs& args, const std::vector<services::CompareModel>& models, std::ostream& out,
+                   std::ostream& err) {
+    FitOptions s;
+    s.seed = seed_or_fresh(args.seed, err);
+    s.vb.seed = s.seed;
+    s.vb.restarts = args.restarts;
+    // The fits' notes (the method auto chose, …) would repeat per model; warnings still show.
+    print_loo(services::compare_loo(models, s, console_callbacks(err, true)), args.models, out, err);
+    return 0;
+}
+
 }  // namespace
 
 int compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
@@ -90,6 +129,7 @@ int compare(const CompareArgs& args, std::ostream& out, std::ostream& err) {
             data.push_back(load_data(graphs.back(), path, args, err));
             models.push_back({path, &graphs.back(), &data.back()});
         }
+        if (args.by == "loo") return compare_by_loo(args, models, out, err);
         services::EvidenceSettings s;
         s.vb.restarts = args.restarts;
         s.vb.seed = seed_or_fresh(args.seed, err);

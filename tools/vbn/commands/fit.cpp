@@ -68,6 +68,8 @@ void check_readback_memory(const FitResult& r, int dim, const std::string& outpu
 // The settings as given, checked where only the command line can be wrong, with the seed.
 FitOptions settings_of(const FitArgs& args, std::ostream& err) {
     FitOptions o = args.settings;
+    if (o.log_lik && !args.output)
+        throw Error(ErrorKind::usage, "--log-lik writes its columns to the CSV files: give --output FILE.csv as well");
     if (args.adapt_delta) {
         // 0 means "automatic" to FitOptions; from the command line it is out of range.
         if (*args.adapt_delta == 0) throw Error(ErrorKind::usage, "--adapt-delta must lie strictly between 0 and 1, got 0");
@@ -136,7 +138,7 @@ int report(const FitArgs& args, const services::FitRun& run, const services::Csv
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const auto started = std::chrono::steady_clock::now();
-        const Loaded l = load_printing(args.model, args.data, err);
+        const Loaded l = load_printing(args.model, args.data, err, args.settings.log_lik);
         const double load_seconds = inference::seconds_since(started);
         if (args.plots && plot::find_gnuplot().empty())
             throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
@@ -168,7 +170,7 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         std::optional<services::CsvDrawFiles> files;
         std::function<void(const services::FitStart&)> on_start;
         if (args.output) {
-            files.emplace(*args.output, stem(args.model), args.data, l.graph, o);
+            files.emplace(*args.output, stem(args.model), args.data, l.graph, o, &l.data);
             cb.on_draw = [&](int c, int d, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
                 files->draw(c, d, x, lp, info);
             };

@@ -1,0 +1,1 @@
+vbn loo --help
