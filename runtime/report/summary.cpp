@@ -141,9 +141,10 @@ std::string sampler_remedy(const RunFacts& facts) {
 std::string rhat_advice(const RunFacts& facts, double worst) {
     if (!facts.hidden || worst <= kRhatModes) return "run longer chains or check the model.";
     if (facts.relabel.rule == "pivot")
-        return "the draws were relabelled to one labeling (see Symmetry above), so chains this far apart sit in "
-               "different modes, not different labelings: start from the best of K variational fits with "
-               "--restarts K (e.g. 16), or run longer chains.";
+        return std::string("the draws were relabelled to one labeling (see Symmetry above), so chains this far apart "
+                           "sit in different modes, not different labelings: run longer chains, or start from the best "
+                           "of K variational fits with --restarts K (e.g. 8)") +
+               (facts.method != "nuts" ? ", or try --method nuts." : ".");
     if (!facts.symmetry.empty())
         return "the model's posterior has equivalent labelings (see Symmetry above), and chains this far apart "
                "sit in different ones: R-hat and the means of parameters a relabelling changes mix them. "
