@@ -146,10 +146,13 @@ std::string rhat_advice(const RunFacts& facts, double worst) {
                            "of K variational fits with --restarts K (e.g. 8)") +
                (facts.method != "nuts" ? ", or try --method nuts." : ".");
     if (!facts.symmetry.empty())
-        return "the model's posterior has equivalent labelings (see Symmetry above), and chains this far apart "
-               "sit in different ones: R-hat and the means of parameters a relabelling changes mix them. "
-               "Relabel the draws to one labeling (vbn fit --relabel pivot), or summarise quantities that no "
-               "relabelling changes (predictions, the evidence, |weight| of a flipped node).";
+        return std::string("the model's posterior has equivalent labelings (see Symmetry above), and chains this far "
+                           "apart sit in different ones: R-hat and the means of parameters a relabelling changes mix "
+                           "them. ") +
+               (facts.relabel.why == "relabel = none"
+                    ? "Relabel the draws to one labeling (vbn fit --relabel pivot), or summarise "
+                    : "Summarise ") +
+               "quantities that no relabelling changes (predictions, the evidence, |weight| of a flipped node).";
     std::string advice = "the model has hidden nodes, and chains this far apart usually sit in different modes. If "
                          "their means of these parameters differ only in sign, they are relabellings of a hidden node "
                          "(flipping it and the signs of its weights leaves the likelihood unchanged): summarise "
@@ -161,11 +164,12 @@ std::string rhat_advice(const RunFacts& facts, double worst) {
 
 // The Symmetry line: the labelings, and whether the draws were relabelled to one of them.
 std::string symmetry_line(const RunFacts& facts) {
-    if (facts.relabel.rule == "pivot")
+    const RelabelFacts& r = facts.relabel;
+    if (r.rule == "pivot")
         return fmt::format("Symmetry: {}; draws relabelled to one labeling (pivot): {} of {} ({:.0f}%)\n", facts.symmetry,
-                           facts.relabel.relabelled, facts.relabel.draws,
-                           100.0 * static_cast<double>(facts.relabel.relabelled) / static_cast<double>(std::max(facts.relabel.draws, 1L)));
-    const std::string why = facts.relabel.why.empty() ? "" : " (" + facts.relabel.why + ")";
+                           r.relabelled, r.draws,
+                           100.0 * static_cast<double>(r.relabelled) / static_cast<double>(std::max(r.draws, 1L)));
+    const std::string why = r.why.empty() ? "" : " (" + r.why + ")";
     return fmt::format("Symmetry: {}; not relabelled{}: chains may sit in different labelings\n", facts.symmetry, why);
 }
 
@@ -337,8 +341,9 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     for (const auto& k : facts.kernels)
         acc.push_back({{"kernel", k.name}, {"accepted", k.accepted}, {"proposed", k.proposed}, {"rate", k.rate()}});
     doc["labelings"] = optional_or_null(facts.labelings);
-    doc["relabel"] = facts.relabel.rule.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(facts.relabel.rule);
-    doc["relabelled"] = facts.relabel.rule == "pivot" ? nlohmann::ordered_json(facts.relabel.relabelled) : nlohmann::ordered_json(nullptr);
+    const RelabelFacts& relabel = facts.relabel;
+    doc["relabel"] = relabel.rule.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(relabel.rule);
+    doc["relabelled"] = relabel.rule == "pivot" ? nlohmann::ordered_json(relabel.relabelled) : nlohmann::ordered_json(nullptr);
     if (!facts.phase_seconds.empty()) {
         auto& timings = doc["timings"] = nlohmann::ordered_json::object();
         for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;

@@ -90,7 +90,7 @@ std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const std::st
     }
     std::optional<LabelingGroup> group = too_many(s) ? std::nullopt : labeling_group(graph, order);
     if (!group) {
-        facts.why = fmt::format("{}: more than the {} relabelling compares each draw with", count_text(s), max_relabel_labelings);
+        facts.why = fmt::format("more than {} labelings to compare each draw with", max_relabel_labelings);
         return std::nullopt;
     }
     facts.rule = "pivot";

@@ -540,7 +540,9 @@ TEST_CASE("a known symmetry is a fact of the run, makes R-hat's warning definite
     REQUIRE(!w.empty());
     CHECK(w[0].find("the model's posterior has equivalent labelings (see Symmetry above)") != std::string::npos);
     CHECK(w[0].find("usually sit in different modes") == std::string::npos);
+    CHECK(w[0].find("vbn fit --relabel pivot") == std::string::npos);  // relabelling not known to be possible
     f.relabel = {"none", "relabel = none", 0, 0};
+    CHECK(summary_warnings(rows, f)[0].find("Relabel the draws to one labeling (vbn fit --relabel pivot)") != std::string::npos);
     CHECK(format_summary(rows, f).find("\nSymmetry: 2 equivalent labelings: h flips sign with its weights; not relabelled "
                                        "(relabel = none): chains may sit in different labelings\n") != std::string::npos);
     CHECK(summary_json(rows, f)["labelings"] == 2);

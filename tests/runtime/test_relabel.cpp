@@ -236,3 +236,18 @@ TEST_CASE("an unknown relabel rule is a usage error") {
     o.relabel = "stephens";
     CHECK_THROWS_WITH_AS(services::fit(g, d, o, {}), "unknown relabel rule 'stephens'; choose pivot or none", Error);
 }
+
+TEST_CASE("above the bound the draws are left as drawn, and the Symmetry line and CSV header say why") {
+    // 8 exchangeable, flippable hidden nodes: 2^8 · 8! labelings, far above 5,040.
+    const ir::Graph g = compile_model("node h[8] hidden ~ bernoulli(0.5);\nnode v[2] ~ logistic(W * h);\nW ~ normal(0, 1);\n",
+                                      "wide.vbn");
+    REQUIRE(lang::find_symmetries(g).labelings == 256ULL * 40320ULL);
+    RelabelFacts facts;
+    CHECK_FALSE(services::relabel_group(g, "pivot", output_order(g), facts));
+    CHECK(facts.rule == "none");
+    CHECK(facts.why == "more than 5040 labelings to compare each draw with");
+    CHECK(services::unrelabelled_header(g, "pivot") == "none, 10321920 labelings (more than 5040)");
+    CHECK(services::unrelabelled_header(g, "none") == "none, 10321920 labelings");
+    // A model it can relabel says nothing in the header before the draws are in.
+    CHECK(services::unrelabelled_header(load_model(paper + "sbn_3x8.vbn"), "pivot").empty());
+}
