@@ -259,6 +259,7 @@ vbn::FitOptions fit_settings(const FitOptions& options) {
     o.method = options.method;
     o.adapt_delta = options.adapt_delta;
     o.varblock_overrelax = options.overrelax;
+    o.relabel = options.relabel;
     inference::copy_chain_settings(options, o);
     o.vb = vb_options(options.variational);
     o.log_lik = options.log_lik;
@@ -333,6 +334,8 @@ FitResult fit(const Model& model, const Dataset& data, const FitOptions& options
         out.sampling_seconds = r.sampling_seconds;
         out.target_seconds = r.target_seconds;
         out.proposal_seconds = r.proposal_seconds;
+        out.relabel = run.relabel.rule;
+        out.relabelled_draws = run.relabel.relabelled;
         for (const auto& ch : r.chains) out.chains.push_back(chain_result(r, ch));
         if (options.log_lik)
             for (Chain& c : out.chains)

@@ -153,6 +153,11 @@ struct FitOptions {
     // negative: successive draws antithetic (means more precise, variances less); 0: the
     // independence proposals of the paper (docs/methods.md, "Overrelaxed block moves").
     double overrelax = -0.3;
+    // On a model whose posterior has equivalent labelings (sign flips, exchangeable hidden
+    // nodes): "pivot" relabels every kept draw, after sampling, to the labeling nearest a
+    // common pivot, so the summary describes one labeling; "none" keeps the draws as drawn
+    // (docs/methods.md, "Relabelling to a pivot"). Callbacks::on_draw sees draws as drawn.
+    std::string relabel = "pivot";
     VariationalOptions variational;
     // Each data row's log-likelihood log p(row | θ) at every kept draw (unobserved values
     // summed out exactly), in Chain::log_lik: the pointwise values PSIS-LOO reads. Needs
@@ -239,6 +244,10 @@ struct FitResult {
     // building the target from the data, and the proposals and kernel (Newton, pilot draws,
     // mode search); and of the summary after them (0 without keep_draws).
     double target_seconds = 0, proposal_seconds = 0, summary_seconds = 0;
+    // What was done about the posterior's labelings: "pivot" (relabelled_draws of the kept
+    // draws were given another labeling), "none", or "" when the model has none.
+    std::string relabel;
+    long relabelled_draws = 0;
     std::vector<std::string> notes;      // what Callbacks::log received as notes
     std::vector<std::string> warnings;   // ... and as warnings
     std::string table;                   // the summary as `vbn fit` prints it: name mean sd

@@ -140,11 +140,19 @@ std::string sampler_remedy(const RunFacts& facts) {
 // seen); just above 1.01 is the mark of chains that are merely too short.
 std::string rhat_advice(const RunFacts& facts, double worst) {
     if (!facts.hidden || worst <= kRhatModes) return "run longer chains or check the model.";
+    if (facts.relabel.rule == "pivot")
+        return std::string("the draws were relabelled to one labeling (see Symmetry above), so chains this far apart "
+                           "sit in different modes, not different labelings: run longer chains, or start from the best "
+                           "of K variational fits with --restarts K (e.g. 8)") +
+               (facts.method != "nuts" ? ", or try --method nuts." : ".");
     if (!facts.symmetry.empty())
-        return "the model's posterior has equivalent labelings (see Symmetry above), and chains this far apart "
-               "sit in different ones: R-hat and the means of parameters a relabelling changes mix them. "
-               "Summarise quantities that no relabelling changes (predictions, the evidence, |weight| of a "
-               "flipped node).";
+        return std::string("the model's posterior has equivalent labelings (see Symmetry above), and chains this far "
+                           "apart sit in different ones: R-hat and the means of parameters a relabelling changes mix "
+                           "them. ") +
+               (facts.relabel.why == "relabel = none"
+                    ? "Relabel the draws to one labeling (vbn fit --relabel pivot), or summarise "
+                    : "Summarise ") +
+               "quantities that no relabelling changes (predictions, the evidence, |weight| of a flipped node).";
     std::string advice = "the model has hidden nodes, and chains this far apart usually sit in different modes. If "
                          "their means of these parameters differ only in sign, they are relabellings of a hidden node "
                          "(flipping it and the signs of its weights leaves the likelihood unchanged): summarise "
@@ -152,6 +160,17 @@ std::string rhat_advice(const RunFacts& facts, double worst) {
                          "(e.g. 8)";
     if (facts.method != "nuts") advice += ", or try --method nuts";
     return advice + ".";
+}
+
+// The Symmetry line: the labelings, and whether the draws were relabelled to one of them.
+std::string symmetry_line(const RunFacts& facts) {
+    const RelabelFacts& r = facts.relabel;
+    if (r.rule == "pivot")
+        return fmt::format("Symmetry: {}; draws relabelled to one labeling (pivot): {} of {} ({:.0f}%)\n", facts.symmetry,
+                           r.relabelled, r.draws,
+                           100.0 * static_cast<double>(r.relabelled) / static_cast<double>(std::max(r.draws, 1L)));
+    const std::string why = r.why.empty() ? "" : " (" + r.why + ")";
+    return fmt::format("Symmetry: {}; not relabelled{}: chains may sit in different labelings\n", facts.symmetry, why);
 }
 
 // A chain whose draws of some parameters never changed while the other chains' did: stuck
@@ -274,8 +293,7 @@ std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& 
     }
     if (facts.regenerations) out += fmt::format("Regenerations: {}\n", *facts.regenerations);
     if (facts.elbo) out += fmt::format("ELBO: {:.6g}\n", *facts.elbo);
-    if (!facts.symmetry.empty())
-        out += fmt::format("Symmetry: {}; chains may sit in different labelings\n", facts.symmetry);
+    if (!facts.symmetry.empty()) out += symmetry_line(facts);
     if (facts.divergent > 0) out += fmt::format("Divergent transitions: {}\n", facts.divergent);
     if (facts.warmup_seconds || facts.sampling_seconds)
         out += fmt::format("Elapsed time: {:.3f} s warmup, {:.3f} s sampling\n", facts.warmup_seconds.value_or(0),
@@ -323,6 +341,9 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     for (const auto& k : facts.kernels)
         acc.push_back({{"kernel", k.name}, {"accepted", k.accepted}, {"proposed", k.proposed}, {"rate", k.rate()}});
     doc["labelings"] = optional_or_null(facts.labelings);
+    const RelabelFacts& relabel = facts.relabel;
+    doc["relabel"] = relabel.rule.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(relabel.rule);
+    doc["relabelled"] = relabel.rule == "pivot" ? nlohmann::ordered_json(relabel.relabelled) : nlohmann::ordered_json(nullptr);
     if (!facts.phase_seconds.empty()) {
         auto& timings = doc["timings"] = nlohmann::ordered_json::object();
         for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;

@@ -46,6 +46,15 @@ struct ChainSeconds {
     double warmup = 0, sampling = 0;
 };
 
+// What was done about a model's symmetries after sampling (docs/methods.md, "Relabelling to a
+// pivot"): rule "pivot" (draws relabelled), "none" (left as drawn; `why` says why: asked for,
+// or too many labelings), "" (no symmetry, or unknown: CSV files). With "pivot", `relabelled`
+// of `draws` draws (all chains) were given another labeling.
+struct RelabelFacts {
+    std::string rule, why;
+    long relabelled = 0, draws = 0;
+};
+
 // The facts of a run that the table and the JSON report besides the rows. Optional facts
 // are left out of the text (and are null in the JSON) when absent.
 struct RunFacts {
@@ -66,6 +75,7 @@ struct RunFacts {
     // unknown (CSV files), and their count: 1 for none, empty when unknown or above 10^18.
     std::string symmetry;
     std::optional<std::uint64_t> labelings;
+    RelabelFacts relabel;
     // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
     // where the run's phases are unknown, as for CSV files).
     std::vector<std::pair<std::string, double>> phase_seconds;

@@ -70,6 +70,11 @@ struct FitOptions {
     // nuts_adapt_delta below.
     double adapt_delta = 0;
     double init_inflation = 4.0;  // initial points: the variational fit with covariance ×4
+    // After sampling, on a model whose posterior has equivalent labelings (lang/symmetry.hpp):
+    // "pivot" relabels every draw to the labeling nearest a common pivot, "none" keeps the draws
+    // as drawn (runtime/report/relabel.hpp; docs/methods.md, "Relabelling to a pivot"). Applied
+    // by runtime/services/, not by fit() below: draws passed to callbacks are as drawn.
+    std::string relabel = "pivot";
     int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
     // Each data row's log-likelihood at every kept draw, as log_lik.1 … log_lik.N beside the
     // parameters (services::CsvDrawFiles, the API's Chain::log_lik): what `vbn loo` reads.

@@ -2,6 +2,7 @@
 
 #include "inference/nuts.hpp"
 #include "runtime/error.hpp"
+#include "runtime/services/relabel.hpp"
 
 #include <fmt/format.h>
 
@@ -45,6 +46,7 @@ void log_failures(const FitSummary& s, const Callbacks& cb) {
 
 FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
            const std::function<void(const FitStart&)>& on_start) {
+    check_relabel_rule(settings.relabel);
     FitRun run;
     run.warmup = settings.warmup;
     run.draws = settings.draws;
@@ -67,6 +69,7 @@ FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, con
     };
     run.result = vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
+    if (settings.keep_draws) run.relabel = relabel_kept(graph, settings.relabel, run.result);
     for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
     return run;
 }
@@ -78,6 +81,7 @@ bool has_draws(const FitRun& run) {
 
 FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy, const Callbacks& callbacks) {
     FitSummary s = summarize_fit(run.result, model, run.warmup, run.draws, keep_copy);
+    s.facts.relabel = run.relabel;
     log_failures(s, callbacks);
     return s;
 }
@@ -88,6 +92,7 @@ FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy
     FitSummary s = keep_copy ? summarize_fit(run.result, model, run.warmup, run.draws, run.counts,
                                              [&](std::size_t c) { return draws_of(c, 0, all); })
                              : summarize_fit(run.result, model, run.warmup, run.draws, run.counts, draws_of, memory_budget);
+    s.facts.relabel = run.relabel;
     log_failures(s, callbacks);
     return s;
 }
@@ -145,6 +150,7 @@ void CsvDrawFiles::start(const FitStart& start) {
     }
     const MethodInfo& method = find_method(start.method);
     const bool hmc = !method.hmc_engine.empty();
+    const std::string unrelabelled = unrelabelled_header(graph_, settings_.relabel);
     for (int c = 0; c < settings_.chains; ++c) {
         CsvConfig cfg;
         cfg.model = model_;
@@ -159,6 +165,7 @@ void CsvDrawFiles::start(const FitStart& start) {
         cfg.extra = {{"vb_elbo", fmt::format("{}", start.vb.elbo)}, {"vb_mean", means}, {"vb_sd", sds}};
         if (hmc) cfg.extra.emplace_back("delta", fmt::format("{}", start.adapt_delta));
         if (method.overrelaxes) cfg.extra.emplace_back("overrelax", fmt::format("{}", settings_.varblock_overrelax));
+        if (!unrelabelled.empty()) cfg.extra.emplace_back("relabel", unrelabelled);
         writers_.push_back(std::make_unique<CsvWriter>(chain_file_path(output_, c + 1), cfg, csv_names));
     }
 }
@@ -190,6 +197,10 @@ void CsvDrawFiles::draw(int chain, int draw, const Eigen::VectorXd& values, doub
 void CsvDrawFiles::finish(const FitResult& result) {
     for (std::size_t c = 0; c < writers_.size() && c < result.chains.size(); ++c)
         writers_[c]->finish(result.chains[c].warmup_seconds, result.chains[c].sampling_seconds);
+}
+
+void CsvDrawFiles::relabel(FitRun& run) const {
+    run.relabel = relabel_csv_files(graph_, settings_.relabel, output_, writers_.size(), run.result);
 }
 
 Eigen::MatrixXd CsvDrawFiles::read_back(std::size_t chain, Eigen::Index first, Eigen::Index count) const {

@@ -10,6 +10,7 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/report/fit_summary.hpp"
 #include "runtime/report/output_csv.hpp"
+#include "runtime/report/summary.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/pointwise.hpp"
 #include "runtime/services/callbacks.hpp"
@@ -39,9 +40,11 @@ struct FitRun {
     std::vector<StreamedCounts> counts;   // per chain: divergences and regenerations as draws passed
     bool interrupted = false;             // Callbacks::interrupt was set before the chains ended
     int warmup = 0, draws = 0;            // the settings the chains ran with
+    RelabelFacts relabel;                 // what was done about the model's symmetries
 };
 
-// Runs the fit. `on_start` (optional) is called once the variational fit and the method are
+// Runs the fit. With kept draws (FitOptions::keep_draws) they are then relabelled to one
+// labeling as FitOptions::relabel says (streamed draws: CsvDrawFiles::relabel). `on_start` (optional) is called once the variational fit and the method are
 // known, before any chain starts (e.g. to open output files that record them). The run's
 // notes go to callbacks.log once the chains are done. Interrupted, it returns what the chains
 // drew (FitRun::interrupted; has_draws() tells whether any chain drew at all). Throws
@@ -92,6 +95,9 @@ public:
     void start(const FitStart& start);  // opens the files
     void draw(int chain, int draw, const Eigen::VectorXd& values, double lp, const inference::TransitionInfo& info);
     void finish(const FitResult& result);  // the timing blocks; flushes
+    // After finish(): relabels the files' draws to one labeling as FitOptions::relabel says,
+    // rewriting each file with a `# relabel = …` line; records what was done in run.relabel.
+    void relabel(FitRun& run) const;
     std::size_t files() const { return writers_.size(); }
     const std::string& output() const { return output_; }
     // Chain c's draws of output columns first .. first+count-1, read back from its file.

@@ -540,9 +540,22 @@ TEST_CASE("a known symmetry is a fact of the run, makes R-hat's warning definite
     REQUIRE(!w.empty());
     CHECK(w[0].find("the model's posterior has equivalent labelings (see Symmetry above)") != std::string::npos);
     CHECK(w[0].find("usually sit in different modes") == std::string::npos);
-    CHECK(format_summary(rows, f).find("\nSymmetry: 2 equivalent labelings: h flips sign with its weights; chains may "
-                                       "sit in different labelings\n") != std::string::npos);
+    CHECK(w[0].find("vbn fit --relabel pivot") == std::string::npos);  // relabelling not known to be possible
+    f.relabel = {"none", "relabel = none", 0, 0};
+    CHECK(summary_warnings(rows, f)[0].find("Relabel the draws to one labeling (vbn fit --relabel pivot)") != std::string::npos);
+    CHECK(format_summary(rows, f).find("\nSymmetry: 2 equivalent labelings: h flips sign with its weights; not relabelled "
+                                       "(relabel = none): chains may sit in different labelings\n") != std::string::npos);
     CHECK(summary_json(rows, f)["labelings"] == 2);
+    CHECK(summary_json(rows, f)["relabel"] == "none");
+    CHECK(summary_json(rows, f)["relabelled"].is_null());
+    // Relabelled: the line says how many draws moved, and R-hat's warning now means modes.
+    f.relabel = {"pivot", "", 1234, 4000};
+    CHECK(format_summary(rows, f).find("\nSymmetry: 2 equivalent labelings: h flips sign with its weights; draws "
+                                       "relabelled to one labeling (pivot): 1234 of 4000 (31%)\n") != std::string::npos);
+    CHECK(summary_warnings(rows, f)[0].find("sit in different modes, not different labelings") != std::string::npos);
+    CHECK(summary_json(rows, f)["relabel"] == "pivot");
+    CHECK(summary_json(rows, f)["relabelled"] == 1234);
+    f.relabel = {};
     f.symmetry.clear();  // none known: the hedged advice, no line
     f.labelings = 1;
     CHECK(summary_warnings(rows, f)[0].find("usually sit in different modes") != std::string::npos);
@@ -610,7 +623,8 @@ TEST_CASE("the summary JSON has docs/design.md's keys in order and null for NaN"
           R"({"method":"varblock","chains":4,"draws":1000,"elbo":-123.4567891,"warmup_seconds":0.1234,"sampling_seconds":1.5,)"
           R"("parameters":[{"name":"b","mean":1.5,"sd":0.0,"mcse_mean":null,"q5":1.5,"q50":1.5,"q95":1.5,"ess_bulk":null,)"
           R"("ess_tail":null,"rhat":null}],"warmup":500,"divergent":0,"regenerations":17,"acceptance":[)"
-          R"({"kernel":"varblock","accepted":1660,"proposed":4000,"rate":0.415},{"kernel":"rwm","accepted":30,"proposed":1000,"rate":0.03}],"labelings":null})");
+          R"({"kernel":"varblock","accepted":1660,"proposed":4000,"rate":0.415},{"kernel":"rwm","accepted":30,"proposed":1000,"rate":0.03}],"labelings":null,)"
+          R"("relabel":null,"relabelled":null})");
     RunFacts bare;
     bare.method = "nuts";
     const auto d2 = summary_json(golden_rows(), bare);

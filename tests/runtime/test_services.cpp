@@ -75,7 +75,11 @@ TEST_CASE("services::fit hands out each draw in output order, the same as the ke
         cb.log = [&](services::LogLevel level, const std::string& message) {
             if (level == services::LogLevel::note) notes.push_back(message);
         };
-        const services::FitRun run = services::fit(g, d, small(method), cb);
+        // Kept draws are relabelled after sampling, streamed ones are as drawn (test_relabel.cpp
+        // relates the two); here both are as drawn.
+        FitOptions o = small(method);
+        o.relabel = "none";
+        const services::FitRun run = services::fit(g, d, o, cb);
         CHECK_FALSE(run.interrupted);
         CHECK(services::has_draws(run));
         REQUIRE(run.result.chains.size() == 2);
@@ -132,8 +136,10 @@ TEST_CASE("services: draws streamed to CmdStan CSV files give the summary of the
     cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
         files.draw(c, k, x, lp, info);
     };
-    const services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
+    services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
     files.finish(run.result);
+    files.relabel(run);  // as the kept draws were
+    CHECK(run.relabel.rule == "pivot");
     CHECK(files.files() == 2);
     CHECK(run.result.chains[0].draws.rows() == 0);  // nothing held
     for (const double budget : {64e6, 1.0}) {       // whole, and one column at a time

@@ -48,7 +48,7 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 struct FitArgs {
     std::string model;
     std::string data;
-    FitOptions settings;                 // --method, --chains, --warmup, --draws, --threads, --proposal, --overrelax, --restarts
+    FitOptions settings;                 // --method, --chains, --warmup, --draws, --threads, --proposal, --overrelax, --restarts, --relabel
     std::optional<std::uint64_t> seed;   // absent: a fresh one, printed
     std::optional<double> adapt_delta;   // NUTS's target acceptance; absent: automatic
     std::optional<std::string> output;   // CmdStan CSV, one file per chain

@@ -104,6 +104,11 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--overrelax", fit_args.settings.varblock_overrelax,
                         "varblock: after warmup, whole blocks propose u* = A u + sqrt(1 - A^2) e about their t (A in "
                         "(-1, 1); negative: antithetic draws; 0: independence proposals) (default: -0.3)");
+    fit_cmd->add_option("--relabel", fit_args.settings.relabel,
+                        "On a model with equivalent labelings (vbn check lists them): pivot relabels every draw to the "
+                        "labeling nearest a common pivot before the summary and the CSV files; none keeps the draws as drawn")
+        ->check(CLI::IsMember({"pivot", "none"}))
+        ->capture_default_str();
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
 
     std::vector<std::string> summary_files;

@@ -27,10 +27,10 @@ CASES = os.path.join(HERE, "cases")
 INPUTS = os.path.join(HERE, "inputs")
 TIMEOUT = 60  # seconds per command; a case that takes this long is a bug in the case
 
-# A timing: a number followed by s, ms, us or µs (with or without a space), not followed by
-# a letter or digit ("3 samples" is not one). The spaces before it go too, so a right-aligned
-# column of timings masks to the same text whatever the width of its numbers.
-TIMING = re.compile(r" *(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)? ?(?:s|ms|us|µs)(?![\w])")
+# A timing: a number followed by s, ms, us, µs or seconds (a CmdStan CSV file's footer), with
+# or without a space, not followed by a letter or digit ("3 samples" is not one). The spaces
+# before it go too, so a right-aligned column of timings masks to the same text whatever the width of its numbers.
+TIMING = re.compile(r" *(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)? ?(?:s|ms|us|µs|seconds)(?![\w])")
 
 # A progress line of `vbn fit` before its phase ends: printed by time (every 2 s when stderr is
 # not a terminal), so only on a slow machine; the line at 100% is always printed and kept.

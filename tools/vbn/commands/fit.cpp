@@ -179,12 +179,13 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
             check_draw_memory(o, l.graph.dim);
         }
         cb.interrupt = InterruptScope::flag();
-        const services::FitRun run = [&] {
+        services::FitRun run = [&] {
             const InterruptScope scope;
             return services::fit(l.graph, l.data, o, cb, on_start);
         }();
         if (progress) progress->finish();
         if (files) files->finish(run.result);
+        if (files && services::has_draws(run)) files->relabel(run);
         if (run.interrupted && !services::has_draws(run)) {
             if (files && !args.quiet)
                 err << fmt::format("wrote {} CmdStan CSV file{} {}, with no draws\n", files->files(), files->files() == 1 ? "" : "s",

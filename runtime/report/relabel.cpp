@@ -1,0 +1,220 @@
+// Pivot relabelling (runtime/report/relabel.hpp): the group is enumerated by closing its
+// generators (each flip, each swap of neighbours in an exchangeable class) under composition,
+// so it holds every product of flips and permutations exactly once.
+#include "runtime/report/relabel.hpp"
+
+#include "lang/symmetry.hpp"
+
+#include <cstdlib>
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace vbn {
+
+namespace {
+
+using Code = std::vector<int>;
+
+// b after a: (b∘a)(θ)_k = s^b_k (a θ)_{p^b_k}.
+Code compose(const Code& a, const Code& b) {
+    Code out(b.size());
+    for (std::size_t k = 0; k < b.size(); ++k) {
+        const int from = std::abs(b[k]) - 1;
+        out[k] = b[k] > 0 ? a[static_cast<std::size_t>(from)] : -a[static_cast<std::size_t>(from)];
+    }
+    return out;
+}
+
+Code identity(int dim) {
+    Code c(static_cast<std::size_t>(dim));
+    std::iota(c.begin(), c.end(), 1);
+    return c;
+}
+
+// The generators in θ's layout.
+std::vector<Code> generators(const ir::Graph& graph, const lang::Symmetries& s) {
+    std::vector<Code> out;
+    for (int h : s.flips) {
+        Code c = identity(graph.dim);
+        for (int k : lang::flip_coordinates(graph, h)) c[static_cast<std::size_t>(k)] = -c[static_cast<std::size_t>(k)];
+        out.push_back(std::move(c));
+    }
+    for (const auto& cls : s.exchangeable)
+        for (std::size_t k = 0; k + 1 < cls.size(); ++k) {
+            const std::vector<int> perm = lang::swap_permutation(graph, cls[k], cls[k + 1]);
+            Code c(perm.size());
+            for (std::size_t j = 0; j < perm.size(); ++j) c[j] = perm[j] + 1;
+            out.push_back(std::move(c));
+        }
+    return out;
+}
+
+// A θ-layout code as it acts on columns where column j holds θ's entry order[j].
+Code in_columns(const Code& theta_code, const std::vector<int>& order) {
+    std::vector<int> column_of(theta_code.size(), -1);
+    for (std::size_t j = 0; j < order.size(); ++j) column_of[static_cast<std::size_t>(order[j])] = static_cast<int>(j);
+    Code out(order.size());
+    for (std::size_t j = 0; j < order.size(); ++j) {
+        const int c = theta_code[static_cast<std::size_t>(order[j])];
+        const int col = column_of[static_cast<std::size_t>(std::abs(c) - 1)] + 1;
+        out[j] = c > 0 ? col : -col;
+    }
+    return out;
+}
+
+double distance(const Code& g, const std::vector<int>& support, const Eigen::Ref<const Eigen::VectorXd>& x,
+                const Eigen::VectorXd& pivot) {
+    double d = 0;
+    for (int k : support) {
+        const int c = g[static_cast<std::size_t>(k)];
+        const double v = c > 0 ? x[c - 1] : -x[-c - 1];
+        d += (v - pivot[k]) * (v - pivot[k]);
+    }
+    return d;
+}
+
+int nearest(const LabelingGroup& group, const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::VectorXd& pivot) {
+    int best = 0;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (std::size_t e = 0; e < group.size(); ++e) {
+        const double d = distance(group.elements[e], group.support, x, pivot);
+        if (d < best_d) {
+            best_d = d;
+            best = static_cast<int>(e);
+        }
+    }
+    return best;
+}
+
+// The draw of highest log density over all chains: the first pivot.
+Eigen::VectorXd highest_draw(std::size_t chains, const std::function<ChainDraws(std::size_t)>& read) {
+    Eigen::VectorXd best;
+    double best_lp = -std::numeric_limits<double>::infinity();
+    for (std::size_t c = 0; c < chains; ++c) {
+        const ChainDraws d = read(c);
+        for (Eigen::Index i = 0; i < d.draws.rows(); ++i)
+            if (best.size() == 0 || d.lp[i] > best_lp) {
+                best_lp = d.lp[i];
+                best = d.draws.row(i).transpose();
+            }
+    }
+    return best;
+}
+
+// Moves the whole relabelled set by m⁻¹, m the element most draws were given, so that the
+// labeling most draws were drawn in is kept and `relabelled` counts the others. Signed
+// permutations keep distances, so every draw stays nearest the (moved) pivot.
+void keep_majority_labeling(const LabelingGroup& group, PivotRelabelling& r) {
+    std::vector<long> count(group.size(), 0);
+    for (const auto& chain : r.element)
+        for (int e : chain) ++count[static_cast<std::size_t>(e)];
+    const auto m = static_cast<std::size_t>(std::max_element(count.begin(), count.end()) - count.begin());
+    if (m == 0 || count[m] == count[0]) return;
+    const Code id = identity(static_cast<int>(group.elements[0].size()));
+    std::map<Code, int> index;
+    for (std::size_t e = 0; e < group.size(); ++e) index.emplace(group.elements[e], static_cast<int>(e));
+    std::size_t inverse = 0;
+    while (compose(group.elements[m], group.elements[inverse]) != id) ++inverse;
+    r.relabelled = 0;
+    for (auto& chain : r.element)
+        for (int& e : chain) {
+            e = index.at(compose(group.elements[static_cast<std::size_t>(e)], group.elements[inverse]));
+            r.relabelled += e != 0 ? 1 : 0;
+        }
+    apply_labeling(group, static_cast<int>(inverse), r.pivot);
+}
+
+}  // namespace
+
+std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const std::vector<int>& order,
+                                            std::size_t max_labelings) {
+    const lang::Symmetries s = lang::find_symmetries(graph);
+    if (!s.any() || !s.labelings || *s.labelings > max_labelings) return std::nullopt;
+    const std::vector<Code> gens = generators(graph, s);
+    std::set<Code> seen{identity(graph.dim)};
+    std::vector<Code> elements{identity(graph.dim)};
+    std::deque<Code> todo{identity(graph.dim)};
+    while (!todo.empty()) {
+        const Code a = todo.front();
+        todo.pop_front();
+        for (const Code& g : gens) {
+            Code b = compose(a, g);
+            if (!seen.insert(b).second) continue;
+            if (elements.size() == max_labelings) return std::nullopt;
+            elements.push_back(b);
+            todo.push_back(std::move(b));
+        }
+    }
+    LabelingGroup group;
+    for (const Code& e : elements) group.elements.push_back(in_columns(e, order));
+    for (std::size_t k = 0; k < order.size(); ++k)
+        for (const Code& e : group.elements)
+            if (e[k] != static_cast<int>(k) + 1) {
+                group.support.push_back(static_cast<int>(k));
+                break;
+            }
+    return group;
+}
+
+void apply_labeling(const LabelingGroup& group, int e, Eigen::Ref<Eigen::VectorXd> x) {
+    if (e == 0) return;
+    const Code& g = group.elements[static_cast<std::size_t>(e)];
+    const Eigen::VectorXd old = x;
+    for (int k : group.support) {
+        const int c = g[static_cast<std::size_t>(k)];
+        x[k] = c > 0 ? old[c - 1] : -old[-c - 1];
+    }
+}
+
+void apply_labeling(const LabelingGroup& group, const std::vector<int>& element, Eigen::MatrixXd& draws) {
+    Eigen::VectorXd row(draws.cols());
+    for (Eigen::Index i = 0; i < draws.rows() && i < static_cast<Eigen::Index>(element.size()); ++i) {
+        row = draws.row(i).transpose();
+        apply_labeling(group, element[static_cast<std::size_t>(i)], row);
+        draws.row(i) = row.transpose();
+    }
+}
+
+PivotRelabelling relabel_to_pivot(const LabelingGroup& group, std::size_t chains,
+                                  const std::function<ChainDraws(std::size_t c)>& read, int max_passes) {
+    PivotRelabelling r;
+    r.pivot = highest_draw(chains, read);
+    r.element.assign(chains, {});
+    if (r.pivot.size() == 0) return r;
+    Eigen::VectorXd x(r.pivot.size());
+    for (r.passes = 1; r.passes <= max_passes; ++r.passes) {
+        bool changed = false;
+        Eigen::VectorXd sum = Eigen::VectorXd::Zero(r.pivot.size());
+        r.draws = r.relabelled = 0;
+        for (std::size_t c = 0; c < chains; ++c) {
+            const ChainDraws d = read(c);
+            std::vector<int>& el = r.element[c];
+            const bool first = el.size() != static_cast<std::size_t>(d.draws.rows());
+            el.resize(static_cast<std::size_t>(d.draws.rows()), 0);
+            for (Eigen::Index i = 0; i < d.draws.rows(); ++i) {
+                x = d.draws.row(i).transpose();
+                const int e = nearest(group, x, r.pivot);
+                changed = changed || first || e != el[static_cast<std::size_t>(i)];
+                el[static_cast<std::size_t>(i)] = e;
+                apply_labeling(group, e, x);
+                sum += x;
+                r.relabelled += e != 0 ? 1 : 0;
+            }
+            r.draws += d.draws.rows();
+        }
+        r.pivot = sum / static_cast<double>(std::max<long>(r.draws, 1));
+        if (!changed) break;
+    }
+    if (r.passes > max_passes) {
+        r.passes = max_passes;
+        r.converged = false;
+    }
+    keep_majority_labeling(group, r);
+    return r;
+}
+
+}  // namespace vbn

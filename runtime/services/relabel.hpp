@@ -1,0 +1,38 @@
+// The fit job's relabelling step (FitOptions::relabel; runtime/report/relabel.hpp has the
+// rule): whether it applies to a model, and applying it to kept draws or to the CmdStan CSV
+// files of streamed ones.
+#pragma once
+
+#include "lang/ir.hpp"
+#include "runtime/report/relabel.hpp"
+#include "runtime/report/summary.hpp"
+#include "runtime/sampling/fit.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vbn::services {
+
+// Throws vbn::Error (usage) unless rule is "pivot" or "none".
+void check_relabel_rule(const std::string& rule);
+
+// The group to relabel with, acting on columns where column j is θ's entry order[j], or none;
+// `facts` gets the rule applied and, if none, why (no symmetry leaves it "").
+std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const std::string& rule,
+                                           const std::vector<int>& order, RelabelFacts& facts);
+
+// What a CSV file's header says when the draws will not be relabelled though the model has
+// symmetries ("none, 48 labelings"); "" otherwise.
+std::string unrelabelled_header(const ir::Graph& graph, const std::string& rule);
+
+// Relabels the kept draws of result's chains (θ's layout) in place.
+RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitResult& result);
+
+// Relabels the draws in the finished files FILE_1.csv … (one per chain of result), rewriting
+// each with a `# relabel = …` line in its header. Throws vbn::Error (io) if one cannot be
+// rewritten.
+RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, const std::string& output,
+                               std::size_t files, const FitResult& result);
+
+}  // namespace vbn::services
