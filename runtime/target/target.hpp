@@ -14,6 +14,7 @@
 #include "inference/density.hpp"
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
+#include "runtime/target/factor_tables.hpp"
 #include "runtime/target/families.hpp"
 
 #include <Eigen/Core>
@@ -44,12 +45,7 @@ public:
         friend class Target;
         Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
         Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
-        Eigen::VectorXd eta0_;         // per factor of a component: the observed part of η
-        Eigen::VectorXd coef_;         // per link: its coefficient at θ
-        Eigen::VectorXd resid_acc_;    // per factor: Σ_x p(x) x_j g(-x_j η_j), rescaled online
-        Eigen::VectorXd link_acc_;     // per link: Σ_x p(x) x_j g(-x_j η_j) x_var, rescaled online
-        Eigen::VectorXd factor_resid_; // per factor, at the current configuration
-        Eigen::VectorXd x_;            // the current configuration, ±1
+        FactorTables::Scratch tables_; // the summed-out components' factor tables
         Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents (or of 4, where
                                        // η is read through sign_words), θ's signed sums
         Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign
@@ -151,15 +147,17 @@ private:
     // With packed signs: exp(η_t) of the chunk's rows into ws.eta_, as exp(a_t) times the
     // entries build_exp_tables left in ws.sign_exps_.
     void complete_exp_eta(int b, int start, int len, Workspace& ws) const;
-    // weight · log Σ_x Π g(·) of one component; with grad (full-θ layout), adds its gradient
-    // for factors of block only_block (all blocks when only_block < 0).
-    double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
+    // Σ weight · log Σ_x Π g(·) over the enumerated components (those of block only_block, or
+    // all when only_block < 0), from their factor tables filled at θ; with grad (full-θ layout,
+    // or block only_block's), adds the gradient of the factors of block only_block (all blocks).
+    double summed_out_term(In theta, double* grad, int only_block, Workspace& ws) const;
 
     int dim_ = 0;
     std::vector<BlockPrior> blocks_;
     Families families_;
     double log_constant_ = 0;
-    int max_factors_ = 0, max_links_ = 0, max_block_ = 0;
+    int max_block_ = 0;
+    FactorTables tables_;  // the components' factors, tabulated (empty without sum_out)
     bool sum_out_ = true;
 
     // A block's complete family as the evaluation reads it: the patterns that differ only in

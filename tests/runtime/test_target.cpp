@@ -6,6 +6,7 @@
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 #include "runtime/data/model.hpp"
+#include "runtime/target/factor_tables.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -193,7 +194,46 @@ Case chain(int rows = 80, std::uint64_t seed = 13) {
     return {"chain", m.g, data};
 }
 
-std::vector<Case> all_cases() { return {multimodal(), sbn(), chain()}; }
+// A random network: a chain of 2 or 3 hidden nodes (each on the one before, by a learned or a
+// fixed weight), 3 or 4 observed nodes on random hidden parents (of either sign), the observed
+// node before and sometimes a fixed term on h1 as well, and a fifth of the cells missing: its
+// components (up to 7 unobserved nodes) share factors across rows, in different scope orders.
+Case random_chain(std::uint64_t seed, int rows = 50) {
+    Rng rng(seed);
+    ModelBuilder m;
+    std::vector<int> hidden, observed;
+    const int depth = rng.bernoulli(0.5) ? 2 : 3;
+    for (int i = 0; i < depth; ++i) {
+        const std::string name = "h" + std::to_string(i + 1);
+        if (i == 0)
+            hidden.push_back(m.logistic(name, true, 0.0, {}, {bias()}, 0.0, 1.5));
+        else if (rng.bernoulli(0.5))
+            hidden.push_back(m.logistic(name, true, 0.2, {}, {bias(), on(hidden.back())}, 0.0, 1.5));
+        else
+            hidden.push_back(m.logistic(name, true, -0.3, {{hidden.back(), 0.9}}, {}));
+    }
+    const int children = rng.bernoulli(0.5) ? 3 : 4;
+    for (int j = 0; j < children; ++j) {
+        std::vector<ir::Feature> features{bias()};
+        std::vector<ir::FixedTerm> fixed;
+        for (int h : hidden)
+            if (rng.bernoulli(0.6)) features.push_back(on(h, rng.bernoulli(0.5) ? 1.0 : -1.0));
+        if (!observed.empty() && rng.bernoulli(0.5)) features.push_back(on(observed.back()));
+        if (rng.bernoulli(0.3)) fixed.push_back({hidden[0], 0.5});
+        observed.push_back(m.logistic("v" + std::to_string(j + 1), false, 0.1, fixed, features, 0.0, 2.0));
+    }
+    std::vector<Row> data;
+    for (int t = 0; t < rows; ++t) {
+        Row r(m.g.elements.size(), 0.0);
+        for (int v : observed) r[sz(v)] = rng.bernoulli(0.2) ? 0.0 : (rng.bernoulli(0.5) ? 1.0 : -1.0);
+        data.push_back(r);
+    }
+    return {"random chain " + std::to_string(seed), m.g, data};
+}
+
+std::vector<Case> all_cases() {
+    return {multimodal(), sbn(), chain(), random_chain(31), random_chain(32), random_chain(33)};
+}
 
 }  // namespace
 
@@ -607,5 +647,83 @@ TEST_CASE("models from text and data from CSV: exact against brute force, gradie
             check_gradient(grad, numeric_gradient([&](const Vec& t) { return target.log_density(t, ws); }, theta),
                            std::abs(lp));
         }
+    }
+}
+
+namespace {
+
+std::vector<int> block_offsets(const ir::Graph& g) {
+    std::vector<int> offsets;
+    for (const auto& b : g.blocks) offsets.push_back(b.offset);
+    return offsets;
+}
+
+// The families of component k alone, as if no other row had been read.
+Families only_component(const Families& all, int k) {
+    Families one;
+    one.components = {all.components[sz(k)]};
+    one.components_of_block.assign(all.components_of_block.size(), {});
+    for (int b : all.components[sz(k)].blocks) one.components_of_block[sz(b)] = {0};
+    return one;
+}
+
+}  // namespace
+
+TEST_CASE("factor tables shared by components give each component's value and gradient as alone") {
+    for (std::uint64_t seed : {41, 42, 43, 44, 45}) {
+        const Case c = random_chain(seed, 80);
+        INFO("model " << c.name);
+        const Families fam = build_families(c.graph, make_dataset(c.graph, c.rows));
+        const FactorTables shared(fam, block_offsets(c.graph));
+        std::size_t factors = 0;
+        for (const auto& comp : fam.components) factors += comp.factors.size();
+        CHECK(sz(shared.tables()) < factors);  // tables are shared, or this tests nothing
+        Rng rng(seed);
+        const Vec theta = random_theta(c.graph.dim, rng);
+        auto s = shared.make_scratch();
+        shared.fill(nullptr, theta, true, s);
+        Vec grad = Vec::Zero(c.graph.dim), alone_grad = Vec::Zero(c.graph.dim);
+        std::vector<double> values;
+        for (int k = 0; k < static_cast<int>(fam.components.size()); ++k) values.push_back(shared.component(k, true, -1, s));
+        shared.gradient(nullptr, -1, grad.data(), s);
+        for (int k = 0; k < static_cast<int>(fam.components.size()); ++k) {
+            const FactorTables alone(only_component(fam, k), block_offsets(c.graph));
+            auto a = alone.make_scratch();
+            alone.fill(nullptr, theta, true, a);
+            CHECK(alone.component(0, true, -1, a) == doctest::Approx(values[sz(k)]).epsilon(1e-13));
+            alone.gradient(nullptr, -1, alone_grad.data(), a);
+        }
+        for (int i = 0; i < c.graph.dim; ++i) CHECK(grad[i] == doctest::Approx(alone_grad[i]).epsilon(1e-11).scale(1.0));
+        // Block by block, from the block's tables alone: the same gradient.
+        for (int b = 0; b < static_cast<int>(c.graph.blocks.size()); ++b) {
+            const int off = c.graph.blocks[sz(b)].offset, n = c.graph.blocks[sz(b)].size;
+            Vec gb = Vec::Zero(n);
+            shared.fill(&shared.tables_of_block(b), theta, true, s);
+            for (int k : fam.components_of_block[sz(b)]) shared.component(k, true, b, s);
+            shared.gradient(&shared.tables_of_block(b), b, gb.data(), s);
+            for (int i = 0; i < n; ++i) CHECK(gb[i] == doctest::Approx(grad[off + i]).epsilon(1e-11).scale(1.0));
+        }
+    }
+}
+
+TEST_CASE("a summed-out node at η = ±800: exact value and gradient, nothing overflows") {
+    // h hidden ~ bernoulli(0.5), y ~ logistic(w1 + w2 h), y = +1, w = (800, 800): η = 1600 or 0,
+    // p(y) = 0.5 · 1 + 0.5 · 0.5 = 0.75, p(h = -1 | y) = 1/3, and the likelihood's gradient is
+    // E[g(-η) (1, h) | y] = (1/3 · 1/2) (1, -1); the N(0, 1) prior adds -w.
+    ModelBuilder m;
+    const int h = m.bernoulli("h", 0.5, true);
+    m.logistic("y", false, 0.0, {}, {bias(), on(h)}, 0.0, 1.0);
+    const Target target(m.g, make_dataset(m.g, {{0, 1}}));
+    for (double sign : {1.0, -1.0}) {
+        // w = -(800, 800): η = -1600 or 0, p(y) = 0.5 · 0.5, p(h = -1 | y) = 1, gradient g(0) (1, -1).
+        const Vec theta = Vec::Constant(2, 800 * sign);
+        Vec grad(2);
+        const double lp = target.log_density_gradient(theta, grad);
+        CHECK(std::isfinite(lp));
+        auto ws = target.make_workspace();
+        CHECK(target.log_likelihood(theta, ws) == doctest::Approx(std::log(sign > 0 ? 0.75 : 0.25)).epsilon(1e-14));
+        const double r = sign > 0 ? 1.0 / 6 : 0.5;
+        CHECK(grad[0] == doctest::Approx(r - 800 * sign).epsilon(1e-14));
+        CHECK(grad[1] == doctest::Approx(-r - 800 * sign).epsilon(1e-14));
     }
 }

@@ -1,0 +1,244 @@
+#include "runtime/target/factor_tables.hpp"
+
+#include "runtime/target/row_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace vbn {
+
+namespace {
+
+std::size_t sz(int i) { return static_cast<std::size_t>(i); }
+
+// Configurations of one component handled at a time: all of them up to m = 12 (the default
+// limit of families.hpp), so that Scratch::terms stays small whatever max_enumerated is.
+constexpr int kChunk = 4096;
+
+// The factor's distinct link variables in order of first appearance: its scope besides itself.
+std::vector<int> link_scope(const Factor& f) {
+    std::vector<int> scope;
+    for (const auto& l : f.links)
+        if (std::find(scope.begin(), scope.end(), l.var) == scope.end()) scope.push_back(l.var);
+    return scope;
+}
+
+}  // namespace
+
+std::size_t FactorTables::KeyHash::operator()(const std::vector<double>& key) const {
+    return hash_doubles(key.data(), key.size());
+}
+
+FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets)
+    : offsets_(std::move(block_offsets)) {
+    Index index;
+    first_ref_.push_back(0);
+    for (const auto& comp : families.components) add_component(comp, index);
+    tables_of_block_.resize(families.components_of_block.size());
+    for (std::size_t b = 0; b < tables_of_block_.size(); ++b) {
+        auto& out = tables_of_block_[b];
+        for (int c : families.components_of_block[b])
+            for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) out.push_back(refs_[sz(r)].table);
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+}
+
+// The table of factor f with the given link scope: an existing one when an earlier factor
+// agrees in everything but its own node's value (the key), else a new one.
+int FactorTables::add_table(const Factor& f, const std::vector<int>& scope, Index& index) {
+    std::vector<double> key{static_cast<double>(f.element), static_cast<double>(f.block), f.base};
+    key.insert(key.end(), f.f.data(), f.f.data() + f.f.size());
+    key.push_back(static_cast<double>(scope.size()));
+    std::vector<Link> links;
+    for (const auto& l : f.links) {
+        const int pos = static_cast<int>(std::find(scope.begin(), scope.end(), l.var) - scope.begin());
+        links.push_back({pos, l.feature, l.coef});
+        key.insert(key.end(), {static_cast<double>(pos), static_cast<double>(l.feature), l.coef});
+    }
+    const auto [it, inserted] = index.emplace(std::move(key), tables());
+    if (!inserted) return it->second;
+    Table t;
+    t.block = f.block;
+    t.base = f.base;
+    t.f = f.f;
+    t.links = std::move(links);
+    t.scope = static_cast<int>(scope.size());
+    t.first = configurations_;
+    configurations_ += 1 << t.scope;
+    tables_.push_back(std::move(t));
+    return it->second;
+}
+
+void FactorTables::add_component(const Component& comp, Index& index) {
+    for (const auto& f : comp.factors) {
+        const std::vector<int> scope = link_scope(f);
+        Ref r;
+        r.table = add_table(f, scope, index);
+        r.entry = 2 * tables_[sz(r.table)].first + (f.value > 0 ? 1 : 0);
+        r.first_bit = static_cast<int>(bits_.size());
+        if (f.value == 0) bits_.push_back({f.self, 0});
+        for (std::size_t k = 0; k < scope.size(); ++k) bits_.push_back({scope[k], static_cast<int>(k) + 1});
+        r.bits = static_cast<int>(bits_.size()) - r.first_bit;
+        refs_.push_back(r);
+    }
+    first_ref_.push_back(static_cast<int>(refs_.size()));
+    size_.push_back(comp.size());
+    weight_.push_back(comp.weight);
+}
+
+FactorTables::Scratch FactorTables::make_scratch() const {
+    Scratch s;
+    s.eta.resize(configurations_);
+    s.expo.resize(configurations_);
+    s.logs.resize(2 * configurations_);
+    s.acc.setZero(2 * configurations_);
+    int largest = 0;
+    for (int m : size_) largest = std::max(largest, m);
+    const long len = size_.empty() ? 0 : std::min(1L << largest, static_cast<long>(kChunk));
+    s.terms.resize(len);
+    s.entries.resize(static_cast<std::size_t>(len));
+    return s;
+}
+
+void FactorTables::fill(const std::vector<int>* which, In theta, bool with_gradient, Scratch& s) const {
+    const int n = which ? static_cast<int>(which->size()) : tables();
+    if (with_gradient && !which) s.acc.setZero();
+    for (int i = 0; i < n; ++i) {
+        const Table& t = tables_[sz(which ? (*which)[sz(i)] : i)];
+        fill_table(t, theta, s);
+        if (with_gradient && which) s.acc.segment(2 * t.first, 2 << t.scope).setZero();
+    }
+}
+
+// Per configuration of the links: η, e = e^{−|η|} and log g(±η) = min(±η, 0) − log1p(e), the
+// stable form of log g (no overflow at any |η|; e underflows to 0 harmlessly).
+void FactorTables::fill_table(const Table& t, In theta, Scratch& s) const {
+    const double* th = t.block >= 0 ? theta.data() + offsets_[sz(t.block)] : nullptr;
+    double eta0 = t.base;
+    if (th)
+        for (int k = 0; k < t.f.size(); ++k) eta0 += th[k] * t.f[k];
+    const int configs = 1 << t.scope;
+    for (int i = 0; i < configs; ++i) {
+        double eta = eta0;
+        for (const auto& l : t.links) {
+            const double coef = l.feature >= 0 ? th[l.feature] * l.coef : l.coef;
+            eta += (i >> l.pos) & 1 ? coef : -coef;
+        }
+        const double e = std::exp(-std::abs(eta));
+        const double log1p_e = std::log1p(e);
+        const int at = t.first + i;
+        s.eta[at] = eta;
+        s.expo[at] = e;
+        s.logs[2 * at] = std::min(-eta, 0.0) - log1p_e;
+        s.logs[2 * at + 1] = std::min(eta, 0.0) - log1p_e;
+    }
+}
+
+// An entry is linear in the configuration's bits, entry(x) = r.entry + Σ_k bit(x, var_k) 2^shift_k,
+// so the chunk's entries follow by doubling: the first from start's high bits, then each low
+// bit v adds its weight to copies of the first 2^v (2^m adds, no per-configuration bit loop).
+void FactorTables::ref_entries(const Ref& r, long start, int len, Scratch& s) const {
+    int* out = s.entries.data();
+    out[0] = r.entry;
+    for (int k = r.first_bit; k < r.first_bit + r.bits; ++k)
+        if ((start >> bits_[sz(k)].var) & 1L) out[0] += 1 << bits_[sz(k)].shift;
+    for (int v = 0; (1 << v) < len; ++v) {
+        int w = 0;
+        for (int k = r.first_bit; k < r.first_bit + r.bits; ++k)
+            if (bits_[sz(k)].var == v) w += 1 << bits_[sz(k)].shift;
+        const int half = 1 << v;
+        for (int p = 0; p < half; ++p) out[half + p] = out[p] + w;
+    }
+}
+
+void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {
+    double* terms = s.terms.data();
+    std::fill(terms, terms + len, 0.0);
+    const double* logs = s.logs.data();
+    const int* entries = s.entries.data();
+    for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
+        ref_entries(refs_[sz(r)], start, len, s);
+        for (int i = 0; i < len; ++i) terms[i] += logs[entries[i]];
+    }
+}
+
+// log Σ_x e^{t(x)} over the 2^m configurations, t(x) = Σ_j log g(x_j η_j(x)) (Variational
+// MCMC, Sec. 2, case (ii), the sum over x^h), a chunk at a time with the running maximum
+// taken out, so that nothing overflows. The gradient is the posterior expectation over x of
+// each factor's gradient: the weights p(x | row) go into the entries x reads.
+double FactorTables::component(int c, bool accumulate, int only_block, Scratch& s) const {
+    const long configs = 1L << size_[sz(c)];
+    const int len = static_cast<int>(std::min(configs, static_cast<long>(kChunk)));
+    double top = -std::numeric_limits<double>::infinity(), sum = 0;
+    double* terms = s.terms.data();
+    for (long start = 0; start < configs; start += len) {
+        chunk_terms(c, start, len, s);
+        const double high = *std::max_element(terms, terms + len);
+        if (high > top) {
+            if (sum > 0) sum *= std::exp(top - high);
+            top = high;
+        }
+        for (int i = 0; i < len; ++i) {
+            terms[i] = std::exp(terms[i] - top);
+            sum += terms[i];
+        }
+    }
+    const double value = weight_[sz(c)] * (top + std::log(sum));
+    if (!accumulate) return value;
+    const double scale = weight_[sz(c)] / sum;
+    for (long start = 0; start < configs; start += len) {
+        if (configs != len) {  // else terms still holds the one chunk's e^{t(x) − top}
+            chunk_terms(c, start, len, s);
+            for (int i = 0; i < len; ++i) terms[i] = std::exp(terms[i] - top);
+        }
+        for (int i = 0; i < len; ++i) terms[i] *= scale;
+        accumulate_chunk(c, start, len, only_block, s);
+    }
+    return value;
+}
+
+void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const {
+    const double* terms = s.terms.data();
+    const int* entries = s.entries.data();
+    double* acc = s.acc.data();
+    for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
+        const Ref& ref = refs_[sz(r)];
+        const int block = tables_[sz(ref.table)].block;
+        if (block < 0 || (only_block >= 0 && block != only_block)) continue;
+        ref_entries(ref, start, len, s);
+        for (int i = 0; i < len; ++i) acc[entries[i]] += terms[i];
+    }
+}
+
+void FactorTables::gradient(const std::vector<int>* which, int only_block, double* grad, Scratch& s) const {
+    const int n = which ? static_cast<int>(which->size()) : tables();
+    for (int i = 0; i < n; ++i) {
+        const Table& t = tables_[sz(which ? (*which)[sz(i)] : i)];
+        if (t.block < 0 || (only_block >= 0 && t.block != only_block)) continue;
+        table_gradient(t, only_block < 0 ? grad + offsets_[sz(t.block)] : grad, s);
+    }
+}
+
+// d log g(x η)/dη = x g(−x η): with e = e^{−|η|}, g(−η) = (η ≥ 0 ? e : 1) / (1 + e) and
+// g(η) = (η ≥ 0 ? 1 : e) / (1 + e). Each configuration's r = Σ_x acc · x g(−x η) times
+// ∂η/∂θ_b = f + Σ_links coef_l x_{pos_l} e_{feature_l}.
+void FactorTables::table_gradient(const Table& t, double* grad, Scratch& s) const {
+    const int configs = 1 << t.scope;
+    double total = 0;
+    for (int i = 0; i < configs; ++i) {
+        const int at = t.first + i;
+        const double eta = s.eta[at], e = s.expo[at];
+        const double inv = 1.0 / (1.0 + e);
+        const double g_neg = (eta >= 0 ? e : 1.0) * inv, g_pos = (eta >= 0 ? 1.0 : e) * inv;
+        const double r = s.acc[2 * at + 1] * g_neg - s.acc[2 * at] * g_pos;
+        total += r;
+        for (const auto& l : t.links)
+            if (l.feature >= 0) grad[l.feature] += ((i >> l.pos) & 1 ? r : -r) * l.coef;
+    }
+    Eigen::Map<Eigen::VectorXd>(grad, t.f.size()) += total * t.f;
+}
+
+}  // namespace vbn

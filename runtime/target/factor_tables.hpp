@@ -1,0 +1,113 @@
+// The enumerated components' factors as tables over their scopes, shared across components.
+//
+// A factor log g(x η) of a component (runtime/target/families.hpp) depends on the component's
+// configuration only through its scope: its own variable when unobserved and its links'
+// variables. So per evaluation each distinct factor is tabulated once over its links' 2^s
+// configurations, both signs of x (log g(z) = min(z, 0) − log1p(e^{−|z|})), and the sum over
+// a component's 2^m configurations only adds table entries. Factors of different components
+// (or rows) that differ at most in their own node's value (same element, block, base, f and
+// links with the same coefficients in the same scope order) share one table. For the gradient
+// each component adds its posterior weights p(x | row) × weight into the entries its
+// configurations read, and one pass over the tables turns them into ∇θ.
+#pragma once
+
+#include "runtime/target/families.hpp"
+
+#include <Eigen/Core>
+
+#include <unordered_map>
+#include <vector>
+
+namespace vbn {
+
+class FactorTables {
+public:
+    using In = Eigen::Ref<const Eigen::VectorXd>;
+
+    // Scratch memory for one thread's evaluations, sized by make_scratch().
+    struct Scratch {
+        Eigen::VectorXd eta;      // per link configuration of every table: η
+        Eigen::VectorXd expo;     // the same: e^{−|η|}
+        Eigen::VectorXd logs;     // per entry (configuration, sign): log g(x η)
+        Eigen::VectorXd acc;      // per entry: Σ_components weight · p(configuration | row)
+        Eigen::VectorXd terms;    // per configuration of one chunk of a component: Σ log g
+        std::vector<int> entries; // the same configurations: the entry one factor reads
+    };
+
+    FactorTables() = default;
+    // block_offsets[b]: where block b starts in θ.
+    FactorTables(const Families& families, std::vector<int> block_offsets);
+
+    Scratch make_scratch() const;
+    int tables() const { return static_cast<int>(tables_.size()); }
+    // Tables read by the components of block b (Families::components_of_block), ascending.
+    const std::vector<int>& tables_of_block(int b) const { return tables_of_block_[static_cast<std::size_t>(b)]; }
+
+    // Tabulates the given tables at θ (all of them when `which` is null); with_gradient also
+    // zeroes their accumulators.
+    void fill(const std::vector<int>* which, In theta, bool with_gradient, Scratch& s) const;
+    // weight · log Σ_x Π_j g(x_j η_j(x)) of component c from filled tables; with accumulate,
+    // adds its posterior weights into the entries of its factors of block only_block (of
+    // every block when only_block < 0).
+    double component(int c, bool accumulate, int only_block, Scratch& s) const;
+    // Adds the accumulated gradient of the given tables (all when null) of block only_block
+    // (every block when < 0) into grad: the full θ layout, or block only_block's alone.
+    void gradient(const std::vector<int>* which, int only_block, double* grad, Scratch& s) const;
+
+private:
+    struct Link {
+        int pos = 0;      // which scope variable: bit pos + 1 of an entry's index
+        int feature = -1; // position in the block, or -1 for a fixed term
+        double coef = 0;  // as FactorLink::coef
+    };
+    // One distinct factor: η(scope) = base + θ_b' f + Σ_links coef_l x_{pos_l}.
+    struct Table {
+        int block = -1;
+        double base = 0;
+        Eigen::VectorXd f;
+        std::vector<Link> links;
+        int scope = 0;    // distinct link variables s: 2^s configurations, 2^(s+1) entries
+        int first = 0;    // its first configuration in Scratch::eta (entries from 2 · first)
+    };
+    // A component's factor: entry = 2 · table.first + constant + Σ_k bit(x, var_k) << shift_k,
+    // where bit 0 is the sign of the factor's own node (constant when observed).
+    struct Ref {
+        int table = 0;
+        int entry = 0;                // 2 · table.first + constant
+        int first_bit = 0, bits = 0;  // its (var, shift) pairs in bits_
+    };
+    struct Bit {
+        int var = 0;
+        int shift = 0;
+    };
+
+    struct KeyHash {
+        std::size_t operator()(const std::vector<double>& key) const;
+    };
+    using Index = std::unordered_map<std::vector<double>, int, KeyHash>;
+
+    int add_table(const Factor& f, const std::vector<int>& scope, Index& index);
+    void add_component(const Component& comp, Index& index);
+    // Adds component c's posterior weights (s.terms) of configurations [start, start + len)
+    // into the accumulators of its factors of block only_block (every block when < 0).
+    void accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const;
+    void fill_table(const Table& t, In theta, Scratch& s) const;
+    void table_gradient(const Table& t, double* grad, Scratch& s) const;
+    // Σ_j log g of configurations [start, start + len) of component c into s.terms.
+    void chunk_terms(int c, long start, int len, Scratch& s) const;
+
+    // The entries ref r reads at configurations [start, start + len) into s.entries.
+    void ref_entries(const Ref& r, long start, int len, Scratch& s) const;
+
+    std::vector<int> offsets_;
+    std::vector<Table> tables_;
+    std::vector<Ref> refs_;
+    std::vector<Bit> bits_;
+    std::vector<int> first_ref_;       // per component, and one past the last
+    std::vector<int> size_;            // per component: m
+    std::vector<double> weight_;       // per component
+    std::vector<std::vector<int>> tables_of_block_;
+    int configurations_ = 0;           // Σ 2^s over the tables
+};
+
+}  // namespace vbn
