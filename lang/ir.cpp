@@ -68,4 +68,8 @@ int Graph::find_variable(const std::string& name) const {
     return -1;
 }
 
+bool Graph::has_hidden() const {
+    return std::any_of(elements.begin(), elements.end(), [](const Element& e) { return e.hidden; });
+}
+
 }  // namespace vbn::ir

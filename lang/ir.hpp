@@ -103,6 +103,8 @@ struct Graph {
     std::vector<int> children(int element) const;
     // Index of a variable by name, -1 if none.
     int find_variable(const std::string& name) const;
+    // True when some element is declared hidden (never in the data).
+    bool has_hidden() const;
 };
 
 }  // namespace vbn::ir

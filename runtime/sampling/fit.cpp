@@ -122,7 +122,7 @@ void resolve_method(RunState& run) {
     run.method = run.by_auto ? &find_method(choose_method(graph, run.data, &why)) : &asked;
     run.r.method = run.method->name;
     run.r.threads = run.o.threads;
-    run.r.hidden = std::any_of(graph.elements.begin(), graph.elements.end(), [](const ir::Element& e) { return e.hidden; });
+    run.r.hidden = graph.has_hidden();
     const lang::Symmetries symmetries = lang::find_symmetries(graph);
     run.r.symmetry = lang::describe_symmetries(graph, symmetries);
     run.r.labelings = symmetries.labelings;

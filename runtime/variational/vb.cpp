@@ -782,7 +782,7 @@ std::string idle_hidden_warning(const ir::Graph& graph, const VbFit& best, int s
 
 int restarts_for(const ir::Graph& graph, int requested) {
     if (requested > 0) return requested;
-    const bool hidden = std::any_of(graph.elements.begin(), graph.elements.end(), [](const ir::Element& e) { return e.hidden; });
+    const bool hidden = graph.has_hidden();
     return hidden ? hidden_node_restarts : 1;
 }
 

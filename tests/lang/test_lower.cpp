@@ -161,6 +161,7 @@ TEST_CASE("a 3x8 sigmoid belief network has 8 blocks of bias plus 3 weights") {
     CHECK(g.parents(3) == std::vector<int>{0, 1, 2});
     CHECK(g.children(0) == std::vector<int>{3, 4, 5, 6, 7, 8, 9, 10});
     CHECK(g.children(3).empty());
+    CHECK(g.has_hidden());
 }
 
 TEST_CASE("a covariate regression has real-valued parents outside the topological order") {
@@ -188,6 +189,7 @@ TEST_CASE("a covariate regression has real-valued parents outside the topologica
     CHECK(g.theta_csv_name(0) == "a");
     CHECK(g.parents(2) == std::vector<int>{0, 1});
     CHECK(g.children(0) == std::vector<int>{2});
+    CHECK(!g.has_hidden());
 }
 
 TEST_CASE("an mvnormal prior gives a full covariance within its parameter, block-diagonal against others") {
