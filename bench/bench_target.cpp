@@ -237,6 +237,7 @@ void BM_SbnFull(benchmark::State& state) {
     Eigen::VectorXd grad(target.dim());
     for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
     state.counters["components"] = static_cast<double>(target.families().components.size());
+    state.counters["direct"] = static_cast<double>(target.directly_summed_components());
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
@@ -289,6 +290,7 @@ void gradient_loop(benchmark::State& state, const Target& target) {
     Eigen::VectorXd grad(target.dim());
     for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
     state.counters["components"] = static_cast<double>(target.families().components.size());
+    state.counters["direct"] = static_cast<double>(target.directly_summed_components());
 }
 
 void block_loop(benchmark::State& state, const Target& target, int b) {

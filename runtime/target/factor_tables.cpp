@@ -31,11 +31,13 @@ std::size_t FactorTables::KeyHash::operator()(const std::vector<double>& key) co
     return hash_doubles(key.data(), key.size());
 }
 
-FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets)
+FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets,
+                           const std::vector<char>* tabulated)
     : offsets_(std::move(block_offsets)) {
     Index index;
     first_ref_.push_back(0);
-    for (const auto& comp : families.components) add_component(comp, index);
+    for (std::size_t c = 0; c < families.components.size(); ++c)
+        add_component(families.components[c], !tabulated || (*tabulated)[c], index);
     tables_of_block_.resize(families.components_of_block.size());
     for (std::size_t b = 0; b < tables_of_block_.size(); ++b) {
         auto& out = tables_of_block_[b];
@@ -72,8 +74,11 @@ int FactorTables::add_table(const Factor& f, const std::vector<int>& scope, Inde
     return it->second;
 }
 
-void FactorTables::add_component(const Component& comp, Index& index) {
-    for (const auto& f : comp.factors) {
+// A component left out (summed directly by the caller) gets no factors and no configurations.
+void FactorTables::add_component(const Component& comp, bool tabulate, Index& index) {
+    const std::size_t factors = tabulate ? comp.factors.size() : 0;
+    for (std::size_t j = 0; j < factors; ++j) {
+        const Factor& f = comp.factors[j];
         const std::vector<int> scope = link_scope(f);
         Ref r;
         r.table = add_table(f, scope, index);
@@ -85,8 +90,41 @@ void FactorTables::add_component(const Component& comp, Index& index) {
         refs_.push_back(r);
     }
     first_ref_.push_back(static_cast<int>(refs_.size()));
-    size_.push_back(comp.size());
+    size_.push_back(tabulate ? comp.size() : 0);
     weight_.push_back(comp.weight);
+}
+
+// Tables pay where they are shared: a factor tabulated once serves every component (row
+// pattern) that reads it. A component none of whose tables another component reads gains
+// nothing from them, and loses when their cost, Σ_j 2^{s_j} configurations each of an exp and
+// a log1p, is not below that of the direct sum, 2^m configurations each of one exp per factor
+// and one log: then it is summed directly (e.g. one missing node with a real-valued parent,
+// m = 1: 2 · (1 + 2) against 2 · (2 + 1)).
+std::vector<char> FactorTables::summed_directly(const Families& families) {
+    const FactorTables all(families, {});
+    const int n = static_cast<int>(families.components.size());
+    std::vector<int> users(sz(all.tables()), 0), seen(sz(all.tables()), -1), counted(sz(all.tables()), -1);
+    for (int c = 0; c < n; ++c)
+        for (int r = all.first_ref_[sz(c)]; r < all.first_ref_[sz(c) + 1]; ++r) {
+            const int t = all.refs_[sz(r)].table;
+            if (seen[sz(t)] != c) ++users[sz(t)];
+            seen[sz(t)] = c;
+        }
+    std::vector<char> direct(sz(n), 0);
+    for (int c = 0; c < n; ++c) {
+        bool shared = false;
+        long table_cost = 0;
+        for (int r = all.first_ref_[sz(c)]; r < all.first_ref_[sz(c) + 1]; ++r) {
+            const int t = all.refs_[sz(r)].table;
+            shared = shared || users[sz(t)] > 1;
+            if (counted[sz(t)] != c) table_cost += 2L << all.tables_[sz(t)].scope;
+            counted[sz(t)] = c;
+        }
+        const long factors = all.first_ref_[sz(c) + 1] - all.first_ref_[sz(c)];
+        const long direct_cost = (1L << all.size_[sz(c)]) * (factors + 1);
+        direct[sz(c)] = !shared && table_cost >= direct_cost ? 1 : 0;
+    }
+    return direct;
 }
 
 FactorTables::Scratch FactorTables::make_scratch() const {

@@ -400,7 +400,21 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     if (sum_out_) {
         std::vector<int> offsets;
         for (const auto& p : blocks_) offsets.push_back(p.offset);
-        tables_ = FactorTables(families_, std::move(offsets));
+        direct_ = FactorTables::summed_directly(families_);
+        std::vector<char> tabulated(direct_.size());
+        for (std::size_t c = 0; c < direct_.size(); ++c) tabulated[c] = direct_[c] ? 0 : 1;
+        tables_ = FactorTables(families_, std::move(offsets), &tabulated);
+    }
+    direct_.resize(families_.components.size(), 0);
+    for (std::size_t c = 0; c < families_.components.size(); ++c) {
+        if (!direct_[c]) continue;
+        const Component& comp = families_.components[c];
+        ++direct_count_;
+        max_direct_size_ = std::max(max_direct_size_, comp.size());
+        max_factors_ = std::max(max_factors_, static_cast<int>(comp.factors.size()));
+        int links = 0;
+        for (const auto& f : comp.factors) links += static_cast<int>(f.links.size());
+        max_links_ = std::max(max_links_, links);
     }
 }
 
@@ -413,6 +427,12 @@ Target::Workspace Target::make_workspace() const {
     ws.resid_.resize(rows);
     ws.centred_.resize(max_block_);
     ws.tables_ = tables_.make_scratch();
+    ws.eta0_.resize(max_factors_);
+    ws.factor_resid_.resize(max_factors_);
+    ws.resid_acc_.resize(max_factors_);
+    ws.coef_.resize(max_links_);
+    ws.link_acc_.resize(max_links_);
+    ws.x_.resize(max_direct_size_);
     int groups = 0;
     for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
     ws.sign_sums_.resize(groups * sign_group_size);
@@ -939,20 +959,117 @@ std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In 
     return out;
 }
 
-// The summed-out components from their factor tables (runtime/target/factor_tables.hpp):
-// every table (or those block only_block's components read) filled once at θ, then each
-// component's sum over its configurations, then, for the gradient, one pass over the tables.
+// weight · log Σ_x Π_j g(x_j η_j(x)) over the 2^m configurations x of the component's
+// unobserved nodes (Variational MCMC, Sec. 2, case (ii), the sum over x^h). The gradient
+// is the posterior expectation over x of each factor's gradient x_j g(-x_j η_j) ∂η_j/∂θ.
+// The normaliser and the expectations are accumulated in one pass, rescaling whenever the
+// running maximum of the log terms grows, so nothing overflows and nothing is stored per x.
+double Target::component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const {
+    const Component& comp = families_.components[sz(c)];
+    const int m = comp.size();
+    const int nf = static_cast<int>(comp.factors.size());
+
+    int li = 0;
+    for (int j = 0; j < nf; ++j) {
+        const Factor& f = comp.factors[sz(j)];
+        double e0 = f.base;
+        if (f.block >= 0) e0 += theta.segment(blocks_[sz(f.block)].offset, f.f.size()).dot(f.f);
+        ws.eta0_[j] = e0;
+        for (const auto& l : f.links)
+            ws.coef_[li++] = l.feature >= 0 ? theta[blocks_[sz(f.block)].offset + l.feature] * l.coef : l.coef;
+    }
+    const int nl = li;
+
+    double top = -std::numeric_limits<double>::infinity();
+    double sum = 0;
+    if (grad) {
+        ws.resid_acc_.head(nf).setZero();
+        ws.link_acc_.head(nl).setZero();
+    }
+    const unsigned long configs = 1UL << m;
+    for (unsigned long cfg = 0; cfg < configs; ++cfg) {
+        for (int k = 0; k < m; ++k) ws.x_[k] = (cfg >> k) & 1UL ? 1.0 : -1.0;
+        // Σ_j log g(z_j) = Σ_j min(z_j, 0) - log Π_j (1 + e^{-|z_j|}): one log per
+        // configuration instead of one per factor. Each product term lies in (1, 2], so the
+        // product is folded into the sum before it could overflow; rounding 1 + e costs at
+        // most one ulp of 1 per factor in absolute terms.
+        double linear = 0, product = 1;
+        li = 0;
+        for (int j = 0; j < nf; ++j) {
+            const Factor& f = comp.factors[sz(j)];
+            double eta = ws.eta0_[j];
+            for (const auto& l : f.links) eta += ws.coef_[li++] * ws.x_[l.var];
+            const double xj = f.value != 0 ? f.value : ws.x_[f.self];
+            const double z = xj * eta;
+            const double e = std::exp(-std::abs(z));
+            linear += std::min(z, 0.0);
+            product *= 1.0 + e;
+            if (product > 0x1p900) {
+                linear -= std::log(product);
+                product = 1;
+            }
+            // x_j g(-z_j), the derivative of log g(z_j) with respect to η_j.
+            if (grad) ws.factor_resid_[j] = xj * (z >= 0 ? e : 1.0) / (1.0 + e);
+        }
+        const double log_term = linear - std::log(product);
+        if (log_term > top) {
+            const double scale = std::exp(top - log_term);
+            sum *= scale;
+            if (grad) {
+                ws.resid_acc_.head(nf) *= scale;
+                ws.link_acc_.head(nl) *= scale;
+            }
+            top = log_term;
+        }
+        const double p = std::exp(log_term - top);
+        sum += p;
+        if (grad) {
+            li = 0;
+            for (int j = 0; j < nf; ++j) {
+                const double r = p * ws.factor_resid_[j];
+                ws.resid_acc_[j] += r;
+                for (const auto& l : comp.factors[sz(j)].links) ws.link_acc_[li++] += r * ws.x_[l.var];
+            }
+        }
+    }
+    const double value = comp.weight * (top + std::log(sum));
+
+    if (grad) {
+        const double scale = comp.weight / sum;
+        li = 0;
+        for (int j = 0; j < nf; ++j) {
+            const Factor& f = comp.factors[sz(j)];
+            const bool wanted = f.block >= 0 && (only_block < 0 || f.block == only_block);
+            if (wanted) {
+                double* g = only_block < 0 ? grad + blocks_[sz(f.block)].offset : grad;
+                Eigen::Map<Eigen::VectorXd>(g, f.f.size()) += (scale * ws.resid_acc_[j]) * f.f;
+                for (std::size_t k = 0; k < f.links.size(); ++k)
+                    if (f.links[k].feature >= 0)
+                        g[f.links[k].feature] += scale * f.links[k].coef * ws.link_acc_[li + static_cast<int>(k)];
+            }
+            li += static_cast<int>(f.links.size());
+        }
+    }
+    return value;
+}
+
+// The summed-out components (those of block only_block, or all): the tabulated ones from
+// their factor tables (runtime/target/factor_tables.hpp), every table they read filled once at
+// θ and, for the gradient, one pass over the tables at the end; the others (direct_) by
+// component_term. Components are added in their fixed order, with or without the gradient.
 double Target::summed_out_term(In theta, double* grad, int only_block, Workspace& ws) const {
     if (families_.components.empty()) return 0;
     const std::vector<int>* which = only_block < 0 ? nullptr : &tables_.tables_of_block(only_block);
     tables_.fill(which, theta, grad != nullptr, ws.tables_);
+    auto term = [&](int c) {
+        return direct_[sz(c)] ? component_term(c, theta, grad, only_block, ws)
+                              : tables_.component(c, grad != nullptr, only_block, ws.tables_);
+    };
     double v = 0;
     if (only_block < 0)
-        for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
-            v += tables_.component(c, grad != nullptr, -1, ws.tables_);
+        for (int c = 0; c < static_cast<int>(families_.components.size()); ++c) v += term(c);
     else
-        for (int c : families_.components_of_block[sz(only_block)])
-            v += tables_.component(c, grad != nullptr, only_block, ws.tables_);
+        for (int c : families_.components_of_block[sz(only_block)]) v += term(c);
     if (grad) tables_.gradient(which, only_block, grad, ws.tables_);
     return v;
 }

@@ -45,7 +45,14 @@ public:
         friend class Target;
         Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
         Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
-        FactorTables::Scratch tables_; // the summed-out components' factor tables
+        FactorTables::Scratch tables_; // the tabulated components' factor tables
+        // Components summed directly (component_term):
+        Eigen::VectorXd eta0_;         // per factor: the observed part of η
+        Eigen::VectorXd coef_;         // per link: its coefficient at θ
+        Eigen::VectorXd resid_acc_;    // per factor: Σ_x p(x) x_j g(-x_j η_j), rescaled online
+        Eigen::VectorXd link_acc_;     // per link: Σ_x p(x) x_j g(-x_j η_j) x_var, rescaled online
+        Eigen::VectorXd factor_resid_; // per factor, at the current configuration
+        Eigen::VectorXd x_;            // the current configuration, ±1
         Eigen::VectorXd sign_sums_;    // ±1 families: per group of 8 parents (or of 4, where
                                        // η is read through sign_words), θ's signed sums
         Eigen::VectorXd sign_buckets_; // ±1 families: per group, residuals summed by sign
@@ -72,6 +79,13 @@ public:
     const CompleteFamily& complete_family(int b) const { return families_.complete[static_cast<std::size_t>(b)]; }
 
     Workspace make_workspace() const;
+
+    // Summed-out components (Families::components) summed directly over their configurations
+    // rather than from shared factor tables (FactorTables::summed_directly), and from tables.
+    int directly_summed_components() const { return direct_count_; }
+    int tabulated_components() const {
+        return static_cast<int>(families_.components.size()) - direct_count_;
+    }
 
     // log p(θ) + log p(x_v | θ) up to the constant log_constant().
     double log_density(In theta, Workspace& ws) const;
@@ -147,6 +161,9 @@ private:
     // With packed signs: exp(η_t) of the chunk's rows into ws.eta_, as exp(a_t) times the
     // entries build_exp_tables left in ws.sign_exps_.
     void complete_exp_eta(int b, int start, int len, Workspace& ws) const;
+    // weight · log Σ_x Π g(·) of component c by direct enumeration; with grad (full-θ layout,
+    // or block only_block's), adds its gradient for factors of block only_block (all when < 0).
+    double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
     // Σ weight · log Σ_x Π g(·) over the enumerated components (those of block only_block, or
     // all when only_block < 0), from their factor tables filled at θ; with grad (full-θ layout,
     // or block only_block's), adds the gradient of the factors of block only_block (all blocks).
@@ -157,7 +174,9 @@ private:
     Families families_;
     double log_constant_ = 0;
     int max_block_ = 0;
-    FactorTables tables_;  // the components' factors, tabulated (empty without sum_out)
+    FactorTables tables_;  // the tabulated components' factors (empty without sum_out)
+    std::vector<char> direct_;  // per component: 1 when summed by component_term
+    int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
     bool sum_out_ = true;
 
     // A block's complete family as the evaluation reads it: the patterns that differ only in

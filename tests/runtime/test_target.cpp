@@ -231,8 +231,32 @@ Case random_chain(std::uint64_t seed, int rows = 50) {
     return {"random chain " + std::to_string(seed), m.g, data};
 }
 
+// Both ways of summing out in one model: a node a missing in some rows with a real-valued
+// covariate x as parent and as co-parent of its child, so that no factor of its components
+// recurs (each summed directly), and a hidden h under a learned bias whose prior factor every
+// component of h shares (summed from tables).
+Case mixed(int rows = 40, std::uint64_t seed = 14) {
+    ModelBuilder m;
+    const int x = m.add("x", false, true);
+    const int a = m.logistic("a", false, 0.2, {}, {bias(), on(x)}, 0.0, 1.5);
+    m.logistic("y", false, 0.0, {}, {bias(), on(a), on(x)}, 0.0, 2.0);
+    const int h = m.logistic("h", true, 0.0, {}, {bias()}, 0.0, 1.5);
+    m.logistic("v", false, 0.0, {{h, 0.6}}, {bias(), on(h)}, 0.0, 2.0);
+    Rng rng(seed);
+    std::vector<Row> data;
+    for (int t = 0; t < rows; ++t) {
+        Row r(6, 0.0);
+        r[0] = rng.normal();
+        for (int k : {1, 2, 4}) r[sz(k)] = rng.bernoulli(0.5) ? 1 : -1;
+        if (t % 3 == 1) r[1] = 0;
+        if (t % 7 == 2) r[4] = 0;
+        data.push_back(r);
+    }
+    return {"mixed", m.g, data};
+}
+
 std::vector<Case> all_cases() {
-    return {multimodal(), sbn(), chain(), random_chain(31), random_chain(32), random_chain(33)};
+    return {multimodal(), sbn(), chain(), random_chain(31), random_chain(32), random_chain(33), mixed()};
 }
 
 }  // namespace
@@ -726,4 +750,39 @@ TEST_CASE("a summed-out node at η = ±800: exact value and gradient, nothing ov
         CHECK(grad[0] == doctest::Approx(r - 800 * sign).epsilon(1e-14));
         CHECK(grad[1] == doctest::Approx(-r - 800 * sign).epsilon(1e-14));
     }
+}
+
+TEST_CASE("components whose tables nobody shares are summed directly, the others from tables") {
+    const Case c = mixed();
+    const Target target(c.graph, make_dataset(c.graph, c.rows));
+    // Every row missing a (distinct x) is a component of its own, summed directly; the rows of
+    // h differ only in v, so they share h's prior table and are tabulated.
+    int missing_a = 0;
+    for (const Row& r : c.rows) missing_a += r[1] == 0 ? 1 : 0;
+    CHECK(target.directly_summed_components() == missing_a);
+    CHECK(target.tabulated_components() >= 2);
+    CHECK(target.directly_summed_components() + target.tabulated_components() ==
+          static_cast<int>(target.families().components.size()));
+    // Both paths in one evaluation: exact against brute force, gradient against differences.
+    auto ws = target.make_workspace();
+    Rng rng(404);
+    for (int rep = 0; rep < 3; ++rep) {
+        const Vec theta = random_theta(target.dim(), rng);
+        Vec grad(target.dim());
+        const double lp = target.log_density_gradient(theta, grad, ws);
+        CHECK(lp == target.log_density(theta, ws));
+        CHECK(lp + target.log_constant() == doctest::Approx(brute_log_joint(c.graph, c.rows, theta)).epsilon(1e-9));
+        check_gradient(grad, numeric_gradient([&](const Vec& t) { return target.log_density(t, ws); }, theta),
+                       std::abs(lp));
+    }
+    // Without sharing anywhere (no h), every component is summed directly.
+    ModelBuilder m;
+    const int x = m.add("x", false, true);
+    const int a = m.logistic("a", false, 0.0, {}, {bias(), on(x)});
+    m.logistic("y", false, 0.0, {}, {bias(), on(a), on(x)});
+    std::vector<Row> rows;
+    for (int t = 0; t < 10; ++t) rows.push_back({0.1 * t, 0.0, t % 2 ? 1.0 : -1.0});
+    const Target alone(m.g, make_dataset(m.g, rows));
+    CHECK(alone.directly_summed_components() == 10);
+    CHECK(alone.tabulated_components() == 0);
 }
