@@ -9,6 +9,7 @@
 #include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/services/fit.hpp"
+#include "tests/runtime/theta_index.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,6 +23,7 @@ namespace {
 
 using namespace vbn;
 using inference::log_inv_logit;
+using test::theta_index;
 
 const char* kModel = R"(
 node h hidden ~ bernoulli(0.3);
@@ -36,13 +38,6 @@ w1, w2 ~ normal(0, 2);
 // Rows (o, a, c, z): all observed; a missing; c missing; o missing; a and c missing; o, a
 // and c missing (log p = 0: nothing observed); the first row again (one pattern, two rows).
 const char* kData = "o,a,c,z\n1,1,-1,0.5\n-1,,1,-1.2\n1,-1,,0.3\n,1,1,2\n-1,,,0.7\n,,,1.1\n1,1,-1,0.5\n";
-
-int theta_index(const ir::Graph& g, const std::string& name) {
-    for (int k = 0; k < g.dim; ++k)
-        if (g.theta_name(k) == name) return k;
-    FAIL("no parameter " << name);
-    return -1;
-}
 
 // log p(o, a, c | θ, z) summed over h and the row's missing values (0), written out from
 // the model text.
