@@ -208,9 +208,37 @@ void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {
 // taken out, so that nothing overflows. The gradient is the posterior expectation over x of
 // each factor's gradient: the weights p(x | row) go into the entries x reads.
 double FactorTables::component(int c, bool accumulate, int only_block, Scratch& s) const {
+    double top = 0, sum = 0;
+    sum_terms(c, top, sum, s);
+    const double value = weight_[sz(c)] * (top + std::log(sum));
+    if (!accumulate) return value;
     const long configs = 1L << size_[sz(c)];
     const int len = static_cast<int>(std::min(configs, static_cast<long>(kChunk)));
-    double top = -std::numeric_limits<double>::infinity(), sum = 0;
+    double* terms = s.terms.data();
+    const double scale = weight_[sz(c)] / sum;
+    for (long start = 0; start < configs; start += len) {
+        if (configs != len) {  // else terms still holds the one chunk's e^{t(x) − top}
+            chunk_terms(c, start, len, s);
+            for (int i = 0; i < len; ++i) terms[i] = std::exp(terms[i] - top);
+        }
+        for (int i = 0; i < len; ++i) terms[i] *= scale;
+        accumulate_chunk(c, start, len, only_block, s);
+    }
+    return value;
+}
+
+double FactorTables::log_sum(int c, Scratch& s) const {
+    double top = 0, sum = 0;
+    sum_terms(c, top, sum, s);
+    return top + std::log(sum);
+}
+
+// Leaves the last chunk's e^{t(x) − top} in s.terms (all of them when there is one chunk).
+void FactorTables::sum_terms(int c, double& top, double& sum, Scratch& s) const {
+    const long configs = 1L << size_[sz(c)];
+    const int len = static_cast<int>(std::min(configs, static_cast<long>(kChunk)));
+    top = -std::numeric_limits<double>::infinity();
+    sum = 0;
     double* terms = s.terms.data();
     for (long start = 0; start < configs; start += len) {
         chunk_terms(c, start, len, s);
@@ -224,18 +252,6 @@ double FactorTables::component(int c, bool accumulate, int only_block, Scratch& 
             sum += terms[i];
         }
     }
-    const double value = weight_[sz(c)] * (top + std::log(sum));
-    if (!accumulate) return value;
-    const double scale = weight_[sz(c)] / sum;
-    for (long start = 0; start < configs; start += len) {
-        if (configs != len) {  // else terms still holds the one chunk's e^{t(x) − top}
-            chunk_terms(c, start, len, s);
-            for (int i = 0; i < len; ++i) terms[i] = std::exp(terms[i] - top);
-        }
-        for (int i = 0; i < len; ++i) terms[i] *= scale;
-        accumulate_chunk(c, start, len, only_block, s);
-    }
-    return value;
 }
 
 void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const {

@@ -57,6 +57,9 @@ public:
     // adds its posterior weights into the entries of its factors of block only_block (of
     // every block when only_block < 0).
     double component(int c, bool accumulate, int only_block, Scratch& s) const;
+    // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
+    // pattern's share, Target::pattern_log_likelihoods).
+    double log_sum(int c, Scratch& s) const;
     // Adds the accumulated gradient of the given tables (all when null) of block only_block
     // (every block when < 0) into grad: the full θ layout, or block only_block's alone.
     void gradient(const std::vector<int>* which, int only_block, double* grad, Scratch& s) const;
@@ -102,6 +105,8 @@ private:
     void table_gradient(const Table& t, double* grad, Scratch& s) const;
     // Σ_j log g of configurations [start, start + len) of component c into s.terms.
     void chunk_terms(int c, long start, int len, Scratch& s) const;
+    // Σ_x e^{t(x) − top} of component c into sum, with top the largest t(x) (or near it).
+    void sum_terms(int c, double& top, double& sum, Scratch& s) const;
 
     // The entries ref r reads at configurations [start, start + len) into s.entries.
     void ref_entries(const Ref& r, long start, int len, Scratch& s) const;
