@@ -403,10 +403,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     if (sum_out_) {
         std::vector<int> offsets;
         for (const auto& p : blocks_) offsets.push_back(p.offset);
-        direct_ = FactorTables::summed_directly(families_);
-        std::vector<char> tabulated(direct_.size());
-        for (std::size_t c = 0; c < direct_.size(); ++c) tabulated[c] = direct_[c] ? 0 : 1;
-        tables_ = FactorTables(families_, std::move(offsets), &tabulated);
+        tables_ = FactorTables(families_, std::move(offsets), &direct_);
     }
     direct_.resize(families_.components.size(), 0);
     for (std::size_t c = 0; c < families_.components.size(); ++c) {

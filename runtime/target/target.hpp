@@ -86,7 +86,7 @@ public:
     Workspace make_workspace() const;
 
     // Summed-out components (Families::components) summed directly over their configurations
-    // rather than from shared factor tables (FactorTables::summed_directly), and from tables.
+    // rather than from shared factor tables (as FactorTables chooses), and from tables.
     int directly_summed_components() const { return direct_count_; }
     int tabulated_components() const {
         return static_cast<int>(families_.components.size()) - direct_count_;
