@@ -230,9 +230,9 @@ const Target& sbn_target() {
     return target;
 }
 
-// 3 hidden causes summed out in every row: 2^3 configurations × 8 factors per distinct row.
-void BM_SbnFull(benchmark::State& state) {
-    const Target& target = sbn_target();
+// The summed-out cases below all time through these loops, so that their figures compare:
+// the full log density and gradient, or one block's.
+void gradient_loop(benchmark::State& state, const Target& target) {
     auto ws = target.make_workspace();
     const Eigen::VectorXd theta = point(target.dim());
     Eigen::VectorXd grad(target.dim());
@@ -242,14 +242,17 @@ void BM_SbnFull(benchmark::State& state) {
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_SbnBlock(benchmark::State& state) {
-    const Target& target = sbn_target();
+void block_loop(benchmark::State& state, const Target& target, int b) {
     auto ws = target.make_workspace();
     const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.block_size(0));
-    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(0, theta, grad, ws));
+    Eigen::VectorXd grad(target.block_size(b));
+    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(b, theta, grad, ws));
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
+
+// 3 hidden causes summed out in every row: 2^3 configurations × 8 factors per distinct row.
+void BM_SbnFull(benchmark::State& state) { gradient_loop(state, sbn_target()); }
+void BM_SbnBlock(benchmark::State& state) { block_loop(state, sbn_target(), 0); }
 
 BENCHMARK(BM_SbnFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SbnBlock)->Unit(benchmark::kMicrosecond);
@@ -285,22 +288,6 @@ const Target& missing_covariate_target() {
         return Target(m.g, test::make_dataset(m.g, rows));
     }();
     return target;
-}
-
-void gradient_loop(benchmark::State& state, const Target& target) {
-    auto ws = target.make_workspace();
-    const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.dim());
-    for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
-    state.counters["components"] = static_cast<double>(target.families().components.size());
-    state.counters["direct"] = static_cast<double>(target.directly_summed_components());
-}
-
-void block_loop(benchmark::State& state, const Target& target, int b) {
-    auto ws = target.make_workspace();
-    const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.block_size(b));
-    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(b, theta, grad, ws));
 }
 
 // Every data pattern's own log-likelihood at once (`vbn fit --log-lik`, one call per draw).
