@@ -7,7 +7,8 @@
 // with nothing else, so Unimodal / Floor is how close the target comes to it.
 //
 // The SBN case (3 hidden causes, 8 observed effects) measures the enumerated components;
-// Sbn2 is tests/corpus/sbn2 (two hidden layers, components of 5 over 2,000 rows), and
+// Sbn2 is tests/corpus/sbn2 (two hidden layers, components of 5 over 2,000 rows; also every
+// data pattern's own log-likelihood, as `vbn fit --log-lik` takes them), and
 // MissingCovariate a node missing in 30% of rows whose factors depend on a real covariate, so
 // that no two components share a factor.
 #include "inference/math.hpp"
@@ -229,9 +230,9 @@ const Target& sbn_target() {
     return target;
 }
 
-// 3 hidden causes summed out in every row: 2^3 configurations × 8 factors per distinct row.
-void BM_SbnFull(benchmark::State& state) {
-    const Target& target = sbn_target();
+// The summed-out cases below all time through these loops, so that their figures compare:
+// the full log density and gradient, or one block's.
+void gradient_loop(benchmark::State& state, const Target& target) {
     auto ws = target.make_workspace();
     const Eigen::VectorXd theta = point(target.dim());
     Eigen::VectorXd grad(target.dim());
@@ -241,25 +242,30 @@ void BM_SbnFull(benchmark::State& state) {
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_SbnBlock(benchmark::State& state) {
-    const Target& target = sbn_target();
+void block_loop(benchmark::State& state, const Target& target, int b) {
     auto ws = target.make_workspace();
     const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.block_size(0));
-    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(0, theta, grad, ws));
+    Eigen::VectorXd grad(target.block_size(b));
+    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(b, theta, grad, ws));
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
+
+// 3 hidden causes summed out in every row: 2^3 configurations × 8 factors per distinct row.
+void BM_SbnFull(benchmark::State& state) { gradient_loop(state, sbn_target()); }
+void BM_SbnBlock(benchmark::State& state) { block_loop(state, sbn_target(), 0); }
 
 BENCHMARK(BM_SbnFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SbnBlock)->Unit(benchmark::kMicrosecond);
 
-const Target& sbn2_target() {
-    static const Target target = [] {
+// With the data patterns' terms kept (TargetOptions::pattern_terms) for pattern_loop.
+const Target& sbn2_target(bool pattern_terms = false) {
+    static const auto make = [](bool terms) {
         const std::string dir = std::string(VBN_SOURCE_DIR) + "/tests/corpus/sbn2/";
         const ir::Graph g = load_model(dir + "model.vbn");
-        return Target(g, load_csv(g, dir + "data.csv"));
-    }();
-    return target;
+        return Target(g, load_csv(g, dir + "data.csv"), TargetOptions{.pattern_terms = terms});
+    };
+    static const Target plain = make(false), with_terms = make(true);
+    return pattern_terms ? with_terms : plain;
 }
 
 // covariate x; node a ~ logistic(c * [1, x]); node y ~ logistic(w * [1, a, x]); a missing in
@@ -284,29 +290,29 @@ const Target& missing_covariate_target() {
     return target;
 }
 
-void gradient_loop(benchmark::State& state, const Target& target) {
+// Every data pattern's own log-likelihood at once (`vbn fit --log-lik`, one call per draw).
+void pattern_loop(benchmark::State& state, const Target& target) {
     auto ws = target.make_workspace();
     const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.dim());
-    for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
-    state.counters["components"] = static_cast<double>(target.families().components.size());
-    state.counters["direct"] = static_cast<double>(target.directly_summed_components());
-}
-
-void block_loop(benchmark::State& state, const Target& target, int b) {
-    auto ws = target.make_workspace();
-    const Eigen::VectorXd theta = point(target.dim());
-    Eigen::VectorXd grad(target.block_size(b));
-    for (auto _ : state) benchmark::DoNotOptimize(target.block_log_density_gradient(b, theta, grad, ws));
+    Eigen::VectorXd out(target.patterns());
+    for (auto _ : state) {
+        target.pattern_log_likelihoods(theta, out, ws);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["patterns"] = target.patterns();
+    state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_Sbn2Full(benchmark::State& state) { gradient_loop(state, sbn2_target()); }
+void BM_Sbn2Patterns(benchmark::State& state) { pattern_loop(state, sbn2_target(true)); }
 void BM_Sbn2Block(benchmark::State& state) { block_loop(state, sbn2_target(), 0); }
 void BM_MissingCovariateFull(benchmark::State& state) { gradient_loop(state, missing_covariate_target()); }
 void BM_MissingCovariateBlock(benchmark::State& state) { block_loop(state, missing_covariate_target(), 0); }
 
 BENCHMARK(BM_Sbn2Full)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sbn2Block)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sbn2Patterns)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MissingCovariateFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MissingCovariateBlock)->Unit(benchmark::kMicrosecond);
 

@@ -31,13 +31,17 @@ std::size_t FactorTables::KeyHash::operator()(const std::vector<double>& key) co
     return hash_doubles(key.data(), key.size());
 }
 
-FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets,
-                           const std::vector<char>* tabulated)
+// Every component's tables are built, the choice of those summed directly read from them, and
+// those components' tables then taken out: one pass over the factors.
+FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct)
     : offsets_(std::move(block_offsets)) {
     Index index;
     first_ref_.push_back(0);
-    for (std::size_t c = 0; c < families.components.size(); ++c)
-        add_component(families.components[c], !tabulated || (*tabulated)[c], index);
+    for (const auto& comp : families.components) add_component(comp, index);
+    if (direct) {
+        *direct = summed_directly();
+        drop(*direct);
+    }
     tables_of_block_.resize(families.components_of_block.size());
     for (std::size_t b = 0; b < tables_of_block_.size(); ++b) {
         auto& out = tables_of_block_[b];
@@ -74,10 +78,8 @@ int FactorTables::add_table(const Factor& f, const std::vector<int>& scope, Inde
     return it->second;
 }
 
-// A component left out (summed directly by the caller) gets no factors and no configurations.
-void FactorTables::add_component(const Component& comp, bool tabulate, Index& index) {
-    const std::size_t factors = tabulate ? comp.factors.size() : 0;
-    for (std::size_t j = 0; j < factors; ++j) {
+void FactorTables::add_component(const Component& comp, Index& index) {
+    for (std::size_t j = 0; j < comp.factors.size(); ++j) {
         const Factor& f = comp.factors[j];
         const std::vector<int> scope = link_scope(f);
         Ref r;
@@ -90,7 +92,7 @@ void FactorTables::add_component(const Component& comp, bool tabulate, Index& in
         refs_.push_back(r);
     }
     first_ref_.push_back(static_cast<int>(refs_.size()));
-    size_.push_back(tabulate ? comp.size() : 0);
+    size_.push_back(comp.size());
     weight_.push_back(comp.weight);
 }
 
@@ -100,13 +102,12 @@ void FactorTables::add_component(const Component& comp, bool tabulate, Index& in
 // a log1p, is not below that of the direct sum, 2^m configurations each of one exp per factor
 // and one log: then it is summed directly (e.g. one missing node with a real-valued parent,
 // m = 1: 2 · (1 + 2) against 2 · (2 + 1)).
-std::vector<char> FactorTables::summed_directly(const Families& families) {
-    const FactorTables all(families, {});
-    const int n = static_cast<int>(families.components.size());
-    std::vector<int> users(sz(all.tables()), 0), seen(sz(all.tables()), -1), counted(sz(all.tables()), -1);
+std::vector<char> FactorTables::summed_directly() const {
+    const int n = static_cast<int>(size_.size());
+    std::vector<int> users(sz(tables()), 0), seen(sz(tables()), -1), counted(sz(tables()), -1);
     for (int c = 0; c < n; ++c)
-        for (int r = all.first_ref_[sz(c)]; r < all.first_ref_[sz(c) + 1]; ++r) {
-            const int t = all.refs_[sz(r)].table;
+        for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
+            const int t = refs_[sz(r)].table;
             if (seen[sz(t)] != c) ++users[sz(t)];
             seen[sz(t)] = c;
         }
@@ -114,17 +115,57 @@ std::vector<char> FactorTables::summed_directly(const Families& families) {
     for (int c = 0; c < n; ++c) {
         bool shared = false;
         long table_cost = 0;
-        for (int r = all.first_ref_[sz(c)]; r < all.first_ref_[sz(c) + 1]; ++r) {
-            const int t = all.refs_[sz(r)].table;
+        for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
+            const int t = refs_[sz(r)].table;
             shared = shared || users[sz(t)] > 1;
-            if (counted[sz(t)] != c) table_cost += 2L << all.tables_[sz(t)].scope;
+            if (counted[sz(t)] != c) table_cost += 2L << tables_[sz(t)].scope;
             counted[sz(t)] = c;
         }
-        const long factors = all.first_ref_[sz(c) + 1] - all.first_ref_[sz(c)];
-        const long direct_cost = (1L << all.size_[sz(c)]) * (factors + 1);
+        const long factors = first_ref_[sz(c) + 1] - first_ref_[sz(c)];
+        const long direct_cost = (1L << size_[sz(c)]) * (factors + 1);
         direct[sz(c)] = !shared && table_cost >= direct_cost ? 1 : 0;
     }
     return direct;
+}
+
+// A component summed directly shares no table, so every table it reads goes with it; the
+// others keep their order (the same tables, entries and sums as if never built). A component
+// taken out keeps no factors and no configurations.
+void FactorTables::drop(const std::vector<char>& direct) {
+    std::vector<char> kept(tables_.size(), 0);
+    for (std::size_t c = 0; c < direct.size(); ++c)
+        if (!direct[c])
+            for (int r = first_ref_[c]; r < first_ref_[c + 1]; ++r) kept[sz(refs_[sz(r)].table)] = 1;
+    std::vector<int> renumber(tables_.size(), -1), moved(tables_.size(), 0);  // moved: entries' shift
+    std::vector<Table> tables;
+    configurations_ = 0;
+    for (std::size_t t = 0; t < tables_.size(); ++t) {
+        if (!kept[t]) continue;
+        renumber[t] = static_cast<int>(tables.size());
+        moved[t] = 2 * (configurations_ - tables_[t].first);
+        tables_[t].first = configurations_;
+        configurations_ += 1 << tables_[t].scope;
+        tables.push_back(std::move(tables_[t]));
+    }
+    std::vector<Ref> refs;
+    std::vector<Bit> bits;
+    std::vector<int> first_ref{0};
+    for (std::size_t c = 0; c < direct.size(); ++c) {
+        for (int r = first_ref_[c]; r < first_ref_[c + 1] && !direct[c]; ++r) {
+            Ref ref = refs_[sz(r)];
+            ref.entry += moved[sz(ref.table)];
+            ref.table = renumber[sz(ref.table)];
+            bits.insert(bits.end(), bits_.begin() + ref.first_bit, bits_.begin() + ref.first_bit + ref.bits);
+            ref.first_bit = static_cast<int>(bits.size()) - ref.bits;
+            refs.push_back(ref);
+        }
+        if (direct[c]) size_[c] = 0;
+        first_ref.push_back(static_cast<int>(refs.size()));
+    }
+    tables_ = std::move(tables);
+    refs_ = std::move(refs);
+    bits_ = std::move(bits);
+    first_ref_ = std::move(first_ref);
 }
 
 FactorTables::Scratch FactorTables::make_scratch() const {
@@ -208,9 +249,37 @@ void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {
 // taken out, so that nothing overflows. The gradient is the posterior expectation over x of
 // each factor's gradient: the weights p(x | row) go into the entries x reads.
 double FactorTables::component(int c, bool accumulate, int only_block, Scratch& s) const {
+    double top = 0, sum = 0;
+    sum_terms(c, top, sum, s);
+    const double value = weight_[sz(c)] * (top + std::log(sum));
+    if (!accumulate) return value;
     const long configs = 1L << size_[sz(c)];
     const int len = static_cast<int>(std::min(configs, static_cast<long>(kChunk)));
-    double top = -std::numeric_limits<double>::infinity(), sum = 0;
+    double* terms = s.terms.data();
+    const double scale = weight_[sz(c)] / sum;
+    for (long start = 0; start < configs; start += len) {
+        if (configs != len) {  // else terms still holds the one chunk's e^{t(x) − top}
+            chunk_terms(c, start, len, s);
+            for (int i = 0; i < len; ++i) terms[i] = std::exp(terms[i] - top);
+        }
+        for (int i = 0; i < len; ++i) terms[i] *= scale;
+        accumulate_chunk(c, start, len, only_block, s);
+    }
+    return value;
+}
+
+double FactorTables::log_sum(int c, Scratch& s) const {
+    double top = 0, sum = 0;
+    sum_terms(c, top, sum, s);
+    return top + std::log(sum);
+}
+
+// Leaves the last chunk's e^{t(x) − top} in s.terms (all of them when there is one chunk).
+void FactorTables::sum_terms(int c, double& top, double& sum, Scratch& s) const {
+    const long configs = 1L << size_[sz(c)];
+    const int len = static_cast<int>(std::min(configs, static_cast<long>(kChunk)));
+    top = -std::numeric_limits<double>::infinity();
+    sum = 0;
     double* terms = s.terms.data();
     for (long start = 0; start < configs; start += len) {
         chunk_terms(c, start, len, s);
@@ -224,18 +293,6 @@ double FactorTables::component(int c, bool accumulate, int only_block, Scratch& 
             sum += terms[i];
         }
     }
-    const double value = weight_[sz(c)] * (top + std::log(sum));
-    if (!accumulate) return value;
-    const double scale = weight_[sz(c)] / sum;
-    for (long start = 0; start < configs; start += len) {
-        if (configs != len) {  // else terms still holds the one chunk's e^{t(x) − top}
-            chunk_terms(c, start, len, s);
-            for (int i = 0; i < len; ++i) terms[i] = std::exp(terms[i] - top);
-        }
-        for (int i = 0; i < len; ++i) terms[i] *= scale;
-        accumulate_chunk(c, start, len, only_block, s);
-    }
-    return value;
 }
 
 void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const {

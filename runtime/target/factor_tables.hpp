@@ -35,15 +35,13 @@ public:
     };
 
     FactorTables() = default;
-    // block_offsets[b]: where block b starts in θ. Components c with tabulated[c] == 0 get no
-    // tables (their owner sums them directly; component() must not be asked for them); all
-    // are tabulated when tabulated is null.
-    FactorTables(const Families& families, std::vector<int> block_offsets,
-                 const std::vector<char>* tabulated = nullptr);
-    // Per component, 1 when summing it directly is no dearer than tables: none of its tables
-    // is read by another component and their cost, Σ_j 2^{s_j} configurations of an exp and a
-    // log1p each, is not below 2^m configurations of one exp per factor and one log.
-    static std::vector<char> summed_directly(const Families& families);
+    // block_offsets[b]: where block b starts in θ. With direct, the components for which
+    // summing directly is no dearer than tables get none, and direct receives 1 for them
+    // (one entry per component): none of their tables is read by another component and
+    // their cost, Σ_j 2^{s_j} configurations of an exp and a log1p each, is not below 2^m
+    // configurations of one exp per factor and one log. Their owner sums them;
+    // component() and log_sum() must not be asked for them. Without direct all are tabulated.
+    FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct = nullptr);
 
     Scratch make_scratch() const;
     int tables() const { return static_cast<int>(tables_.size()); }
@@ -57,6 +55,9 @@ public:
     // adds its posterior weights into the entries of its factors of block only_block (of
     // every block when only_block < 0).
     double component(int c, bool accumulate, int only_block, Scratch& s) const;
+    // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
+    // pattern's share, Target::pattern_log_likelihoods).
+    double log_sum(int c, Scratch& s) const;
     // Adds the accumulated gradient of the given tables (all when null) of block only_block
     // (every block when < 0) into grad: the full θ layout, or block only_block's alone.
     void gradient(const std::vector<int>* which, int only_block, double* grad, Scratch& s) const;
@@ -94,7 +95,11 @@ private:
     using Index = std::unordered_map<std::vector<double>, int, KeyHash>;
 
     int add_table(const Factor& f, const std::vector<int>& scope, Index& index);
-    void add_component(const Component& comp, bool tabulate, Index& index);
+    void add_component(const Component& comp, Index& index);
+    // Per component, 1 where summing it directly is no dearer (see the constructor).
+    std::vector<char> summed_directly() const;
+    // Takes out the components marked direct: their factors and the tables only they read.
+    void drop(const std::vector<char>& direct);
     // Adds component c's posterior weights (s.terms) of configurations [start, start + len)
     // into the accumulators of its factors of block only_block (every block when < 0).
     void accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const;
@@ -102,6 +107,8 @@ private:
     void table_gradient(const Table& t, double* grad, Scratch& s) const;
     // Σ_j log g of configurations [start, start + len) of component c into s.terms.
     void chunk_terms(int c, long start, int len, Scratch& s) const;
+    // Σ_x e^{t(x) − top} of component c into sum, with top the largest t(x) (or near it).
+    void sum_terms(int c, double& top, double& sum, Scratch& s) const;
 
     // The entries ref r reads at configurations [start, start + len) into s.entries.
     void ref_entries(const Ref& r, long start, int len, Scratch& s) const;

@@ -252,13 +252,17 @@ public:
         : g_(g), d_(d), options_(options), out_(out), info_(analyse(g)), n_(static_cast<int>(g.elements.size())),
           x_(sz(n_)), kept_(sz(n_)), local_(sz(n_), -1), fixed_logs_(n_) {
         for (const auto& b : g.blocks) tables_.emplace_back(sz(b.size) + 2);
+        if (options_.pattern_terms) {
+            terms_.row_start.push_back(0);
+            terms_.component_start.push_back(0);
+        }
     }
 
     void scan(int p) {
         const double w = d_.count[sz(p)];
         if (!(w >= 0) || !std::isfinite(w))
             throw Error(ErrorKind::data, fmt::format("{}: pattern {} has an invalid count {}", d_.name, p + 1, w));
-        if (w == 0) return;
+        if (w == 0 && !options_.pattern_terms) return;
         read_values(g_, d_, p, x_);
         prune_barren();
         UnionFind uf(n_);
@@ -266,6 +270,17 @@ public:
         // One component per union-find root, variables and factors in element order.
         for (int root : unobserved_)
             if (uf.find(root) == root) add_component(root, p, w, uf);
+        end_pattern();
+    }
+
+    // The pattern terms with complete-family rows numbered through the blocks (stage 3's
+    // order): block b's rows follow those of the blocks before it.
+    PatternTerms pattern_terms() {
+        if (!options_.pattern_terms) return {};
+        std::vector<int> first(tables_.size() + 1, 0);
+        for (std::size_t b = 0; b < tables_.size(); ++b) first[b + 1] = first[b] + static_cast<int>(tables_[b].rows());
+        for (std::size_t k = 0; k < terms_.rows.size(); ++k) terms_.rows[k] += first[sz(row_blocks_[k])];
+        return std::move(terms_);
     }
 
     // Throws Error(limit) naming the largest component found too large to sum out, if any.
@@ -335,12 +350,27 @@ private:
             row[0] = x_[sz(e)];
             row[1] = scratch_.base;
             std::copy(scratch_.f.data(), scratch_.f.data() + scratch_.f.size(), row + 2);
-            t.commit(w);
+            const int r = t.commit(w);
+            if (options_.pattern_terms) {
+                terms_.rows.push_back(r);  // numbered within its block until pattern_terms()
+                row_blocks_.push_back(cpd.block);
+            }
         } else {
             double a = cpd.offset;
             for (const auto& ft : cpd.fixed) a += ft.coef * x_[sz(ft.element)];
-            out_.fixed_log_likelihood += w * fixed_logs_.at(e, x_[sz(e)] * a);
+            const double l = fixed_logs_.at(e, x_[sz(e)] * a);
+            out_.fixed_log_likelihood += w * l;
+            pattern_fixed_ += l;
         }
+    }
+
+    // Closes the pattern's lists in the pattern terms.
+    void end_pattern() {
+        if (!options_.pattern_terms) return;
+        terms_.row_start.push_back(static_cast<int>(terms_.rows.size()));
+        terms_.component_start.push_back(static_cast<int>(terms_.components.size()));
+        terms_.fixed.push_back(pattern_fixed_);
+        pattern_fixed_ = 0;
     }
 
     // The component of `root`: its elements (local_ numbers them while its factors are
@@ -357,7 +387,9 @@ private:
         else
             too_large_.add(comp, line_of(d_, p));
         for (int e : comp.elements) local_[sz(e)] = -1;
-        if (comp.size() <= options_.max_enumerated) record_case(std::move(comp), p, w);
+        if (comp.size() > options_.max_enumerated) return;
+        const int c = record_case(std::move(comp), p, w);
+        if (options_.pattern_terms) terms_.components.push_back(c);
     }
 
     // A factor belongs to the component of its own node when unobserved, else of its first
@@ -382,13 +414,14 @@ private:
         std::stable_partition(comp.factors.begin(), comp.factors.end(), [](const Factor& f) { return f.value == 0; });
     }
 
-    // Identical cases from different rows are stored once, their weights summed.
-    void record_case(Component comp, int p, double w) {
+    // Identical cases from different rows are stored once, their weights summed. Returns
+    // the case's index.
+    int record_case(Component comp, int p, double w) {
         component_key(comp, key_);
         auto [it, inserted] = case_index_.emplace(key_, static_cast<int>(out_.components.size()));
         if (!inserted) {
             out_.components[sz(it->second)].weight += w;
-            return;
+            return it->second;
         }
         comp.weight = w;
         comp.first_line = line_of(d_, p);
@@ -398,6 +431,7 @@ private:
         comp.blocks.erase(std::unique(comp.blocks.begin(), comp.blocks.end()), comp.blocks.end());
         out_.largest_component = std::max(out_.largest_component, comp.size());
         out_.components.push_back(std::move(comp));
+        return it->second;
     }
 
     const ir::Graph& g_;
@@ -417,6 +451,9 @@ private:
     std::unordered_map<std::vector<double>, int, VectorHash> case_index_;
     RecentLogs fixed_logs_;
     TooLarge too_large_;
+    PatternTerms terms_;           // with FamilyOptions::pattern_terms
+    std::vector<int> row_blocks_;  // per entry of terms_.rows: its block
+    double pattern_fixed_ = 0;     // the current pattern's fixed-CPD terms
 };
 
 // Stage 3: each block's table as its node's complete family.
@@ -476,6 +513,7 @@ Families build_families(const ir::Graph& g, const Dataset& d, const FamilyOption
     for (int p = 0; p < d.patterns; ++p) scanner.scan(p);
     scanner.check_limit();
     out.complete = complete_families(g, scanner.tables());
+    out.pattern_terms = scanner.pattern_terms();
     couple_blocks(out, static_cast<int>(g.blocks.size()));
     return out;
 }

@@ -77,6 +77,22 @@ struct Component {
 
 struct FamilyOptions {
     int max_enumerated = 12;  // largest component summed out exactly (2^m configurations)
+    bool pattern_terms = false;  // record where each data pattern's terms went (PatternTerms)
+};
+
+// Where each data pattern's terms went, so that the pattern's own log-likelihood can be
+// formed from the shared ones (Target::pattern_log_likelihoods): log p(x_p | θ) = Σ over its
+// complete-family rows of log g(y (a + f'θ)) + Σ over its components of log Σ_x Π g (before
+// the weighting by rows) + fixed[p]. Lists in compressed form: pattern p's are entries
+// [start[p], start[p + 1]). Patterns with count 0 are recorded like the others.
+struct PatternTerms {
+    std::vector<int> row_start;        // per pattern, and one past the last
+    std::vector<int> rows;             // complete-family rows, numbered through the blocks in order
+    std::vector<int> component_start;  // per pattern, and one past the last
+    std::vector<int> components;       // indices into Families::components
+    std::vector<double> fixed;         // per pattern: log p of its observed fixed-CPD nodes
+                                       // with complete families (no θ)
+    int patterns() const { return static_cast<int>(fixed.size()); }
 };
 
 struct Families {
@@ -90,6 +106,7 @@ struct Families {
     // Σ w log p over observed fixed-CPD nodes with complete families (no θ): the part of
     // log p(x_v | θ) that the patterns above leave out.
     double fixed_log_likelihood = 0;
+    PatternTerms pattern_terms;      // empty unless FamilyOptions::pattern_terms
     int largest_component = 0;       // max Component::size(), 0 if none
     std::vector<std::string> notes;  // warnings for the caller to print (not errors)
 };

@@ -3,10 +3,11 @@
 // reads (`vbn fit --log-lik`, inference/loo.hpp).
 //
 // Rows with the same values share a pattern (runtime/data/dataset.hpp), so each pattern is
-// evaluated once per θ and its value written to each of its rows. A pattern's value is that
-// of the exact target (runtime/target/target.hpp) built on the pattern alone: its
-// log_likelihood plus the θ-free terms of observed fixed-probability nodes, which the
-// target leaves to log_constant().
+// evaluated once per θ and its value written to each of its rows. The patterns' values come
+// from one exact target (runtime/target/target.hpp) over all the data, which forms each
+// pattern's log-likelihood from the terms it shares with the others
+// (Target::pattern_log_likelihoods), the θ-free terms of observed fixed-probability nodes
+// included.
 //
 //   PointwiseLogLik pw(graph, data);        // data loaded with keep_row_patterns
 //   auto ws = pw.make_workspace();          // one per thread; evaluation then allocates nothing
@@ -29,7 +30,7 @@ class PointwiseLogLik {
 public:
     class Workspace {
         friend class PointwiseLogLik;
-        std::vector<Target::Workspace> targets_;  // one per pattern
+        Target::Workspace target_;
         Eigen::VectorXd per_pattern_;
     };
 
@@ -38,18 +39,15 @@ public:
     PointwiseLogLik(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
 
     long rows() const { return static_cast<long>(row_pattern_.size()); }
-    int patterns() const { return static_cast<int>(targets_.size()); }
+    int patterns() const { return target_->patterns(); }
     Workspace make_workspace() const;
 
     // log p(x_row | θ) for every row in input order into out (rows() entries); θ in the
     // graph's layout.
     void evaluate(Target::In theta, Target::Out out, Workspace& ws) const;
-    // One pattern's value.
-    double pattern_log_lik(int pattern, Target::In theta, Workspace& ws) const;
 
 private:
-    std::vector<std::unique_ptr<Target>> targets_;  // per pattern
-    std::vector<double> fixed_;                     // per pattern: fixed-CPD log-probabilities
+    std::unique_ptr<Target> target_;  // over all the data, with its patterns' terms
     std::vector<int> row_pattern_;
 };
 

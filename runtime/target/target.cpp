@@ -341,12 +341,15 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
 }
 
 Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options)
-    : dim_(graph.dim), sum_out_(options.sum_out) {
+    : dim_(graph.dim), sum_out_(options.sum_out), pattern_terms_(options.pattern_terms) {
     if (sum_out_ && (options.max_enumerated < 0 || options.max_enumerated > 30))
         throw Error(ErrorKind::usage, fmt::format("max_enumerated must be between 0 and 30, not {}", options.max_enumerated));
     FamilyOptions fo;
     fo.max_enumerated = sum_out_ ? options.max_enumerated : std::numeric_limits<int>::max();
+    fo.pattern_terms = options.pattern_terms;
     families_ = build_families(graph, data, fo);
+    family_first_.push_back(0);
+    for (const auto& cf : families_.complete) family_first_.push_back(family_first_.back() + cf.patterns());
 
     const double log_2pi = std::log(2 * std::numbers::pi);
     int total = 0;
@@ -400,10 +403,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     if (sum_out_) {
         std::vector<int> offsets;
         for (const auto& p : blocks_) offsets.push_back(p.offset);
-        direct_ = FactorTables::summed_directly(families_);
-        std::vector<char> tabulated(direct_.size());
-        for (std::size_t c = 0; c < direct_.size(); ++c) tabulated[c] = direct_[c] ? 0 : 1;
-        tables_ = FactorTables(families_, std::move(offsets), &tabulated);
+        tables_ = FactorTables(families_, std::move(offsets), &direct_);
     }
     direct_.resize(families_.components.size(), 0);
     for (std::size_t c = 0; c < families_.components.size(); ++c) {
@@ -440,6 +440,10 @@ Target::Workspace Target::make_workspace() const {
     ws.exp_theta_.resize(max_block_);
     // Even and odd rows; zero between gradients (add_sign_gradient leaves them so).
     ws.sign_buckets_.setZero(2 * groups * sign_group_size);
+    if (pattern_terms_) {
+        ws.family_logs_.resize(family_first_.back());
+        ws.component_logs_.resize(static_cast<Eigen::Index>(families_.components.size()));
+    }
     return ws;
 }
 
@@ -964,7 +968,7 @@ std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In 
 // is the posterior expectation over x of each factor's gradient x_j g(-x_j η_j) ∂η_j/∂θ.
 // The normaliser and the expectations are accumulated in one pass, rescaling whenever the
 // running maximum of the log terms grows, so nothing overflows and nothing is stored per x.
-double Target::component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const {
+double Target::component_term(int c, double weight, In theta, double* grad, int only_block, Workspace& ws) const {
     const Component& comp = families_.components[sz(c)];
     const int m = comp.size();
     const int nf = static_cast<int>(comp.factors.size());
@@ -1032,10 +1036,10 @@ double Target::component_term(int c, In theta, double* grad, int only_block, Wor
             }
         }
     }
-    const double value = comp.weight * (top + std::log(sum));
+    const double value = weight * (top + std::log(sum));
 
     if (grad) {
-        const double scale = comp.weight / sum;
+        const double scale = weight / sum;
         li = 0;
         for (int j = 0; j < nf; ++j) {
             const Factor& f = comp.factors[sz(j)];
@@ -1062,7 +1066,7 @@ double Target::summed_out_term(In theta, double* grad, int only_block, Workspace
     const std::vector<int>* which = only_block < 0 ? nullptr : &tables_.tables_of_block(only_block);
     tables_.fill(which, theta, grad != nullptr, ws.tables_);
     auto term = [&](int c) {
-        return direct_[sz(c)] ? component_term(c, theta, grad, only_block, ws)
+        return direct_[sz(c)] ? component_term(c, families_.components[sz(c)].weight, theta, grad, only_block, ws)
                               : tables_.component(c, grad != nullptr, only_block, ws.tables_);
     };
     double v = 0;
@@ -1088,6 +1092,48 @@ double Target::log_likelihood(In theta, Workspace& ws) const {
     for (int b = 0; b < blocks(); ++b) v += complete_term(b, theta, nullptr, ws);
     v += summed_out_term(theta, nullptr, -1, ws);
     return v;
+}
+
+// Each complete-family row and each component once, however many patterns share it; then
+// per pattern the sum of its own (PatternTerms). Allocates nothing with a workspace.
+void Target::pattern_log_likelihoods(In theta, Out out, Workspace& ws) const {
+    check_theta(theta);
+    check_summed_out();
+    if (!pattern_terms_)
+        throw Error(ErrorKind::usage, "this target was built without the data patterns' terms (TargetOptions::pattern_terms)");
+    const PatternTerms& pt = families_.pattern_terms;
+    if (out.size() != pt.patterns())
+        throw Error(ErrorKind::usage,
+                    fmt::format("the output has {} entries but the data have {} patterns", out.size(), pt.patterns()));
+    family_logs(theta, ws);
+    component_logs(theta, ws);
+    for (int p = 0; p < pt.patterns(); ++p) {
+        double v = pt.fixed[sz(p)];
+        for (int k = pt.row_start[sz(p)]; k < pt.row_start[sz(p) + 1]; ++k) v += ws.family_logs_[pt.rows[sz(k)]];
+        for (int k = pt.component_start[sz(p)]; k < pt.component_start[sz(p) + 1]; ++k)
+            v += ws.component_logs_[pt.components[sz(k)]];
+        out[p] = v;
+    }
+}
+
+// log g(y (a + f'θ_b)) of every complete-family row, block by block (the rows as stored in
+// Families, not merged: each pattern reads its own).
+void Target::family_logs(In theta, Workspace& ws) const {
+    for (int b = 0; b < blocks(); ++b) {
+        const CompleteFamily& cf = families_.complete[sz(b)];
+        auto eta = ws.family_logs_.segment(family_first_[sz(b)], cf.patterns());
+        eta.noalias() = cf.f * theta.segment(blocks_[sz(b)].offset, blocks_[sz(b)].size);
+        for (int t = 0; t < cf.patterns(); ++t) eta[t] = inference::log_inv_logit(cf.y[t] * (cf.a[t] + eta[t]));
+    }
+}
+
+// log Σ_x Π g of every component, not weighted: from the tables filled once at θ, or summed
+// directly, as summed_out_term takes each.
+void Target::component_logs(In theta, Workspace& ws) const {
+    if (families_.components.empty()) return;
+    tables_.fill(nullptr, theta, false, ws.tables_);
+    for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
+        ws.component_logs_[c] = direct_[sz(c)] ? component_term(c, 1.0, theta, nullptr, -1, ws) : tables_.log_sum(c, ws.tables_);
 }
 
 // Summed in the same order as log_density_gradient, so both return the same bits.

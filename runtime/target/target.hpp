@@ -32,6 +32,8 @@ struct TargetOptions {
     // may be evaluated (the complete-data samplers of runtime/sampling/gibbs.hpp add the rest).
     // The other evaluations throw when the data have unobserved values.
     bool sum_out = true;
+    // Keep where each data pattern's terms go (PatternTerms), for pattern_log_likelihoods.
+    bool pattern_terms = false;
 };
 
 class Target {
@@ -59,6 +61,9 @@ public:
                                        // pattern; a set for even rows, then one for odd rows
         Eigen::VectorXd sign_exps_;    // ±1 families: exp of each entry of sign_sums_
         Eigen::VectorXd exp_theta_;    // exp(θ_b), from which sign_exps_ is built
+        // pattern_log_likelihoods (sized only with TargetOptions::pattern_terms):
+        Eigen::VectorXd family_logs_;    // per complete-family row, through the blocks: log g(y η)
+        Eigen::VectorXd component_logs_; // per component: log Σ_x Π g, not weighted
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
@@ -81,7 +86,7 @@ public:
     Workspace make_workspace() const;
 
     // Summed-out components (Families::components) summed directly over their configurations
-    // rather than from shared factor tables (FactorTables::summed_directly), and from tables.
+    // rather than from shared factor tables (as FactorTables chooses), and from tables.
     int directly_summed_components() const { return direct_count_; }
     int tabulated_components() const {
         return static_cast<int>(families_.components.size()) - direct_count_;
@@ -130,6 +135,14 @@ public:
     // θ-free terms of fixed CPDs.
     double log_prior(In theta, Workspace& ws) const;
     double log_likelihood(In theta, Workspace& ws) const;
+    // log p(x_p | θ) of each data pattern p on its own into out (patterns() entries): the
+    // terms log_likelihood sums, taken pattern by pattern before the weighting by counts
+    // (each shared complete-family row and summed-out component evaluated once), with the
+    // θ-free terms of the pattern's observed fixed-CPD nodes added. So Σ_p count_p out[p] =
+    // log_likelihood(θ) + families().fixed_log_likelihood. Needs TargetOptions::pattern_terms.
+    void pattern_log_likelihoods(In theta, Out out, Workspace& ws) const;
+    // The data patterns pattern_log_likelihoods covers (0 without TargetOptions::pattern_terms).
+    int patterns() const { return families_.pattern_terms.patterns(); }
     // What log_density drops: log p(x_v, θ) = log_density(θ) + log_constant(). It holds the
     // Gaussian normalisers and the log-probabilities of observed fixed-CPD nodes.
     double log_constant() const { return log_constant_; }
@@ -163,7 +176,10 @@ private:
     void complete_exp_eta(int b, int start, int len, Workspace& ws) const;
     // weight · log Σ_x Π g(·) of component c by direct enumeration; with grad (full-θ layout,
     // or block only_block's), adds its gradient for factors of block only_block (all when < 0).
-    double component_term(int c, In theta, double* grad, int only_block, Workspace& ws) const;
+    double component_term(int c, double weight, In theta, double* grad, int only_block, Workspace& ws) const;
+    // pattern_log_likelihoods' shared terms at θ: ws.family_logs_ and ws.component_logs_.
+    void family_logs(In theta, Workspace& ws) const;
+    void component_logs(In theta, Workspace& ws) const;
     // Σ weight · log Σ_x Π g(·) over the enumerated components (those of block only_block, or
     // all when only_block < 0), from their factor tables filled at θ; with grad (full-θ layout,
     // or block only_block's), adds the gradient of the factors of block only_block (all blocks).
@@ -178,6 +194,8 @@ private:
     std::vector<char> direct_;  // per component: 1 when summed by component_term
     int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
     bool sum_out_ = true;
+    bool pattern_terms_ = false;
+    std::vector<int> family_first_;  // per block: its first row in Workspace::family_logs_
 
     // A block's complete family as the evaluation reads it: the patterns that differ only in
     // y merged into one row (a_t, f_t) with the counts of y = +1 and y = -1 apart. Both

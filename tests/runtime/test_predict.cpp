@@ -8,6 +8,7 @@
 #include "runtime/error.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/report/output_csv.hpp"
+#include "tests/runtime/theta_index.hpp"
 
 #include <doctest/doctest.h>
 
@@ -24,6 +25,7 @@ namespace {
 
 using namespace vbn;
 using inference::log_inv_logit;
+using test::theta_index;
 
 // h hidden → a (with a covariate z) → c (with h): every kind of unobserved value.
 const char* kModel = R"(
@@ -45,13 +47,6 @@ Dataset prediction_rows(const ir::Graph& g, const std::string& csv, const std::s
     Dataset d = load_prediction_csv(g, path);
     std::remove(path.c_str());
     return d;
-}
-
-int theta_index(const ir::Graph& g, const std::string& name) {
-    for (int k = 0; k < g.dim; ++k)
-        if (g.theta_name(k) == name) return k;
-    FAIL("no parameter " << name);
-    return -1;
 }
 
 // log p(h, a, c | θ, z) written out from the model text.
