@@ -1,7 +1,7 @@
 // vbn._vbn: the embedding API (<vbn/vbn.hpp>) as a Python module. Only types are converted
 // here; the Python layer (python/vbn/) turns the results into numpy arrays and DataFrames.
 // The GIL is released while the library runs; callbacks re-acquire it.
-#include <vbn/vbn.hpp>
+#include "vbn/vbn.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/functional.h>
