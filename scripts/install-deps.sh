@@ -15,6 +15,7 @@ packages=(
   # the Python package (python/, docs/python.md): pybind11, and pip installing it offline
   python3-pybind11 pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest python3-venv python3-pip
   python3-setuptools python3-wheel
+  python3-xarray python3-netcdf4  # FitResult.to_netcdf, ArviZ's InferenceData schema
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(gnuplot-nox)  # bench/multimodal_figures.sh draws the paper's Fig. 14-16

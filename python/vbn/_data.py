@@ -108,12 +108,8 @@ def _items(data):
     raise DataError(f"data must be a pandas DataFrame, a dict of arrays or the path of a CSV file, not {type(data).__name__}")
 
 
-def dataset(model, data, name="data"):
-    """A _vbn.Dataset of `model` (a _vbn.Model) from `data`, with notes of ignored columns."""
-    if isinstance(data, _vbn.Dataset):
-        return data, []
-    if isinstance(data, (str, os.PathLike)):
-        return _vbn.Dataset.from_csv_file(model, os.fspath(data)), []
+def _columns(model, data):
+    """The model's columns of `data`, converted: ([(name, array)], notes)."""
     binary, covariates = set(model.binary_columns), set(model.covariate_columns)
     columns, notes = [], []
     for col, values, labels in _items(data):
@@ -122,5 +118,20 @@ def dataset(model, data, name="data"):
             notes.append(f"column '{col}' is not a node or covariate of the model; ignored")
             continue
         columns.append((col, _convert(col, values, known in binary, labels)))
+    return columns, notes
+
+
+def dataset(model, data, name="data"):
+    """A _vbn.Dataset of `model` (a _vbn.Model) from `data`; the notes on it; and its
+    columns as given, {canonical name: array}, for observed_data (None if unknown)."""
+    if isinstance(data, (str, os.PathLike)):
+        d = _vbn.Dataset.from_csv_file(model, os.fspath(data))
+        try:
+            import pandas as pd
+            columns, _ = _columns(model, pd.read_csv(data, float_precision="round_trip"))
+        except (ImportError, ValueError):
+            columns = None  # vbn's reader took the file; pandas need not, and observed_data is optional
+        return d, list(d.notes), None if columns is None else {_canonical(n): v for n, v in columns}
+    columns, notes = _columns(model, data)
     d = _vbn.Dataset.from_columns(model, columns, name)
-    return d, notes + list(d.notes)
+    return d, notes + list(d.notes), {_canonical(n): v for n, v in columns}

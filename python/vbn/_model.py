@@ -90,11 +90,14 @@ class Model:
     def __repr__(self):
         return f"<vbn.Model {self.name!r}: {self.dimension} parameters>"
 
-    def _data(self, data, quiet=True):
-        d, notes = dataset(self._raw, data)
+    def _data(self, data, quiet=True, keep=None):
+        d, notes, columns = dataset(self._raw, data)
         if not quiet:
             for n in notes:
                 print(f"note: {n}", file=sys.stderr)
+        if keep is not None and columns is not None:
+            # In the model's column order, as vbn reads them.
+            keep.update((c, columns[c]) for c in self.binary_columns + self.covariate_columns if c in columns)
         return d
 
     def fit(self, data, method="auto", chains=4, draws=1000, warmup=1000, seed=None, threads=None, *, restarts=0,
@@ -109,7 +112,8 @@ class Model:
         o.threads = threads if threads is not None else max(1, min(chains, os.cpu_count() or 1))
         o.adapt_delta, o.overrelax, o.relabel, o.log_lik = adapt_delta, overrelax, relabel, log_lik
         o.variational = _variational_options(restarts, seed)
-        d = self._data(data, quiet)
+        observed = {}
+        d = self._data(data, quiet, keep=observed)
         show = ConsoleProgress(chains, warmup, draws) if progress is True and not quiet else None
         hook = show if show is not None else (progress if callable(progress) else None)
         try:
@@ -119,7 +123,7 @@ class Model:
                 show.finish()
         options = dict(method=method, chains=chains, draws=draws, warmup=warmup, seed=seed, threads=o.threads,
                        restarts=restarts, adapt_delta=adapt_delta, overrelax=overrelax, relabel=relabel, log_lik=log_lik)
-        return FitResult(raw, seed, options)
+        return FitResult(raw, seed, options, observed or None)
 
     def vb(self, data, restarts=0, seed=None, *, tolerance=1e-9, max_iterations=2000, quiet=False):
         """The variational fit alone (the Gaussian `vbn vb` reports as vb_mean and vb_sd)."""

@@ -83,7 +83,8 @@ class FitResult:
     (chain, draw, row) with log_lik=True, else None; and the facts of the run: method,
     kernel, seed, chains, notes, warnings, acceptance, variational, times, table."""
 
-    def __init__(self, raw, seed, options):
+    def __init__(self, raw, seed, options, observed=None):
+        self.observed = observed  # {column: array} of the data, ±1 / NaN for nodes
         ok = [c for c in raw.chains if not c.error]
         self.method, self.kernel, self.seed = raw.method, raw.kernel, seed
         self.names = list(raw.names)
@@ -121,6 +122,20 @@ class FitResult:
         frame.insert(0, "draw", np.tile(np.arange(1, d + 1), c))
         frame.insert(0, "chain", np.repeat(np.arange(1, c + 1), d))
         return frame
+
+    def to_inference_data(self):
+        """The fit in ArviZ's InferenceData schema: {group: xarray.Dataset} for posterior,
+        sample_stats, observed_data and (with log_lik) log_likelihood; with ArviZ installed,
+        arviz.InferenceData(**fit.to_inference_data()). Needs xarray."""
+        from ._inference_data import groups
+        return groups(self)
+
+    def to_netcdf(self, path):
+        """Writes to_inference_data()'s groups to a netCDF4 file as ArviZ's to_netcdf does
+        (arviz.from_netcdf reads it; so does xarray.open_dataset(path, group="posterior")).
+        Needs xarray and netCDF4. Returns path."""
+        from ._inference_data import to_netcdf
+        return to_netcdf(self, path)
 
     def __str__(self):
         return self.table
