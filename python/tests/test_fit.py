@@ -122,3 +122,22 @@ def test_ctrl_c_stops_the_chains_and_raises_keyboard_interrupt(root):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 42, out
     assert "interrupted after" in out
+
+
+def test_a_fresh_seed_is_said_and_kept(wells, capfd):
+    model, frame = wells
+    fit = model.fit(frame.head(100), chains=1, draws=20, warmup=20, progress=False)
+    err = capfd.readouterr().err
+    assert f"note: seed {fit.seed} (pass seed={fit.seed} to repeat this run)" in err
+    again = model.fit(frame.head(100), chains=1, draws=20, warmup=20, seed=fit.seed, quiet=True)
+    np.testing.assert_array_equal(again.draws["b"], fit.draws["b"])
+    with pytest.raises(vbn.UsageError):
+        model.fit(frame, seed=-1, quiet=True)
+
+
+def test_the_default_progress_prints_as_vbn_fit_does_off_a_terminal(wells, capfd):
+    model, frame = wells
+    model.fit(frame, chains=2, draws=100, warmup=100, seed=1)
+    err = capfd.readouterr().err
+    for line in ("chain 1 warmup 100/100 (100%)", "chain 2 sampling 100/100 (100%)"):
+        assert line in err.splitlines()

@@ -49,3 +49,10 @@ def test_missing_file_is_an_io_error(tmp_path):
         vbn.Model.from_file(tmp_path / "none.vbn")
     assert "none.vbn" in str(info.value)
     assert info.value.line is None
+
+
+def test_compiler_warnings_are_model_warnings():
+    text = "node h hidden ~ bernoulli(0.5);  node y ~ logistic(b);  b ~ normal(0, 1);"
+    with pytest.warns(vbn.ModelWarning, match="hidden node 'h' has no children"):
+        m = vbn.Model.from_string(text, "w")
+    assert m.warnings.startswith("w:1:")
