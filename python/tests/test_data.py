@@ -68,3 +68,15 @@ def test_a_missing_column_and_a_csv_path(root):
     np.testing.assert_array_equal(q_path.mean.to_numpy(), m.vb(frame, seed=1, quiet=True).mean.to_numpy())
     with pytest.raises(vbn.DataError):
         m.vb([1, 2, 3], quiet=True)
+
+
+def test_a_matrix_under_an_array_name_gives_its_elements(root):
+    m = vbn.Model.from_file(root / "examples/paper/sbn_3x8.vbn")
+    frame = m.simulate(30, seed=2, quiet=True)
+    v = frame[[f"v[{k}]" for k in range(1, 9)]].to_numpy()
+    a = m.vb(frame, restarts=1, seed=1, quiet=True).mean
+    b = m.vb({"v": v}, restarts=1, seed=1, quiet=True).mean
+    np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+    with pytest.raises(vbn.DataError) as info:
+        m.vb({"v": np.where(v == 1, 2, v)}, restarts=1, seed=1, quiet=True)
+    assert info.value.column.startswith("v[")

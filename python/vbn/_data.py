@@ -1,5 +1,5 @@
-"""Data from Python to a vbn Dataset: a pandas DataFrame, a dict of arrays, or the path of a
-CSV file. Binary columns take ±1, 1/0 (0 meaning -1), 1.0/0.0 and booleans, with NaN, None
+"""Data from Python to a vbn Dataset: a pandas DataFrame, a dict of arrays (a 2-d one under
+an array's name for all its elements), or the path of a CSV file. Binary columns take ±1, 1/0 (0 meaning -1), 1.0/0.0 and booleans, with NaN, None
 or pandas' NA for a missing value; covariate columns take finite numbers. Anything else is a
 DataError naming the column and the row (0-based, as iloc counts; with the index label when
 the DataFrame has its own index)."""
@@ -108,11 +108,22 @@ def _items(data):
     raise DataError(f"data must be a pandas DataFrame, a dict of arrays or the path of a CSV file, not {type(data).__name__}")
 
 
+def _expand(items, known):
+    """A 2-d array under an array's name ({"v": rows x 8}) as its columns v[1] ... v[8]."""
+    for col, values, labels in items:
+        if f"{col}[1]" in known and not isinstance(values, (str, bytes)) and np.ndim(values) == 2:
+            arr = np.asarray(values)
+            for k in range(arr.shape[1]):
+                yield f"{col}[{k + 1}]", arr[:, k], labels
+        else:
+            yield col, values, labels
+
+
 def _columns(model, data):
     """The model's columns of `data`, converted: ([(name, array)], notes)."""
     binary, covariates = set(model.binary_columns), set(model.covariate_columns)
     columns, notes = [], []
-    for col, values, labels in _items(data):
+    for col, values, labels in _expand(_items(data), binary | covariates):
         known = _canonical(col)
         if known not in binary and known not in covariates:
             notes.append(f"column '{col}' is not a node or covariate of the model; ignored")
