@@ -80,3 +80,15 @@ def test_a_matrix_under_an_array_name_gives_its_elements(root):
     with pytest.raises(vbn.DataError) as info:
         m.vb({"v": np.where(v == 1, 2, v)}, restarts=1, seed=1, quiet=True)
     assert info.value.column.startswith("v[")
+
+
+def test_a_csv_error_has_the_cli_message_and_its_parts(root, tmp_path):
+    m = vbn.Model.from_file(root / "examples/wells/wells.vbn")
+    path = tmp_path / "bad.csv"
+    path.write_text("switched,dist100,arsenic\n1,0.5,1.5\n1,0.5,x\n")
+    with pytest.raises(vbn.DataError) as info:
+        m.vb(path, seed=1, quiet=True)
+    e = info.value
+    assert (e.file, e.line, e.row, e.column) == (str(path), 3, 3, 3)
+    assert e.message.startswith("column 'arsenic': 'x' is not a finite real number")
+    assert str(e).startswith(f"{path}:3:3: column 'arsenic'")

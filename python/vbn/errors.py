@@ -3,8 +3,9 @@ located message (str(e), as the command line prints it) and its parts as attribu
 
 import re
 
-# The first line of a model diagnostic: "FILE:LINE:COLUMN: error: MESSAGE".
-_LOCATED = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+): error: (?P<message>.*)$")
+# The first line of a located message: "FILE:LINE:COLUMN: error: MESSAGE" for models,
+# "FILE:LINE:COLUMN: MESSAGE" for CSV data.
+_LOCATED = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+): (?:error: )?(?P<message>.*)$")
 
 
 class Error(RuntimeError):
