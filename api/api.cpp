@@ -15,12 +15,15 @@
 #include "runtime/services/evidence.hpp"
 #include "runtime/services/fit.hpp"
 #include "runtime/services/predict.hpp"
+#include "runtime/services/simulate.hpp"
 #include "runtime/services/variational.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 namespace vbn::api {
@@ -405,6 +408,55 @@ EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceO
         const services::EvidenceRun run = services::evidence(m.graph, data.impl().data, settings);
         const vbn::Evidence& e = run.evidence;
         return EvidenceResult{e.log_evidence, e.se, e.pareto_k, run.elbo, e.draws, e.from_mode};
+    });
+}
+
+// Simulation
+
+namespace {
+
+// The CSV services::simulate writes (a header of names, then numbers only) as columns.
+std::vector<Column> csv_columns(std::istream& in) {
+    std::vector<Column> columns;
+    std::string line, field;
+    std::getline(in, line);
+    std::istringstream header(line);
+    while (std::getline(header, field, ',')) columns.push_back({field, {}});
+    while (std::getline(in, line)) {
+        std::istringstream row(line);
+        for (auto& c : columns) {
+            std::getline(row, field, ',');
+            c.values.push_back(std::stod(field));
+        }
+    }
+    return columns;
+}
+
+}  // namespace
+
+SimulateResult simulate(const Model& model, const SimulateOptions& options) {
+    const Model::Impl& m = model.impl();
+    return typed_errors([&] {
+        services::SimulateSettings s;
+        s.rows = options.rows;
+        s.seed = options.seed;
+        s.include_hidden = options.include_hidden;
+        if (!options.params_json.empty()) {
+            try {
+                s.params = nlohmann::json::parse(options.params_json);
+            } catch (const nlohmann::json::parse_error& e) {
+                throw UsageError(fmt::format("simulate: the parameters are not valid JSON: {}", e.what()));
+            }
+        }
+        SimulateResult out;
+        services::Callbacks cb;
+        cb.log = [&out](services::LogLevel, const std::string& message) { out.notes.push_back(message); };
+        std::stringstream csv;
+        const Eigen::VectorXd theta = services::simulate(m.graph, s, csv, cb);
+        out.parameters.resize(static_cast<Eigen::Index>(m.order.size()));
+        reorder(m.order, theta, out.parameters);
+        out.columns = csv_columns(csv);
+        return out;
     });
 }
 

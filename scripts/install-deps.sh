@@ -12,6 +12,10 @@ packages=(
   r-cran-mlbench  # HouseVotes84, the real data of tests/corpus/housevotes (make_data.R)
   graphviz  # tests/cli/run.sh checks that dot reads vbn check --dot's graphs
   clang libclang-rt-14-dev  # the libFuzzer targets in fuzz/ (scripts/fuzz.sh)
+  # the Python package (python/, docs/python.md): pybind11, and pip installing it offline
+  python3-pybind11 pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest python3-venv python3-pip
+  python3-setuptools python3-wheel
+  python3-xarray python3-netcdf4  # FitResult.to_netcdf, ArviZ's InferenceData schema
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(gnuplot-nox)  # bench/multimodal_figures.sh draws the paper's Fig. 14-16

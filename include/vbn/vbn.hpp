@@ -9,6 +9,7 @@
 //   for (const vbn::SummaryRow& row : fit.summary) ...    // posterior mean, sd, quantiles, R-hat
 //   vbn::PredictResult p = vbn::predict(model, new_rows, fit.chains[0].draws);  // P(node = +1) per row
 //   vbn::EvidenceResult e = vbn::evidence(model, data);  // log p(data), se, Pareto k-hat, ELBO
+//   vbn::SimulateResult s = vbn::simulate(model, {.rows = 100, .seed = 7});  // rows sampled forward
 //
 // Link with the CMake target vbn::vbn (find_package(vbn CONFIG REQUIRED)). Errors are
 // exceptions derived from vbn::Error (<vbn/error.hpp>). Models and datasets are immutable
@@ -326,6 +327,27 @@ struct EvidenceResult {
 // Throws UsageError (bad options), LimitError (exact summation would be exponential),
 // InferenceError.
 EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceOptions& options = {});
+
+// Forward simulation (`vbn simulate`): parameters from their priors (or given), then rows
+// sampled in topological order; covariates, which have no distribution in the model, iid N(0, 1).
+struct SimulateOptions {
+    long rows = 100;
+    std::uint64_t seed = 1;       // the same seed gives the rows `vbn simulate --seed` writes
+    bool include_hidden = false;  // also the hidden nodes' values (as `--include-hidden`)
+    // Parameter values as the JSON of `--params`: {"w": [2, -1], "W": [[1, 2], [3, 4]]}
+    // (matrices as arrays of rows); parameters it leaves out are drawn from their priors.
+    // Empty: every parameter is drawn. Invalid JSON or a wrong name or shape: UsageError.
+    std::string params_json;
+};
+
+struct SimulateResult {
+    std::vector<Column> columns;    // one per element in declaration order: binary as +1/-1
+    Eigen::VectorXd parameters;     // the values the rows were drawn with, Model::parameter_names() order
+    std::vector<std::string> notes; // what `vbn simulate` prints as notes
+};
+
+// Throws UsageError (rows < 1, bad parameters).
+SimulateResult simulate(const Model& model, const SimulateOptions& options = {});
 
 // The methods FitOptions::method takes, in the order `vbn fit --help` lists them, each with
 // a line on what it does (docs/methods.md has a section on each).

@@ -649,3 +649,43 @@ TEST_CASE("api: FitOptions::log_lik gives each row's log-likelihood at every kep
     o.keep_draws = false;
     CHECK_THROWS_AS(vbn::fit(m, d, o), vbn::UsageError);
 }
+
+TEST_CASE("api: simulate draws rows forward from given or prior parameters") {
+    const vbn::Model m = vbn::Model::from_string("node y ~ logistic(b);  node z ~ logistic(w * [y]);  b ~ normal(0, 2);  w ~ normal(0, 1);",
+                                                 "sim");
+    vbn::SimulateOptions o;
+    o.rows = 20000;
+    o.seed = 11;
+    o.params_json = R"({"b": 1.0})";
+    const vbn::SimulateResult r = vbn::simulate(m, o);
+    REQUIRE(r.columns.size() == 2);
+    CHECK(r.columns[0].name == "y");
+    CHECK(r.columns[1].name == "z");
+    REQUIRE(r.columns[0].values.size() == 20000);
+    // b given, w[1] from its prior (a note says so).
+    REQUIRE(r.parameters.size() == 2);
+    CHECK(r.parameters[0] == 1.0);
+    CHECK(std::find_if(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("priors") != std::string::npos; }) !=
+          r.notes.end());
+    // P(y = +1) = sigmoid(1) = 0.7311; 20000 rows give a standard error of 0.0031.
+    long up = 0;
+    for (double v : r.columns[0].values) {
+        CHECK((v == 1 || v == -1));
+        up += v == 1 ? 1 : 0;
+    }
+    CHECK(static_cast<double>(up) / 20000 == doctest::Approx(sigmoid(1.0)).epsilon(0.02));
+    // The same seed, the same rows; another seed, others.
+    const vbn::SimulateResult again = vbn::simulate(m, o);
+    CHECK(again.columns[1].values == r.columns[1].values);
+    CHECK(again.parameters == r.parameters);
+    o.seed = 12;
+    CHECK(vbn::simulate(m, o).columns[1].values != r.columns[1].values);
+
+    o.params_json = "{\"b\": ";
+    CHECK_THROWS_AS(vbn::simulate(m, o), vbn::UsageError);
+    o.params_json = R"({"q": 1})";
+    CHECK_THROWS_AS(vbn::simulate(m, o), vbn::UsageError);
+    o.params_json.clear();
+    o.rows = 0;
+    CHECK_THROWS_AS(vbn::simulate(m, o), vbn::UsageError);
+}
