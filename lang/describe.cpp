@@ -1,5 +1,7 @@
 #include "lang/describe.hpp"
 
+#include "lang/const_eval.hpp"  // shape_text
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,12 +13,6 @@ namespace {
 std::string number(double x) { return fmt::format("{:g}", x); }
 
 const ir::Element& element(const ir::Graph& g, int e) { return g.elements[static_cast<std::size_t>(e)]; }
-
-std::string shape_text(const std::vector<int>& shape) {
-    if (shape.empty()) return "scalar";
-    if (shape.size() == 1) return fmt::format("vector[{}]", shape[0]);
-    return fmt::format("matrix[{},{}]", shape[0], shape[1]);
-}
 
 void append_term(std::string& out, double sign_times_coef, const std::string& body) {
     // Appended piece by piece: GCC 12 at -O3 misreports `"-" + body` as an overlapping copy.

@@ -15,7 +15,7 @@ rank() {
     python/*) echo 1 ;;  # the Python module binds the public API (include/) and nothing else
     lang/*) echo 1 ;;
     inference/*) echo 1 ;;
-    runtime/error.hpp) echo 2 ;;
+    runtime/error.hpp | runtime/index.hpp) echo 2 ;;
     runtime/data/*) echo 3 ;;
     runtime/target/*) echo 4 ;;
     runtime/variational/*) echo 5 ;;
@@ -27,7 +27,7 @@ rank() {
     *) echo -1 ;;
   esac
 }
-folder() { case $1 in runtime/error.hpp) echo runtime ;; runtime/* | tools/*) echo "$1" | cut -d/ -f1-2 ;; *) echo "${1%%/*}" ;; esac; }
+folder() { case $1 in runtime/error.hpp | runtime/index.hpp) echo runtime ;; runtime/* | tools/*) echo "$1" | cut -d/ -f1-2 ;; *) echo "${1%%/*}" ;; esac; }
 bad=0 checked=0
 while IFS= read -r file; do
   from=$(rank "$file")

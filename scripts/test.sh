@@ -36,13 +36,15 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs"
 
 # ThreadSanitizer on what runs threads: the embedding API (fits in concurrent threads) and the
-# parallel chain runner and the worker threads under it. Builds only those two test binaries.
+# parallel chain runner and the worker threads under it. Builds only those two test binaries;
+# test_threads holds just test_inference's two threaded files (tests/CMakeLists.txt), so this
+# stage compiles neither the other ten inference test files nor the validation library.
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized" \
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=ON -DVBN_SANITIZE=thread
-cmake --build build-tsan -j"$jobs" --target test_api test_inference
+cmake --build build-tsan -j"$jobs" --target test_api test_threads
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_api
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_inference -sf='*test_chains.cpp,*test_parallel.cpp'
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_threads
 
 # Fuzzing: the libFuzzer targets alone, built with Clang + ASan + UBSan, 60 s each.
 scripts/fuzz.sh 60 build-fuzz

@@ -3,6 +3,7 @@
 #include "inference/math.hpp"
 #include "inference/metropolis.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 
 #include <fmt/format.h>
 
@@ -16,8 +17,6 @@ namespace {
 
 using inference::log_inv_logit;
 using inference::log_inv_logit_with_derivative;
-
-std::size_t sz(long i) { return static_cast<std::size_t>(i); }
 
 // Largest number of unobserved inputs of one logistic term: its configuration is a 64-bit code.
 constexpr int max_term_inputs = 62;

@@ -1,5 +1,6 @@
 #include "runtime/target/factor_tables.hpp"
 
+#include "runtime/index.hpp"
 #include "runtime/target/row_table.hpp"
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 namespace vbn {
 
 namespace {
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 // Configurations of one component handled at a time: all of them up to m = 12 (the default
 // limit of families.hpp), so that Scratch::terms stays small whatever max_enumerated is.

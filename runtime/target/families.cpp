@@ -2,6 +2,7 @@
 
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 #include "runtime/target/row_table.hpp"
 
 #include <algorithm>
@@ -23,8 +24,6 @@ namespace vbn {
 namespace {
 
 using inference::log_inv_logit;
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 struct UnionFind {
     std::vector<int> parent;

@@ -3,6 +3,7 @@
 #include "inference/exp_nonpositive.hpp"
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 #include "runtime/target/row_table.hpp"
 
 #include <Eigen/Cholesky>
@@ -25,9 +26,6 @@
 namespace vbn {
 
 namespace {
-
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 // Complete-family patterns are processed in chunks small enough that a chunk of F stays in
 // cache between the product F θ and the product F' r, so F is read from memory once.

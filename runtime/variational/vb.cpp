@@ -4,6 +4,7 @@
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 #include "runtime/target/families.hpp"
 
 #include <Eigen/Cholesky>
@@ -27,8 +28,6 @@ using Mat = Eigen::MatrixXd;
 using inference::inv_logit;
 using inference::jj_lambda;
 using inference::log_inv_logit;
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 // ---------------------------------------------------------------------------------------
 // The fixed part of the problem: priors and the mean-field view of the families.

@@ -6,6 +6,7 @@
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 
 #include <Eigen/Cholesky>
 #include <fmt/format.h>
@@ -25,8 +26,6 @@ namespace {
 
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
-
-std::size_t sz(Eigen::Index i) { return static_cast<std::size_t>(i); }
 
 double weighted_quantile(const Vec& values, const Vec& weights, std::vector<Eigen::Index>& order, double p) {
     std::iota(order.begin(), order.end(), Eigen::Index{0});

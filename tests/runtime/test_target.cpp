@@ -5,6 +5,7 @@
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/factor_tables.hpp"
 #include "tests/support/graph_builder.hpp"
@@ -29,8 +30,6 @@ using namespace vbn;
 using inference::log_inv_logit;
 using inference::Rng;
 using Vec = Eigen::VectorXd;
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 // Builds an ir::Graph by hand (tests/support/graph_builder.hpp); the block of a logistic
 // node `name` is the parameter w_name.

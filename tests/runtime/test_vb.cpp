@@ -7,6 +7,7 @@
 #include "inference/rng.hpp"
 #include "runtime/data/dataset_builder.hpp"
 #include "runtime/error.hpp"
+#include "runtime/index.hpp"
 #include "runtime/data/model.hpp"
 #include "tests/support/graph_builder.hpp"
 
@@ -29,8 +30,6 @@ using inference::log_inv_logit;
 using inference::log_sum_exp;
 using inference::Rng;
 using Vec = Eigen::VectorXd;
-
-std::size_t sz(int i) { return static_cast<std::size_t>(i); }
 
 // ---------------------------------------------------------------------------------------
 // Models by hand: one scalar element per variable, parents added before children.
