@@ -3,6 +3,8 @@
 #include "inference/diagnostics.hpp"
 #include "inference/rng.hpp"
 
+#include "tests/inference/fixture_csv.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,21 +20,9 @@ using namespace vbn::inference;
 
 namespace {
 
-const std::string kFixtures = std::string(VBN_SOURCE_DIR) + "/tests/inference/fixtures/";
-
-std::vector<std::string> split_commas(const std::string& line) {
-    std::vector<std::string> out;
-    std::stringstream ss(line);
-    std::string field;
-    while (std::getline(ss, field, ',')) out.push_back(field);
-    return out;
-}
-
-double parse_value(const std::string& s) {
-    if (s == "NA") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Inf") return std::numeric_limits<double>::infinity();
-    return std::stod(s);
-}
+const std::string kFixtures = vbn::test::fixture_dir("");
+using vbn::test::parse_value;
+using vbn::test::split_commas;
 
 // A fixture: one column per chain, one row per iteration.
 Eigen::MatrixXd read_draws(const std::string& name) {

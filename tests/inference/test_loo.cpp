@@ -3,6 +3,8 @@
 // with outlying rows whose k̂ exceeds 0.7; every estimate, se and pointwise value to 1e-8.
 #include "inference/loo.hpp"
 
+#include "tests/inference/fixture_csv.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,25 +20,13 @@ using namespace vbn::inference;
 
 namespace {
 
-const std::string kFixtures = std::string(VBN_SOURCE_DIR) + "/tests/inference/fixtures/loo/";
-
-std::vector<std::string> split_commas(const std::string& line) {
-    std::vector<std::string> out;
-    std::stringstream ss(line);
-    std::string field;
-    while (std::getline(ss, field, ',')) out.push_back(field);
-    return out;
-}
-
-double parse_value(const std::string& s) {
-    if (s == "NA") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Inf") return std::numeric_limits<double>::infinity();
-    return std::stod(s);
-}
+const std::string kLooFixtures = vbn::test::fixture_dir("loo/");
+using vbn::test::parse_value;
+using vbn::test::split_commas;
 
 // A CSV file's lines (comment lines skipped) as named columns.
 std::map<std::string, std::vector<double>> read_columns(const std::string& file, std::vector<std::string>* text_first = nullptr) {
-    std::ifstream in(kFixtures + file);
+    std::ifstream in(kLooFixtures + file);
     REQUIRE_MESSAGE(in.good(), "missing fixture " << file);
     std::string line;
     std::vector<std::string> names;
