@@ -92,3 +92,15 @@ def test_a_csv_error_has_the_cli_message_and_its_parts(root, tmp_path):
     assert (e.file, e.line, e.row, e.column) == (str(path), 3, 3, 3)
     assert e.message.startswith("column 'arsenic': 'x' is not a finite real number")
     assert str(e).startswith(f"{path}:3:3: column 'arsenic'")
+
+
+def test_a_column_kept_as_the_index_is_named(root):
+    m = vbn.Model.from_file(root / "examples" / "wells" / "wells.vbn")
+    frame = pd.read_csv(root / "examples" / "wells" / "wells.csv", float_precision="round_trip")
+    with pytest.raises(vbn.DataError) as info:
+        m.vb(frame.set_index("switched"), seed=1, quiet=True)
+    assert "'switched' is the DataFrame's index" in str(info.value) and "reset_index()" in str(info.value)
+    assert info.value.column == "switched"
+    # An index named after nothing in the model is left alone.
+    q = m.vb(frame.rename_axis("household"), seed=1, quiet=True)
+    np.testing.assert_array_equal(q.mean.to_numpy(), m.vb(frame, seed=1, quiet=True).mean.to_numpy())

@@ -9,6 +9,7 @@
 docs/python.md documents every call."""
 
 from . import _vbn
+from ._cmdstan import read_csv
 from ._model import Model, ModelWarning
 from ._results import FitResult, VBResult
 from .errors import (CancelledError, DataError, Error, InferenceError, IoError, LimitError, ModelError,
@@ -23,4 +24,5 @@ def methods():
 
 
 __all__ = ["Model", "ModelWarning", "FitResult", "VBResult", "Error", "UsageError", "ModelError", "DataError",
-           "LimitError", "InferenceError", "IoError", "CancelledError", "methods"]
+           "LimitError", "InferenceError", "IoError", "CancelledError", "methods",
+           "read_csv"]

@@ -108,6 +108,17 @@ def _items(data):
     raise DataError(f"data must be a pandas DataFrame, a dict of arrays or the path of a CSV file, not {type(data).__name__}")
 
 
+def _check_index(data, known):
+    """A model's column kept as the DataFrame's index (after set_index or a groupby) is not
+    among its columns: say so, rather than that the column is missing."""
+    names = [n for n in getattr(getattr(data, "index", None), "names", []) if n is not None]
+    columns = {_canonical(str(c)) for c in getattr(data, "columns", [])}
+    for n in names:
+        if _canonical(str(n)) in known and _canonical(str(n)) not in columns:
+            raise DataError(f"'{n}' is the DataFrame's index, not one of its columns: pass frame.reset_index()",
+                            column_name=str(n))
+
+
 def _expand(items, known):
     """A 2-d array under an array's name ({"v": rows x 8}) as its columns v[1] ... v[8]."""
     for col, values, labels in items:
@@ -123,6 +134,7 @@ def _columns(model, data):
     """The model's columns of `data`, converted: ([(name, array)], notes)."""
     binary, covariates = set(model.binary_columns), set(model.covariate_columns)
     columns, notes = [], []
+    _check_index(data, binary | covariates)
     for col, values, labels in _expand(_items(data), binary | covariates):
         known = _canonical(col)
         if known not in binary and known not in covariates:

@@ -1,6 +1,7 @@
 """A fit as ArviZ's InferenceData schema: xarray Datasets for the groups posterior,
 sample_stats, observed_data and (with log_lik) log_likelihood, with dims chain and draw and,
-for each parameter or node array, NAME_dim_0, NAME_dim_1 ... as ArviZ names them. Written as
+for each parameter or node array, NAME_dim_0, NAME_dim_1 ... as ArviZ names them (with the
+coordinates 0, 1, ... ArviZ gives them). Written as
 netCDF4 groups the way InferenceData.to_netcdf writes them, so that arviz.from_netcdf (and
 xarray.open_dataset(path, group=...)) reads the file. Needs xarray and netCDF4."""
 
@@ -20,10 +21,12 @@ def _attrs(fit):
 def _dataset(arrays, leading, coords, attrs):
     """xarray.Dataset of {name: array (*leading sizes, *shape)}, extra dims named NAME_dim_i."""
     import xarray as xr
-    variables = {}
+    variables, coords = {}, dict(coords)
     for name, arr in arrays.items():
         extra = [f"{name}_dim_{i}" for i in range(arr.ndim - len(leading))]
         variables[name] = (list(leading) + extra, arr)
+        # Each extra dim gets its coordinate 0, 1, ..., as ArviZ gives dims without coords.
+        coords.update({dim: np.arange(arr.shape[len(leading) + i]) for i, dim in enumerate(extra)})
     return xr.Dataset(variables, coords=coords, attrs=attrs)
 
 
@@ -33,7 +36,7 @@ def groups(fit):
     coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
     attrs = _attrs(fit)
     out = {"posterior": _dataset(fit.draws, ("chain", "draw"), coords, attrs),
-           "sample_stats": _dataset({"lp": fit.sample_stats["lp"]}, ("chain", "draw"), coords, attrs)}
+           "sample_stats": _dataset(fit.sample_stats, ("chain", "draw"), coords, attrs)}
     if fit.observed is not None:
         names = list(fit.observed)
         values = np.column_stack([fit.observed[n] for n in names]) if names else np.empty((0, 0))
