@@ -10,7 +10,8 @@ methods=${2:-auto,nuts,vb}
   echo
   echo "Made by \`bash tests/corpus/make_results.sh $vbn $methods\`, i.e."
   echo "\`python3 tests/corpus/check.py --vbn $vbn --methods $methods\`, on $(date -u +%Y-%m-%d)"
-  echo "with vbn $(git -C "$here" rev-parse --short HEAD), on an otherwise idle machine. Tolerances: mean"
+  # Seconds depend on what else runs: the load average at the start is recorded beside them.
+  echo "with vbn $(git -C "$here" rev-parse --short HEAD), load average $(cut -d' ' -f1 /proc/loadavg) at the start on $(nproc) cores. Tolerances: mean"
   echo "within 0.1 reference sd (vb 0.15), sd within 10% beyond two Monte Carlo standard errors"
   echo "(fit only), R-hat <= 1.01, ESS >= 400 (README.md). The references' own quality is in each"
   echo "reference.json's provenance and the table at the end."
