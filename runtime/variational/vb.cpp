@@ -772,11 +772,12 @@ std::string idle_hidden_warning(const ir::Graph& graph, const VbFit& best, int s
     if (idle.empty()) return "";
     return fmt::format("in the best variational fit{} every weight on hidden node{} {} is 0: {} at the symmetric point "
                        "where {} nothing. Either the data give {} nothing to explain, or no start left that point "
-                       "(run with more --restarts)",
+                       "(run with more --restarts), or the mean-field fit cannot use {} (q factorises over each row's "
+                       "hidden values); vbn fit samples the exact posterior",
                        starts > 1 ? fmt::format(" (of {} starts)", starts) : std::string(" (one start)"),
                        idle.size() == 1 ? "" : "s", fmt::format("{}", fmt::join(idle, ", ")),
                        idle.size() == 1 ? "it is" : "they are", idle.size() == 1 ? "it explains" : "they explain",
-                       idle.size() == 1 ? "it" : "them");
+                       idle.size() == 1 ? "it" : "them", idle.size() == 1 ? "it" : "them");
 }
 
 int restarts_for(const ir::Graph& graph, int requested) {

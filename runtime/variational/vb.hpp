@@ -102,7 +102,9 @@ int restarts_for(const ir::Graph& graph, int requested);
 // their children) has mean 0 to within 10^-6 of its sd, so they explain nothing there. At
 // that point EM cannot move those weights (see restarts_for); a fit that is the best of
 // several starts and still there says the data give those nodes nothing to explain, or
-// that no start left the point. Hidden elements without learned weights on them are not
+// that no start left the point, or that mean-field q prefers it (tests/corpus/sbn2: every
+// start, from random q(h) or from weights drawn from the prior, ends with the top node t[1]
+// there, while the exact posterior uses it). Hidden elements without learned weights on them are not
 // listed. Names as users see them ("h[2]").
 std::vector<std::string> idle_hidden(const ir::Graph& graph, const VbFit& fit);
 
