@@ -220,10 +220,24 @@ struct Acceptance {
     double rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0; }
 };
 
+// The sampler's statistics of each kept draw: the sampler columns `vbn fit --output` writes
+// to its CmdStan CSV files (docs/design.md §4), one entry per kept draw (none without
+// FitOptions::keep_draws). accept_stat is filled by every kernel; the others are HMC's and
+// are 0 for the kernels that are not NUTS.
+struct SamplerStats {
+    Eigen::VectorXd accept_stat;  // accept_stat__: MH, min(1, ratio) of the proposal; NUTS, the mean over the tree
+    Eigen::VectorXd stepsize;     // stepsize__: NUTS's step size (after warmup, the adapted one)
+    Eigen::VectorXi treedepth;    // treedepth__: the depth of NUTS's tree
+    Eigen::VectorXi n_leapfrog;   // n_leapfrog__: leapfrog steps taken
+    Eigen::VectorXi divergent;    // divergent__: 1 for a divergent transition, else 0
+    Eigen::VectorXd energy;       // energy__: the Hamiltonian at the draw
+};
+
 struct Chain {
     int chain = 0;               // 0-based
     Eigen::MatrixXd draws;       // kept draws x parameters (Model::parameter_names() order)
-    Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw
+    Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw: lp__
+    SamplerStats sampler;        // the other sampler columns of each kept draw
     Eigen::MatrixXd log_lik;     // with FitOptions::log_lik: kept draws x data rows (in row order)
     std::vector<Acceptance> acceptance;
     long divergent = 0;          // divergent transitions (nuts)

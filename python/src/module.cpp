@@ -195,10 +195,18 @@ void bind_fit_results(py::module_& m) {
         .def_readonly("kernel", &vbn::Acceptance::kernel)
         .def_readonly("proposed", &vbn::Acceptance::proposed)
         .def_readonly("accepted", &vbn::Acceptance::accepted);
+    py::class_<vbn::SamplerStats>(m, "SamplerStats")
+        .def_readonly("accept_stat", &vbn::SamplerStats::accept_stat)
+        .def_readonly("stepsize", &vbn::SamplerStats::stepsize)
+        .def_readonly("treedepth", &vbn::SamplerStats::treedepth)
+        .def_readonly("n_leapfrog", &vbn::SamplerStats::n_leapfrog)
+        .def_readonly("divergent", &vbn::SamplerStats::divergent)
+        .def_readonly("energy", &vbn::SamplerStats::energy);
     py::class_<vbn::Chain>(m, "Chain")
         .def_readonly("chain", &vbn::Chain::chain)
         .def_readonly("draws", &vbn::Chain::draws)
         .def_readonly("log_density", &vbn::Chain::log_density)
+        .def_readonly("sampler", &vbn::Chain::sampler)
         .def_readonly("log_lik", &vbn::Chain::log_lik)
         .def_readonly("acceptance", &vbn::Chain::acceptance)
         .def_readonly("divergent", &vbn::Chain::divergent)

@@ -7,14 +7,9 @@ import re
 
 import numpy as np
 
-from ._results import by_parameter
+from ._results import by_parameter, sample_stats
 from .errors import IoError
 
-# Sampler columns and their names in ArviZ's sample_stats group. lp__ and accept_stat__ are
-# filled by every method; the others only by NUTS (the other kernels write zeros there).
-_ALWAYS = {"lp__": "lp", "accept_stat__": "acceptance_rate"}
-_NUTS = {"stepsize__": "step_size", "treedepth__": "tree_depth", "n_leapfrog__": "n_steps",
-         "divergent__": "diverging", "energy__": "energy"}
 _SETTING = re.compile(r"^#\s*([A-Za-z_]+)\s*=\s*(.*?)\s*$")
 
 
@@ -82,10 +77,7 @@ class CsvFit:
         self.method = first.settings.get("engine", algorithm) if algorithm == "hmc" else algorithm
         self.seed = first.settings.get("seed", "")
         self.observed = None
-        stats = dict(_ALWAYS, **(_NUTS if self.method == "nuts" else {}))
-        self.sample_stats = {name: values[:, :, col[c]] for c, name in stats.items() if c in col}
-        if "diverging" in self.sample_stats:
-            self.sample_stats["diverging"] = self.sample_stats["diverging"] != 0
+        self.sample_stats = sample_stats(self.method, lambda c: values[:, :, col[c]] if c in col else None)
         ll = [k for k, name in enumerate(first.columns) if name.startswith("log_lik.")]
         self.log_lik = values[:, :, ll] if ll else None
         params = [k for k, name in enumerate(first.columns) if not name.endswith("__") and k not in ll]

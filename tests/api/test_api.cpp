@@ -689,3 +689,52 @@ TEST_CASE("api: simulate draws rows forward from given or prior parameters") {
     o.rows = 0;
     CHECK_THROWS_AS(vbn::simulate(m, o), vbn::UsageError);
 }
+
+TEST_CASE("api: each kept draw carries the sampler statistics of the CSV's columns") {
+    const vbn::Model m = vbn::Model::from_file(wells_model);
+    const vbn::Dataset d = vbn::Dataset::from_csv_file(m, wells_csv);
+    const vbn::FitResult r = vbn::fit(m, d, small_options("nuts", 7));
+    REQUIRE(r.chains.size() == 2);
+    for (const vbn::Chain& c : r.chains) {
+        const vbn::SamplerStats& s = c.sampler;
+        const Eigen::Index n = c.draws.rows();
+        REQUIRE(n == 150);
+        REQUIRE((s.accept_stat.size() == n && s.stepsize.size() == n && s.treedepth.size() == n &&
+                 s.n_leapfrog.size() == n && s.divergent.size() == n && s.energy.size() == n));
+        long divergent = 0;
+        for (Eigen::Index k = 0; k < n; ++k) {
+            CAPTURE(k);
+            CHECK((s.accept_stat[k] >= 0 && s.accept_stat[k] <= 1));
+            CHECK(s.stepsize[k] > 0);
+            // After warmup the step size is the adapted one, the same for every draw.
+            CHECK(s.stepsize[k] == s.stepsize[0]);
+            CHECK(s.treedepth[k] >= 0);
+            // A tree of depth d has 2^d - 1 leapfrog steps, or up to 2^(d+1) - 1 when the
+            // subtree that would have made it d + 1 was abandoned.
+            CHECK((s.n_leapfrog[k] >= 1 && s.n_leapfrog[k] < (2 << s.treedepth[k])));
+            CHECK((s.divergent[k] == 0 || s.divergent[k] == 1));
+            divergent += s.divergent[k];
+            // energy = -lp + kinetic energy, and the kinetic energy is not negative.
+            CHECK(s.energy[k] >= -c.log_density[k] - 1e-9 * std::abs(c.log_density[k]));
+        }
+        CHECK(divergent == c.divergent);
+        // The statistics move from draw to draw (not one value copied to every draw).
+        CHECK(s.accept_stat.maxCoeff() > s.accept_stat.minCoeff());
+        CHECK(s.energy.maxCoeff() > s.energy.minCoeff());
+    }
+
+    // Kernels other than NUTS fill accept_stat and leave HMC's statistics at 0.
+    const vbn::FitResult mh = vbn::fit(m, d, small_options("varblock", 7));
+    for (const vbn::Chain& c : mh.chains) {
+        REQUIRE(c.sampler.accept_stat.size() == c.draws.rows());
+        CHECK(((c.sampler.accept_stat.array() >= 0).all() && (c.sampler.accept_stat.array() <= 1).all()));
+        CHECK(c.sampler.accept_stat.maxCoeff() > c.sampler.accept_stat.minCoeff());
+        CHECK((c.sampler.stepsize.array() == 0).all());
+        CHECK((c.sampler.n_leapfrog.array() == 0).all());
+    }
+
+    // Without kept draws there are no per-draw statistics either.
+    vbn::FitOptions streamed = small_options("nuts", 7);
+    streamed.keep_draws = false;
+    for (const vbn::Chain& c : vbn::fit(m, d, streamed).chains) CHECK(c.sampler.accept_stat.size() == 0);
+}
