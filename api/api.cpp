@@ -480,6 +480,22 @@ SimulateResult simulate(const Model& model, const SimulateOptions& options) {
     });
 }
 
+// CmdStan CSV files
+
+std::optional<std::string> DrawsFile::setting(const std::string& key) const {
+    for (const auto& [k, v] : config)
+        if (k == key) return v;
+    return std::nullopt;
+}
+
+DrawsFile read_draws(const std::string& path) {
+    return typed_errors([&] {
+        vbn::StanCsv csv = vbn::read_stan_csv(path);
+        return DrawsFile{std::move(csv.path),    std::move(csv.config),            std::move(csv.sampler_columns),
+                         std::move(csv.sampler), std::move(csv.parameter_columns), std::move(csv.draws)};
+    });
+}
+
 std::vector<MethodDescription> methods() {
     std::vector<MethodDescription> out;
     for (const auto& m : vbn::methods()) out.push_back({std::string(m.name), std::string(m.description)});

@@ -260,6 +260,14 @@ void bind_other_results(py::module_& m) {
         .def_readonly("columns", &vbn::SimulateResult::columns)
         .def_readonly("parameters", &vbn::SimulateResult::parameters)
         .def_readonly("notes", &vbn::SimulateResult::notes);
+    py::class_<vbn::DrawsFile>(m, "DrawsFile")
+        .def_readonly("path", &vbn::DrawsFile::path)
+        .def_readonly("config", &vbn::DrawsFile::config)
+        .def_readonly("sampler_columns", &vbn::DrawsFile::sampler_columns)
+        .def_readonly("sampler", &vbn::DrawsFile::sampler)
+        .def_readonly("parameter_columns", &vbn::DrawsFile::parameter_columns)
+        .def_readonly("draws", &vbn::DrawsFile::draws)
+        .def("setting", &vbn::DrawsFile::setting, py::arg("key"));
     py::class_<vbn::Column>(m, "Column")
         .def_readonly("name", &vbn::Column::name)
         .def_readonly("values", &vbn::Column::values);
@@ -284,6 +292,8 @@ void bind_jobs(py::module_& m) {
     m.def("evidence", [](const vbn::Model& model, const vbn::Dataset& data, const vbn::EvidenceOptions& o) {
         return without_gil([&] { return vbn::evidence(model, data, o); });
     });
+    m.def("read_draws", [](const std::string& path) { return without_gil([&] { return vbn::read_draws(path); }); },
+          py::arg("path"));
     m.def("simulate", [](const vbn::Model& model, const vbn::SimulateOptions& o) {
         return without_gil([&] { return vbn::simulate(model, o); });
     });
