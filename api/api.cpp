@@ -10,6 +10,7 @@
 #include "runtime/data/dataset_builder.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
+#include "runtime/report/output_csv.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/sampling/methods.hpp"
 #include "runtime/services/evidence.hpp"
@@ -291,11 +292,30 @@ services::Callbacks fit_callbacks(const Callbacks& callbacks, FitResult& out) {
     return cb;
 }
 
+// Each kept draw's transition as the CSV writer turns it into sampler columns
+// (sampler_values), so that both report the same numbers.
+SamplerStats sampler_stats(const inference::ChainResult& ch) {
+    const auto n = static_cast<Eigen::Index>(ch.info.size());
+    SamplerStats s{Eigen::VectorXd(n), Eigen::VectorXd(n), Eigen::VectorXi(n),
+                   Eigen::VectorXi(n), Eigen::VectorXi(n), Eigen::VectorXd(n)};
+    for (Eigen::Index k = 0; k < n; ++k) {
+        const vbn::SamplerValues v = vbn::sampler_values(ch.lp[k], ch.info[static_cast<std::size_t>(k)]);
+        s.accept_stat[k] = v.accept_stat;
+        s.stepsize[k] = v.stepsize;
+        s.treedepth[k] = v.treedepth;
+        s.n_leapfrog[k] = v.n_leapfrog;
+        s.divergent[k] = v.divergent ? 1 : 0;
+        s.energy[k] = v.energy;
+    }
+    return s;
+}
+
 Chain chain_result(const vbn::FitResult& r, const inference::ChainResult& ch) {
     Chain c;
     c.chain = ch.chain;
     c.draws = services::output_draws(r, ch);
     c.log_density = ch.lp;
+    c.sampler = sampler_stats(ch);
     c.acceptance = acceptance(ch.stats);
     for (const auto& info : ch.info) {
         c.divergent += info.divergent ? 1 : 0;
@@ -457,6 +477,22 @@ SimulateResult simulate(const Model& model, const SimulateOptions& options) {
         reorder(m.order, theta, out.parameters);
         out.columns = csv_columns(csv);
         return out;
+    });
+}
+
+// CmdStan CSV files
+
+std::optional<std::string> DrawsFile::setting(const std::string& key) const {
+    for (const auto& [k, v] : config)
+        if (k == key) return v;
+    return std::nullopt;
+}
+
+DrawsFile read_draws(const std::string& path) {
+    return typed_errors([&] {
+        vbn::StanCsv csv = vbn::read_stan_csv(path);
+        return DrawsFile{std::move(csv.path),    std::move(csv.config),            std::move(csv.sampler_columns),
+                         std::move(csv.sampler), std::move(csv.parameter_columns), std::move(csv.draws)};
     });
 }
 

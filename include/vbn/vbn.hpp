@@ -10,6 +10,7 @@
 //   vbn::PredictResult p = vbn::predict(model, new_rows, fit.chains[0].draws);  // P(node = +1) per row
 //   vbn::EvidenceResult e = vbn::evidence(model, data);  // log p(data), se, Pareto k-hat, ELBO
 //   vbn::SimulateResult s = vbn::simulate(model, {.rows = 100, .seed = 7});  // rows sampled forward
+//   vbn::DrawsFile f = vbn::read_draws("fit_1.csv");  // a CmdStan CSV file of draws, as `vbn summary` reads it
 //
 // Link with the CMake target vbn::vbn (find_package(vbn CONFIG REQUIRED)). Errors are
 // exceptions derived from vbn::Error (<vbn/error.hpp>). Models and datasets are immutable
@@ -31,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vbn::api {
@@ -220,10 +222,24 @@ struct Acceptance {
     double rate() const { return proposed > 0 ? static_cast<double>(accepted) / static_cast<double>(proposed) : 0.0; }
 };
 
+// The sampler's statistics of each kept draw: the sampler columns `vbn fit --output` writes
+// to its CmdStan CSV files (docs/design.md §4), one entry per kept draw (none without
+// FitOptions::keep_draws). accept_stat is filled by every kernel; the others are HMC's and
+// are 0 for the kernels that are not NUTS.
+struct SamplerStats {
+    Eigen::VectorXd accept_stat;  // accept_stat__: MH, min(1, ratio) of the proposal; NUTS, the mean over the tree
+    Eigen::VectorXd stepsize;     // stepsize__: NUTS's step size (after warmup, the adapted one)
+    Eigen::VectorXi treedepth;    // treedepth__: the depth of NUTS's tree
+    Eigen::VectorXi n_leapfrog;   // n_leapfrog__: leapfrog steps taken
+    Eigen::VectorXi divergent;    // divergent__: 1 for a divergent transition, else 0
+    Eigen::VectorXd energy;       // energy__: the Hamiltonian at the draw
+};
+
 struct Chain {
     int chain = 0;               // 0-based
     Eigen::MatrixXd draws;       // kept draws x parameters (Model::parameter_names() order)
-    Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw
+    Eigen::VectorXd log_density; // the log posterior (up to a constant) of each kept draw: lp__
+    SamplerStats sampler;        // the other sampler columns of each kept draw
     Eigen::MatrixXd log_lik;     // with FitOptions::log_lik: kept draws x data rows (in row order)
     std::vector<Acceptance> acceptance;
     long divergent = 0;          // divergent transitions (nuts)
@@ -348,6 +364,26 @@ struct SimulateResult {
 
 // Throws UsageError (rows < 1, bad parameters).
 SimulateResult simulate(const Model& model, const SimulateOptions& options = {});
+
+// A CmdStan CSV file of draws, one chain: `vbn fit --output`'s FILE_1.csv ... or CmdStan's
+// (docs/design.md §4), read by the reader `vbn summary` and `vbn loo` use.
+struct DrawsFile {
+    std::string path;
+    // The `# key = value` lines before the header, in file order, "(Default)" dropped:
+    // {"algorithm", "hmc"}, {"engine", "nuts"}, {"seed", "3"} ...
+    std::vector<std::pair<std::string, std::string>> config;
+    std::vector<std::string> sampler_columns;    // the header's names ending in "__" (lp__, accept_stat__ ...)
+    Eigen::MatrixXd sampler;                     // kept draws x sampler_columns
+    std::vector<std::string> parameter_columns;  // the others as the file spells them: "w.1", "W.2.3", "log_lik.1"
+    Eigen::MatrixXd draws;                       // kept draws x parameter_columns
+    // The value of a configuration key (its first occurrence), if present.
+    std::optional<std::string> setting(const std::string& key) const;
+};
+
+// Reads one file; saved warmup draws (save_warmup = 1) are left out. Throws IoError (no such
+// file, unreadable) or DataError naming the file and line of the problem ("FILE:LINE: ...":
+// no header, a draw of the wrong width, a value that is not a number).
+DrawsFile read_draws(const std::string& path);
 
 // The methods FitOptions::method takes, in the order `vbn fit --help` lists them, each with
 // a line on what it does (docs/methods.md has a section on each).

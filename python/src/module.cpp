@@ -195,10 +195,18 @@ void bind_fit_results(py::module_& m) {
         .def_readonly("kernel", &vbn::Acceptance::kernel)
         .def_readonly("proposed", &vbn::Acceptance::proposed)
         .def_readonly("accepted", &vbn::Acceptance::accepted);
+    py::class_<vbn::SamplerStats>(m, "SamplerStats")
+        .def_readonly("accept_stat", &vbn::SamplerStats::accept_stat)
+        .def_readonly("stepsize", &vbn::SamplerStats::stepsize)
+        .def_readonly("treedepth", &vbn::SamplerStats::treedepth)
+        .def_readonly("n_leapfrog", &vbn::SamplerStats::n_leapfrog)
+        .def_readonly("divergent", &vbn::SamplerStats::divergent)
+        .def_readonly("energy", &vbn::SamplerStats::energy);
     py::class_<vbn::Chain>(m, "Chain")
         .def_readonly("chain", &vbn::Chain::chain)
         .def_readonly("draws", &vbn::Chain::draws)
         .def_readonly("log_density", &vbn::Chain::log_density)
+        .def_readonly("sampler", &vbn::Chain::sampler)
         .def_readonly("log_lik", &vbn::Chain::log_lik)
         .def_readonly("acceptance", &vbn::Chain::acceptance)
         .def_readonly("divergent", &vbn::Chain::divergent)
@@ -252,6 +260,14 @@ void bind_other_results(py::module_& m) {
         .def_readonly("columns", &vbn::SimulateResult::columns)
         .def_readonly("parameters", &vbn::SimulateResult::parameters)
         .def_readonly("notes", &vbn::SimulateResult::notes);
+    py::class_<vbn::DrawsFile>(m, "DrawsFile")
+        .def_readonly("path", &vbn::DrawsFile::path)
+        .def_readonly("config", &vbn::DrawsFile::config)
+        .def_readonly("sampler_columns", &vbn::DrawsFile::sampler_columns)
+        .def_readonly("sampler", &vbn::DrawsFile::sampler)
+        .def_readonly("parameter_columns", &vbn::DrawsFile::parameter_columns)
+        .def_readonly("draws", &vbn::DrawsFile::draws)
+        .def("setting", &vbn::DrawsFile::setting, py::arg("key"));
     py::class_<vbn::Column>(m, "Column")
         .def_readonly("name", &vbn::Column::name)
         .def_readonly("values", &vbn::Column::values);
@@ -276,6 +292,8 @@ void bind_jobs(py::module_& m) {
     m.def("evidence", [](const vbn::Model& model, const vbn::Dataset& data, const vbn::EvidenceOptions& o) {
         return without_gil([&] { return vbn::evidence(model, data, o); });
     });
+    m.def("read_draws", [](const std::string& path) { return without_gil([&] { return vbn::read_draws(path); }); },
+          py::arg("path"));
     m.def("simulate", [](const vbn::Model& model, const vbn::SimulateOptions& o) {
         return without_gil([&] { return vbn::simulate(model, o); });
     });

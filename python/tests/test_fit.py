@@ -59,6 +59,36 @@ def test_the_same_seed_gives_the_draws_of_vbn_fit(root, vbn_binary, tmp_path, we
         assert any(line.split()[0] == name for line in cli.stdout.splitlines() if line.strip())
 
 
+def test_a_nuts_fit_has_the_sampler_statistics_of_the_cli_files_in_arviz_names(root, vbn_binary, tmp_path, wells):
+    model, frame = wells
+    fit = model.fit(frame, method="nuts", chains=2, draws=60, warmup=60, seed=23, quiet=True)
+    subprocess.run([vbn_binary, "fit", root / "examples/wells/wells.vbn", "--data", root / "examples/wells/wells.csv",
+                    "--method", "nuts", "--chains", "2", "--draws", "60", "--warmup", "60", "--seed", "23", "--quiet",
+                    "--output", tmp_path / "n.csv"], check=True, capture_output=True)
+    columns = {"lp": "lp__", "acceptance_rate": "accept_stat__", "step_size": "stepsize__", "tree_depth": "treedepth__",
+               "n_steps": "n_leapfrog__", "diverging": "divergent__", "energy": "energy__"}
+    assert set(fit.sample_stats) == set(columns)
+    for name, values in fit.sample_stats.items():
+        assert values.shape == (2, 60), name
+    for c in range(2):
+        csv = read_cmdstan(tmp_path / f"n_{c + 1}.csv")
+        for name, column in columns.items():
+            np.testing.assert_array_equal(fit.sample_stats[name][c], csv[column].to_numpy(), err_msg=name)
+    stats = fit.sample_stats
+    assert stats["diverging"].dtype == bool
+    assert ((stats["acceptance_rate"] >= 0) & (stats["acceptance_rate"] <= 1)).all()
+    assert (stats["step_size"] > 0).all() and (stats["tree_depth"] >= 0).all() and (stats["n_steps"] >= 1).all()
+    assert stats["diverging"].sum() == fit.chain_info["divergent"].sum()
+    import xarray as xr
+    written = xr.open_dataset(fit.to_netcdf(tmp_path / "n.nc"), group="sample_stats")
+    assert set(written.data_vars) == set(columns)
+    assert written["tree_depth"].dims == ("chain", "draw") and written["diverging"].dtype == bool
+    np.testing.assert_array_equal(written["energy"].values, stats["energy"])
+    # A kernel that is not NUTS: the statistics every kernel fills, and no zeros for the rest.
+    other = model.fit(frame, method="varblock", chains=1, draws=20, warmup=20, seed=23, quiet=True)
+    assert set(other.sample_stats) == {"lp", "acceptance_rate"}
+
+
 def test_the_posterior_mean_of_a_coin_matches_quadrature():
     # b ~ N(0, 2²), seven heads and three tails: p(b | y) ∝ N(b; 0, 4) σ(b)^7 σ(-b)^3.
     m = vbn.Model.from_string("node y ~ logistic(b);  b ~ normal(0, 2);", "coin")

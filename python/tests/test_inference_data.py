@@ -28,7 +28,9 @@ def test_groups_read_back_with_their_dims_and_values(sbn, tmp_path):
     assert list(post["chain"].values) == [0, 1] and list(post["draw"].values) == list(range(40))
     assert post.attrs["inference_library"] == "vbn" and post.attrs["seed"] == "5"
     stats = xr.open_dataset(path, group="sample_stats")
-    np.testing.assert_array_equal(stats["lp"].values, fit.sample_stats["lp"])
+    assert set(stats.data_vars) == set(fit.sample_stats)
+    for name in fit.sample_stats:
+        np.testing.assert_array_equal(stats[name].values, fit.sample_stats[name])
     obs = xr.open_dataset(path, group="observed_data")
     assert obs["v"].dims == ("row", "v_dim_0") and obs["v"].shape == (60, 8)
     expected = data[[f"v[{k}]" for k in range(1, 9)]].to_numpy(dtype=float)

@@ -1,95 +1,60 @@
 """Reading the CmdStan CSV files `vbn fit --output` writes, for the InferenceData converter
-(python3 -m vbn.netcdf). Each file is one chain: `#` comment lines (the run's settings, one
-`key = value` per line), a header of column names, one row per kept draw."""
+(python3 -m vbn.netcdf). Each file is one chain, read by the library's reader
+(vbn::read_draws, the one `vbn summary` and `vbn loo` use), so that one reader decides what a
+valid file is and its errors name the file and line; here the files are only checked to be
+chains of one run."""
 
-import pathlib
-import re
+import os
 
 import numpy as np
 
-from ._results import by_parameter
-from .errors import IoError
-
-# Sampler columns and their names in ArviZ's sample_stats group. lp__ and accept_stat__ are
-# filled by every method; the others only by NUTS (the other kernels write zeros there).
-_ALWAYS = {"lp__": "lp", "accept_stat__": "acceptance_rate"}
-_NUTS = {"stepsize__": "step_size", "treedepth__": "tree_depth", "n_leapfrog__": "n_steps",
-         "divergent__": "diverging", "energy__": "energy"}
-_SETTING = re.compile(r"^#\s*([A-Za-z_]+)\s*=\s*(.*?)\s*$")
+from . import _vbn
+from ._data import _canonical
+from ._results import by_parameter, sample_stats
+from .errors import DataError, UsageError
 
 
-def _element_name(column):
-    """A CSV column (b.1, W.2.3) as the element name the package uses (b[1], W[2,3])."""
-    base, *idx = column.split(".")
-    return f"{base}[{','.join(idx)}]" if idx else base
+def _method(chain):
+    """The method a file records. CmdStan's spelling: NUTS is `algorithm = hmc` with
+    `engine = nuts`; vbn's own kernels write their name as the algorithm."""
+    algorithm = chain.setting("algorithm") or ""
+    return (chain.setting("engine") or algorithm) if algorithm == "hmc" else algorithm
 
 
-class Chain:
-    """One file: settings {key: value} from its comments, column names, values (draw, column)."""
-
-    def __init__(self, path):
-        self.path = pathlib.Path(path)
-        try:
-            lines = self.path.read_text().splitlines()
-        except OSError as e:
-            raise IoError(f"{path}: cannot read it: {e.strerror}") from None
-        self.settings, rows, self.columns = {}, [], None
-        for number, line in enumerate(lines, start=1):
-            if line.startswith("#") or not line.strip():
-                m = _SETTING.match(line)
-                if m and self.columns is None:
-                    self.settings.setdefault(m[1], m[2])
-            elif self.columns is None:
-                self.columns = line.split(",")
-                if "lp__" not in self.columns:
-                    raise IoError(f"{path}:{number}: not a CmdStan CSV file of draws (its header has no lp__)")
-            else:
-                rows.append(self._row(line, number))
-        if self.columns is None:
-            raise IoError(f"{path}: not a CmdStan CSV file of draws (no header line)")
-        self.values = np.array(rows, dtype=float).reshape(len(rows), len(self.columns))
-
-    def _row(self, line, number):
-        fields = line.split(",")
-        if len(fields) != len(self.columns):
-            raise IoError(f"{self.path}:{number}: {len(fields)} fields where the header has {len(self.columns)}")
-        try:
-            return [float(f) for f in fields]
-        except ValueError:
-            raise IoError(f"{self.path}:{number}: a field that is not a number") from None
+def _check_one_run(chains):
+    first = chains[0]
+    if not first.parameter_columns:
+        raise DataError(f"{first.path}: the file has no parameter columns")
+    for c in chains[1:]:
+        if c.parameter_columns != first.parameter_columns or c.sampler_columns != first.sampler_columns:
+            raise DataError(f"{c.path}: its columns differ from {first.path}'s: not chains of one run")
+        if c.draws.shape[0] != first.draws.shape[0]:
+            raise DataError(f"{c.path}: {c.draws.shape[0]} draws where {first.path} has {first.draws.shape[0]}")
 
 
 class CsvFit:
     """The chains of one run read back from its CSV files, with the attributes the
     InferenceData writer reads: draws {name: (chain, draw, *shape)}, sample_stats
-    {name: (chain, draw)}, log_lik (chain, draw, row) or None, observed (None), method, seed."""
+    {name: (chain, draw)}, log_lik (chain, draw, row) or None, observed (None), method, seed,
+    chains and draws_per_chain."""
 
     def __init__(self, paths):
-        chains = [Chain(p) for p in paths]
-        if not chains:
-            raise IoError("no CSV files given")
+        if not paths:
+            raise UsageError("no CSV files given")
+        chains = [_vbn.read_draws(os.fspath(p)) for p in paths]
+        _check_one_run(chains)
         first = chains[0]
-        for c in chains[1:]:
-            if c.columns != first.columns:
-                raise IoError(f"{c.path}: its columns differ from {first.path}'s: not chains of one run")
-            if c.values.shape[0] != first.values.shape[0]:
-                raise IoError(f"{c.path}: {c.values.shape[0]} draws where {first.path} has {first.values.shape[0]}")
-        values = np.stack([c.values for c in chains])  # (chain, draw, column)
-        col = {name: k for k, name in enumerate(first.columns)}
-        # CmdStan's spelling: NUTS is `algorithm = hmc` with `engine = nuts`; vbn's own
-        # kernels write their name as the algorithm.
-        algorithm = first.settings.get("algorithm", "")
-        self.method = first.settings.get("engine", algorithm) if algorithm == "hmc" else algorithm
-        self.seed = first.settings.get("seed", "")
+        self.method, self.seed = _method(first), first.setting("seed") or ""
+        self.chains, self.draws_per_chain = len(chains), first.draws.shape[0]
         self.observed = None
-        stats = dict(_ALWAYS, **(_NUTS if self.method == "nuts" else {}))
-        self.sample_stats = {name: values[:, :, col[c]] for c, name in stats.items() if c in col}
-        if "diverging" in self.sample_stats:
-            self.sample_stats["diverging"] = self.sample_stats["diverging"] != 0
-        ll = [k for k, name in enumerate(first.columns) if name.startswith("log_lik.")]
+        sampler = np.stack([np.asarray(c.sampler) for c in chains])  # (chain, draw, sampler column)
+        at = {name: k for k, name in enumerate(first.sampler_columns)}
+        self.sample_stats = sample_stats(self.method, lambda c: sampler[:, :, at[c]] if c in at else None)
+        values = np.stack([np.asarray(c.draws) for c in chains])  # (chain, draw, parameter column)
+        ll = [k for k, name in enumerate(first.parameter_columns) if name.startswith("log_lik.")]
         self.log_lik = values[:, :, ll] if ll else None
-        params = [k for k, name in enumerate(first.columns) if not name.endswith("__") and k not in ll]
-        self.names = [_element_name(first.columns[k]) for k in params]
+        params = [k for k in range(len(first.parameter_columns)) if k not in ll]
+        self.names = [_canonical(first.parameter_columns[k]) for k in params]
         self.draws = by_parameter(self.names, values[:, :, params])
 
     def to_inference_data(self):

@@ -32,7 +32,8 @@ def _dataset(arrays, leading, coords, attrs):
 
 def groups(fit):
     """{group name: xarray.Dataset}: arviz.InferenceData(**groups(fit)) is the fit in ArviZ."""
-    chains, draws = fit.sample_stats["lp"].shape
+    # The sizes from any (chain, draw, ...) array: files without an lp__ column have no lp.
+    chains, draws = next(iter({**fit.sample_stats, **fit.draws}.values())).shape[:2]
     coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
     attrs = _attrs(fit)
     out = {"posterior": _dataset(fit.draws, ("chain", "draw"), coords, attrs),

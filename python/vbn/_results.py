@@ -34,6 +34,31 @@ def by_parameter(names, values):
     return out
 
 
+# CmdStan's sampler columns by their names in ArviZ's sample_stats group. lp and
+# acceptance_rate are filled by every method; the others only by NUTS (the other kernels
+# write zeros there, so they are left out).
+STATS_EVERY_METHOD = {"lp__": "lp", "accept_stat__": "acceptance_rate"}
+STATS_NUTS = {"stepsize__": "step_size", "treedepth__": "tree_depth", "n_leapfrog__": "n_steps",
+              "divergent__": "diverging", "energy__": "energy"}
+
+
+def sample_stats(method, column):
+    """{ArviZ name: array (chain, draw)} of a run of `method`, column(CmdStan column name)
+    giving that column's values as (chain, draw), or None when there are none."""
+    out = {}
+    for csv_name, name in dict(STATS_EVERY_METHOD, **(STATS_NUTS if method == "nuts" else {})).items():
+        values = column(csv_name)
+        if values is not None:
+            out[name] = values != 0 if name == "diverging" else values
+    return out
+
+
+def _chain_stat(chain, csv_name):
+    """A _vbn.Chain's values of a sampler column: lp__ is log_density, the others the
+    SamplerStats field of the column's name (accept_stat__ is sampler.accept_stat)."""
+    return chain.log_density if csv_name == "lp__" else getattr(chain.sampler, csv_name[:-2])
+
+
 SUMMARY_COLUMNS = ["mean", "sd", "mcse", "5%", "50%", "95%", "ess_bulk", "ess_tail", "rhat"]
 
 
@@ -78,8 +103,10 @@ class FitResult:
     """A fit (Model.fit): the variational fit, then MCMC chains.
 
     draws: {name: array (chain, draw, *shape)}; summary: the table `vbn fit` prints, as a
-    DataFrame by parameter element; sample_stats: {"lp": array (chain, draw)}, the log
-    posterior up to a constant of each draw; chain_info: a DataFrame per chain; log_lik:
+    DataFrame by parameter element; sample_stats: {name: array (chain, draw)}, the sampler's
+    statistics of each draw in ArviZ's names: lp (the log posterior up to a constant) and
+    acceptance_rate, and for NUTS also step_size, tree_depth, n_steps, diverging (bool) and
+    energy; chain_info: a DataFrame per chain; log_lik:
     (chain, draw, row) with log_lik=True, else None; and the facts of the run: method,
     kernel, seed, chains, notes, warnings, acceptance, variational, times, table."""
 
@@ -93,7 +120,9 @@ class FitResult:
         flat = np.stack([np.array(c.draws) for c in ok]) if ok else np.empty((0, 0, len(self.names)))
         self._flat = flat  # (chain, draw, element)
         self.draws = by_parameter(self.names, flat)
-        self.sample_stats = {"lp": np.stack([np.array(c.log_density) for c in ok]) if ok else np.empty((0, 0))}
+        def stat(column):
+            return np.stack([np.array(_chain_stat(c, column)) for c in ok]) if ok else np.empty((0, 0))
+        self.sample_stats = sample_stats(raw.method, stat)
         self.log_lik = np.stack([np.array(c.log_lik) for c in ok]) if options.get("log_lik") and ok else None
         self.summary = summary_frame(raw.summary)
         self.acceptance = acceptance_frame(raw.acceptance)

@@ -4,8 +4,9 @@ located message (str(e), as the command line prints it) and its parts as attribu
 import re
 
 # The first line of a located message: "FILE:LINE:COLUMN: error: MESSAGE" for models,
-# "FILE:LINE:COLUMN: MESSAGE" for CSV data.
+# "FILE:LINE:COLUMN: MESSAGE" for CSV data, "FILE:LINE: MESSAGE" for CmdStan CSV files of draws.
 _LOCATED = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<column>\d+): (?:error: )?(?P<message>.*)$")
+_LOCATED_LINE = re.compile(r"^(?P<file>.*):(?P<line>\d+): (?P<message>.*)$")
 
 
 class Error(RuntimeError):
@@ -20,8 +21,14 @@ class Error(RuntimeError):
         self.column = int(column) or None
         self.file = None
         self.message = text.splitlines()[0] if text else text
+        if not self.line:
+            return
         first = _LOCATED.match(self.message)
-        if first and self.line and int(first["line"]) == self.line and int(first["column"]) == self.column:
+        if first and int(first["line"]) == self.line and int(first["column"]) == self.column:
+            self.file, self.message = first["file"], first["message"]
+            return
+        first = _LOCATED_LINE.match(self.message)
+        if first and int(first["line"]) == self.line:
             self.file, self.message = first["file"], first["message"]
 
 

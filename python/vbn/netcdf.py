@@ -28,7 +28,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 1
     groups = "posterior, sample_stats" + (", log_likelihood" if fit.log_lik is not None else "")
-    print(f"{args[0]}: {len(args) - 1} chains of {fit.sample_stats['lp'].shape[1]} draws ({groups})")
+    print(f"{args[0]}: {fit.chains} chains of {fit.draws_per_chain} draws ({groups})")
     return 0
 
 

@@ -12,11 +12,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -688,4 +690,109 @@ TEST_CASE("api: simulate draws rows forward from given or prior parameters") {
     o.params_json.clear();
     o.rows = 0;
     CHECK_THROWS_AS(vbn::simulate(m, o), vbn::UsageError);
+}
+
+TEST_CASE("api: each kept draw carries the sampler statistics of the CSV's columns") {
+    const vbn::Model m = vbn::Model::from_file(wells_model);
+    const vbn::Dataset d = vbn::Dataset::from_csv_file(m, wells_csv);
+    const vbn::FitResult r = vbn::fit(m, d, small_options("nuts", 7));
+    REQUIRE(r.chains.size() == 2);
+    for (const vbn::Chain& c : r.chains) {
+        const vbn::SamplerStats& s = c.sampler;
+        const Eigen::Index n = c.draws.rows();
+        REQUIRE(n == 150);
+        REQUIRE((s.accept_stat.size() == n && s.stepsize.size() == n && s.treedepth.size() == n &&
+                 s.n_leapfrog.size() == n && s.divergent.size() == n && s.energy.size() == n));
+        long divergent = 0;
+        for (Eigen::Index k = 0; k < n; ++k) {
+            CAPTURE(k);
+            CHECK((s.accept_stat[k] >= 0 && s.accept_stat[k] <= 1));
+            CHECK(s.stepsize[k] > 0);
+            // After warmup the step size is the adapted one, the same for every draw.
+            CHECK(s.stepsize[k] == s.stepsize[0]);
+            CHECK(s.treedepth[k] >= 0);
+            // A tree of depth d has 2^d - 1 leapfrog steps, or up to 2^(d+1) - 1 when the
+            // subtree that would have made it d + 1 was abandoned.
+            CHECK((s.n_leapfrog[k] >= 1 && s.n_leapfrog[k] < (2 << s.treedepth[k])));
+            CHECK((s.divergent[k] == 0 || s.divergent[k] == 1));
+            divergent += s.divergent[k];
+            // energy = -lp + kinetic energy, and the kinetic energy is not negative.
+            CHECK(s.energy[k] >= -c.log_density[k] - 1e-9 * std::abs(c.log_density[k]));
+        }
+        CHECK(divergent == c.divergent);
+        // The statistics move from draw to draw (not one value copied to every draw).
+        CHECK(s.accept_stat.maxCoeff() > s.accept_stat.minCoeff());
+        CHECK(s.energy.maxCoeff() > s.energy.minCoeff());
+    }
+
+    // Kernels other than NUTS fill accept_stat and leave HMC's statistics at 0.
+    const vbn::FitResult mh = vbn::fit(m, d, small_options("varblock", 7));
+    for (const vbn::Chain& c : mh.chains) {
+        REQUIRE(c.sampler.accept_stat.size() == c.draws.rows());
+        CHECK(((c.sampler.accept_stat.array() >= 0).all() && (c.sampler.accept_stat.array() <= 1).all()));
+        CHECK(c.sampler.accept_stat.maxCoeff() > c.sampler.accept_stat.minCoeff());
+        CHECK((c.sampler.stepsize.array() == 0).all());
+        CHECK((c.sampler.n_leapfrog.array() == 0).all());
+    }
+
+    // Without kept draws there are no per-draw statistics either.
+    vbn::FitOptions streamed = small_options("nuts", 7);
+    streamed.keep_draws = false;
+    for (const vbn::Chain& c : vbn::fit(m, d, streamed).chains) CHECK(c.sampler.accept_stat.size() == 0);
+}
+
+namespace {
+
+// A file of `text` in the temporary directory, removed at the end of the scope.
+struct TempFile {
+    std::string path;
+    TempFile(const std::string& name, const std::string& text)
+        : path((std::filesystem::temp_directory_path() / ("vbn-test-api-" + std::to_string(::getpid()) + "-" + name)).string()) {
+        std::ofstream(path) << text;
+    }
+    ~TempFile() { std::filesystem::remove(path); }
+};
+
+}  // namespace
+
+TEST_CASE("api: read_draws reads a CmdStan CSV file as vbn summary does") {
+    // Saved warmup rows come before "# Adaptation terminated" and are left out.
+    const TempFile good("good.csv", "# model = wells\n# algorithm = hmc (Default)\n# engine = nuts\n# seed = 3\n"
+                                    "# save_warmup = 1\n"
+                                    "lp__,accept_stat__,stepsize__,a,b.1,log_lik.1\n"
+                                    "-9,0.5,1.5,7,7,7\n"
+                                    "# Adaptation terminated\n# Step size = 0.8\n"
+                                    "-7.5,0.9,0.8,0.25,-1,-0.5\n"
+                                    "-7.25,1,0.8,0.5,-2,-0.75\n"
+                                    "#  Elapsed Time: 0.1 seconds (Warm-up)\n");
+    const vbn::DrawsFile f = vbn::read_draws(good.path);
+    CHECK(f.path == good.path);
+    CHECK(f.setting("algorithm") == "hmc");  // "(Default)" dropped
+    CHECK(f.setting("seed") == "3");
+    CHECK_FALSE(f.setting("thin").has_value());
+    CHECK(f.config.front() == std::pair<std::string, std::string>{"model", "wells"});
+    CHECK(f.sampler_columns == std::vector<std::string>{"lp__", "accept_stat__", "stepsize__"});
+    CHECK(f.parameter_columns == std::vector<std::string>{"a", "b.1", "log_lik.1"});
+    REQUIRE(f.draws.rows() == 2);
+    REQUIRE(f.sampler.rows() == 2);
+    CHECK(f.sampler(1, 0) == -7.25);
+    CHECK(f.sampler(0, 1) == 0.9);
+    CHECK(f.draws(0, 0) == 0.25);
+    CHECK(f.draws(1, 1) == -2);
+    CHECK(f.draws(1, 2) == -0.75);
+
+    // Malformed files: the reader's located message, as vbn summary prints it.
+    const TempFile ragged("ragged.csv", "lp__,a\n-1,2\n-1,2,3\n");
+    const auto r = expect_throw<vbn::DataError>([&] { vbn::read_draws(ragged.path); });
+    CHECK(r.row() == 3);
+    CHECK(std::string(r.what()) == ragged.path + ":3: a draw has 3 values but the header has 2 columns (a truncated file?)");
+    const TempFile text("text.csv", "lp__,a\n-1,x2\n");
+    const auto t = expect_throw<vbn::DataError>([&] { vbn::read_draws(text.path); });
+    CHECK(std::string(t.what()) == text.path + ":2: column 2 (a): 'x2' is not a number");
+    CHECK((t.row() == 2 && t.column() == 2));
+    const TempFile empty("empty.csv", "# model = m\n");
+    CHECK(std::string(expect_throw<vbn::DataError>([&] { vbn::read_draws(empty.path); }).what()).find(
+              "no header line: this is not a Stan CSV file") != std::string::npos);
+    const auto missing = expect_throw<vbn::IoError>([&] { vbn::read_draws(good.path + ".none"); });
+    CHECK(std::string(missing.what()).find("no such file") != std::string::npos);
 }
