@@ -70,6 +70,17 @@ def test_a_missing_column_and_a_csv_path(root):
         m.vb([1, 2, 3], quiet=True)
 
 
+def test_a_column_the_model_does_not_use_is_noted_and_named_as_a_typo(root, capsys):
+    COIN.vb({"y": Y, "z": Z, "smokr": ["a"] * 7}, seed=1, quiet=False)
+    assert "note: data: ignoring 1 column that the model does not use: 'smokr' (column 3)" in capsys.readouterr().err
+    m = vbn.Model.from_file(root / "examples" / "wells" / "wells.vbn")
+    frame = pd.read_csv(root / "examples" / "wells" / "wells.csv").rename(columns={"arsenic": "arsenik"})
+    with pytest.raises(vbn.DataError) as info:
+        m.vb(frame, quiet=True)
+    assert "missing column for arsenic" in str(info.value)
+    assert "column 'arsenik' is not in the model; did you mean 'arsenic'?" in str(info.value)
+
+
 def test_a_matrix_under_an_array_name_gives_its_elements(root):
     m = vbn.Model.from_file(root / "examples/paper/sbn_3x8.vbn")
     frame = m.simulate(30, seed=2, quiet=True)

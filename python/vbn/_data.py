@@ -131,17 +131,18 @@ def _expand(items, known):
 
 
 def _columns(model, data):
-    """The model's columns of `data`, converted: ([(name, array)], notes)."""
+    """The model's columns of `data`, converted, and the names of the others:
+    ([(name, array)], [name])."""
     binary, covariates = set(model.binary_columns), set(model.covariate_columns)
-    columns, notes = [], []
+    columns, others = [], []
     _check_index(data, binary | covariates)
     for col, values, labels in _expand(_items(data), binary | covariates):
         known = _canonical(col)
         if known not in binary and known not in covariates:
-            notes.append(f"column '{col}' is not a node or covariate of the model; ignored")
+            others.append((col, len(values)))
             continue
         columns.append((col, _convert(col, values, known in binary, labels)))
-    return columns, notes
+    return columns, others
 
 
 def dataset(model, data, name="data"):
@@ -155,6 +156,10 @@ def dataset(model, data, name="data"):
         except (ImportError, ValueError):
             columns = None  # vbn's reader took the file; pandas need not, and observed_data is optional
         return d, list(d.notes), None if columns is None else {_canonical(n): v for n, v in columns}
-    columns, notes = _columns(model, data)
-    d = _vbn.Dataset.from_columns(model, columns, name)
-    return d, notes + list(d.notes), {_canonical(n): v for n, v in columns}
+    columns, others = _columns(model, data)
+    # The columns the model does not use go to the library by name only (their values are
+    # never read): it notes them as ignored, and names one as the likely typo when a
+    # model's column is missing, as for a CSV file.
+    unused = [(col, np.full(n, np.nan)) for col, n in others]
+    d = _vbn.Dataset.from_columns(model, columns + unused, name)
+    return d, list(d.notes), {_canonical(n): v for n, v in columns}
