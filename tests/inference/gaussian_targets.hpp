@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,31 @@ private:
     Eigen::MatrixXd precision_;
     std::vector<inference::BlockRange> blocks_;
     Eigen::VectorXd z_, pz_, pbz_;  // scratch, so evaluations allocate nothing
+};
+
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+
+// A Gaussian that cannot be evaluated in part of the space: NaN where x[0] > cut and +inf
+// (an attractive but invalid value) where x[1] > cut.
+class HoledDensity : public GaussianDensity {
+public:
+    HoledDensity(GaussianDensity g, double cut) : GaussianDensity(std::move(g)), cut_(cut) {}
+    double log_density(const Eigen::VectorXd& x) override {
+        const double v = GaussianDensity::log_density(x);
+        return hole(x, v);
+    }
+    double block_log_density(int b, const Eigen::VectorXd& x) override {
+        const double v = GaussianDensity::block_log_density(b, x);
+        return hole(x, v);
+    }
+
+private:
+    double hole(const Eigen::VectorXd& x, double v) const {
+        if (x[0] > cut_) return std::numeric_limits<double>::quiet_NaN();
+        if (x[1] > cut_) return inf;
+        return v;
+    }
+    double cut_;
 };
 
 class GaussianFactory : public inference::DensityFactory {

@@ -38,10 +38,10 @@ long vbn::test::allocation_count() { return -1; }
 
 using namespace vbn::inference;
 using vbn::test::GaussianDensity;
+using vbn::test::HoledDensity;
+using vbn::test::inf;
 
 namespace {
-
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 struct RunResult {
     Eigen::MatrixXd draws;
@@ -152,29 +152,6 @@ private:
     std::string* log_;
     double accept_;
     long steps_ = 0;
-};
-
-// A Gaussian that cannot be evaluated in part of the space: NaN where x[0] > cut and +inf
-// (an attractive but invalid value) where x[1] > cut.
-class HoledDensity : public GaussianDensity {
-public:
-    HoledDensity(GaussianDensity g, double cut) : GaussianDensity(std::move(g)), cut_(cut) {}
-    double log_density(const Eigen::VectorXd& x) override {
-        const double v = GaussianDensity::log_density(x);
-        return hole(x, v);
-    }
-    double block_log_density(int b, const Eigen::VectorXd& x) override {
-        const double v = GaussianDensity::block_log_density(b, x);
-        return hole(x, v);
-    }
-
-private:
-    double hole(const Eigen::VectorXd& x, double v) const {
-        if (x[0] > cut_) return std::numeric_limits<double>::quiet_NaN();
-        if (x[1] > cut_) return inf;
-        return v;
-    }
-    double cut_;
 };
 
 }  // namespace

@@ -23,10 +23,10 @@
 
 using namespace vbn::inference;
 using vbn::test::GaussianDensity;
+using vbn::test::HoledDensity;
+using vbn::test::inf;
 
 namespace {
-
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 // A deliberately poor proposal: mean shifted by `shift` sds (alternating signs), covariance
 // scaled by `scale` < 1 (too narrow, as variational fits tend to be).
@@ -35,7 +35,7 @@ GaussianProposal poor_proposal(const GaussianDensity& t, double shift, double sc
     return vbn::test::shifted_proposal(t, shift, scale, df);
 }
 
-struct Run {
+struct RegenRun {
     Eigen::MatrixXd draws;         // sampling phase, one row per step
     Eigen::VectorXd accept;        // accept_stat of each sampling step
     std::vector<long> flagged;     // sampling steps whose TransitionInfo says regenerated
@@ -44,9 +44,9 @@ struct Run {
 };
 
 // Warmup then sampling with one kernel, checking State::lp against the density after every step.
-Run run(RegenerationKernel& kernel, Density& target, const Eigen::VectorXd& init, int warmup, int draws,
+RegenRun run_regen(RegenerationKernel& kernel, Density& target, const Eigen::VectorXd& init, int warmup, int draws,
         std::uint64_t seed) {
-    Run r;
+    RegenRun r;
     vbn::test::KernelRun run = vbn::test::run_warmup_then_sample(
         kernel, target, [&](const Eigen::VectorXd& x) { return target.log_density(x); }, init, warmup, draws, seed,
         [&] { r.refits_at_end_of_warmup = kernel.refits(); });
@@ -106,21 +106,6 @@ public:
 
 private:
     double a_;
-};
-
-// A Gaussian that cannot be evaluated in part of the space: NaN where x[0] > cut, +inf (an
-// attractive but invalid value) where x[1] > cut.
-class HoledDensity : public GaussianDensity {
-public:
-    HoledDensity(GaussianDensity g, double cut) : GaussianDensity(std::move(g)), cut_(cut) {}
-    double log_density(const Eigen::VectorXd& x) override {
-        if (x[0] > cut_) return std::numeric_limits<double>::quiet_NaN();
-        if (x[1] > cut_) return inf;
-        return GaussianDensity::log_density(x);
-    }
-
-private:
-    double cut_;
 };
 
 // Tour counts in consecutive blocks of `block` steps.
@@ -187,7 +172,7 @@ TEST_CASE("adaptation through regeneration leaves a correlated 2-D Gaussian inva
     for (const Config& config : configs) {
         INFO(config.name);
         RegenerationKernel kernel(q0, config.options);
-        const Run r = run(kernel, target, init, 2000, 20000, 17);
+        const RegenRun r = run_regen(kernel, target, init, 2000, 20000, 17);
         const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
         CHECK_MESSAGE(failures.empty(), failures);
         CHECK(r.max_lp_error < 1e-12);
@@ -211,7 +196,7 @@ TEST_CASE("adaptation through regeneration leaves a correlated 10-D Gaussian inv
     const double before = fixed.first, before_se = fixed.second;
 
     RegenerationKernel kernel(q0);
-    const Run r = run(kernel, target, init, 5000, 20000, 5);
+    const RegenRun r = run_regen(kernel, target, init, 5000, 20000, 5);
     const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
     CHECK_MESSAGE(failures.empty(), failures);
     CHECK(r.max_lp_error < 1e-12);
@@ -233,7 +218,7 @@ TEST_CASE("on a skewed 1-D target (the log of a Gamma(2) variable) the mean and 
     // against the exponential left tail.
     const GaussianProposal q0(Eigen::VectorXd::Constant(1, 1.5), Eigen::MatrixXd::Constant(1, 1, 0.1), 5.0);
     RegenerationKernel kernel(q0);
-    const Run r = run(kernel, target, Eigen::VectorXd::Constant(1, 1.5), 2000, 20000, 23);
+    const RegenRun r = run_regen(kernel, target, Eigen::VectorXd::Constant(1, 1.5), 2000, 20000, 23);
     const Eigen::VectorXd x = r.draws.col(0);
     const Eigen::VectorXd ex = x.array().exp();
     const double se = vbn::test::batch_means_mcse(x);
@@ -254,7 +239,7 @@ TEST_CASE("adaptation goes on after warmup; freeze_after_warmup stops it but kee
     const Eigen::VectorXd init = target.mean();
     {
         RegenerationKernel kernel(poor_proposal(target, 0.5, 0.5));
-        const Run r = run(kernel, target, init, 500, 10000, 2);
+        const RegenRun r = run_regen(kernel, target, init, 500, 10000, 2);
         CHECK(kernel.refits() > r.refits_at_end_of_warmup);
     }
     {
@@ -282,7 +267,7 @@ TEST_CASE("adaptation goes on after warmup; freeze_after_warmup stops it but kee
         options.adapt = false;
         const GaussianProposal q0 = poor_proposal(target, 0.5, 0.5);
         RegenerationKernel kernel(q0, options);
-        const Run r = run(kernel, target, init, 500, 5000, 2);
+        const RegenRun r = run_regen(kernel, target, init, 500, 5000, 2);
         CHECK(kernel.refits() == 0);
         CHECK(kernel.proposal().mean() == q0.mean());
         CHECK(kernel.regenerations() > 0);
@@ -295,7 +280,7 @@ TEST_CASE("regenerative standard errors agree with batch-means and ESS-based MCS
     Eigen::VectorXd mean = target.mean();
     mean[0] += 0.2;
     RegenerationKernel kernel(GaussianProposal(mean, 1.5 * target.covariance()));
-    const Run r = run(kernel, target, target.mean(), 1000, 20000, 31);
+    const RegenRun r = run_regen(kernel, target, target.mean(), 1000, 20000, 31);
     REQUIRE(r.flagged.size() > 1000);
     for (int j = 0; j < 2; ++j) {
         INFO("coordinate " << j);
@@ -317,7 +302,7 @@ TEST_CASE("with q = p every move regenerates with probability 1/2, so tours grow
     RegenerationOptions options;
     options.adapt = false;
     RegenerationKernel kernel(GaussianProposal(target.mean(), target.covariance()), options);
-    const Run r = run(kernel, target, target.mean(), 0, 40000, 41);
+    const RegenRun r = run_regen(kernel, target, target.mean(), 0, 40000, 41);
     // w = p / q is constant, so every proposal is accepted, c is half of w, and eq. (17) gives
     // r = c / w = 1/2: the count in n steps is Binomial(n, 1/2).
     CHECK(r.accept.minCoeff() == doctest::Approx(1.0));
@@ -329,7 +314,7 @@ TEST_CASE("with q = p every move regenerates with probability 1/2, so tours grow
 TEST_CASE("tours of an adapting chain grow linearly with iterations") {
     GaussianDensity target = vbn::test::correlated_2d();
     RegenerationKernel kernel(poor_proposal(target, 0.5, 0.5));
-    const Run r = run(kernel, target, target.mean(), 2000, 40000, 43);
+    const RegenRun r = run_regen(kernel, target, target.mean(), 2000, 40000, 43);
     REQUIRE(r.flagged.size() > 100);
     // Renewal theory: a count over n steps has variance n σ² / μ³ (μ, σ² the tour length's
     // mean and variance).
@@ -355,8 +340,8 @@ TEST_CASE("with a t proposal, c from recent weights gives far shorter tours than
     RegenerationOptions best;
     best.c_rule = RegenerationConstant::best_point;
     RegenerationKernel by_median(q), by_best(q, best);
-    const Run m = run(by_median, target, target.mean(), 2000, 10000, 51);
-    const Run b = run(by_best, target, target.mean(), 2000, 10000, 51);
+    const RegenRun m = run_regen(by_median, target, target.mean(), 2000, 10000, 51);
+    const RegenRun b = run_regen(by_best, target, target.mean(), 2000, 10000, 51);
     INFO("tours: " << m.flagged.size() << " with the median rule, " << b.flagged.size() << " with the best point");
     CHECK(m.flagged.size() > 3 * b.flagged.size());
     CHECK(std::abs(m.accept.mean() - b.accept.mean()) < 0.05);  // the chains themselves mix alike
@@ -366,13 +351,13 @@ TEST_CASE("the same seed gives the same draws and tours; a clone continues ident
     GaussianDensity target = vbn::test::correlated_10d();
     const GaussianProposal q0 = poor_proposal(target, 0.3, 0.8, 8.0);
     RegenerationKernel a(q0), b(q0);
-    const Run ra = run(a, target, target.mean(), 1000, 3000, 7);
-    const Run rb = run(b, target, target.mean(), 1000, 3000, 7);
+    const RegenRun ra = run_regen(a, target, target.mean(), 1000, 3000, 7);
+    const RegenRun rb = run_regen(b, target, target.mean(), 1000, 3000, 7);
     CHECK(ra.draws == rb.draws);
     CHECK(ra.flagged == rb.flagged);
     CHECK(a.refits() == b.refits());
     RegenerationKernel c(q0);
-    const Run rc = run(c, target, target.mean(), 1000, 3000, 8);
+    const RegenRun rc = run_regen(c, target, target.mean(), 1000, 3000, 8);
     CHECK(rc.draws != ra.draws);
 
     // A clone taken mid-run carries the adaptation state, the history and the counters.

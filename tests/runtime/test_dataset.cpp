@@ -34,12 +34,12 @@ Error finish_error(DatasetBuilder& b) {
 }
 
 // A row as the tests see it, for comparing multisets of patterns.
-using Row = std::pair<std::vector<int>, std::vector<double>>;
+using CodedRow = std::pair<std::vector<int>, std::vector<double>>;
 
-std::map<Row, double> pattern_counts(const Dataset& d) {
-    std::map<Row, double> out;
+std::map<CodedRow, double> pattern_counts(const Dataset& d) {
+    std::map<CodedRow, double> out;
     for (int p = 0; p < d.patterns; ++p) {
-        Row r;
+        CodedRow r;
         for (std::size_t c = 0; c < d.binary_columns(); ++c) r.first.push_back(d.value(p, static_cast<int>(c)));
         for (std::size_t c = 0; c < d.real_columns(); ++c) r.second.push_back(d.real_value(p, static_cast<int>(c)));
         out[r] += d.count[static_cast<std::size_t>(p)];
@@ -47,9 +47,9 @@ std::map<Row, double> pattern_counts(const Dataset& d) {
     return out;
 }
 
-Dataset build_coded(const ir::Graph& g, const std::vector<Row>& rows) {
+Dataset build_coded(const ir::Graph& g, const std::vector<CodedRow>& rows) {
     DatasetBuilder b(g, "rows");
-    for (const Row& r : rows) {
+    for (const CodedRow& r : rows) {
         std::vector<std::int8_t> bin(r.first.begin(), r.first.end());
         b.add_coded_row(bin, r.second);
     }
@@ -173,7 +173,7 @@ TEST_CASE("builder columns: observed binary elements and covariates in element o
 
 TEST_CASE("identical rows are one pattern with a count, in order of first appearance") {
     const auto g = make_graph({{"a"}, {"b"}, {"x", ir::VariableKind::covariate}});
-    const std::vector<Row> rows = {
+    const std::vector<CodedRow> rows = {
         {{1, -1}, {0.5}}, {{1, -1}, {0.5}}, {{-1, 0}, {0.5}}, {{1, -1}, {1.5}},
         {{-1, 0}, {0.5}}, {{1, -1}, {0.5}}, {{0, 0}, {2.0}},
     };
@@ -199,9 +199,9 @@ TEST_CASE("covariates are compared by bit pattern: 0 and -0 are different patter
 TEST_CASE("duplicated and shuffled rows give the same multiset of patterns") {
     const auto g = make_graph({{"v", ir::VariableKind::binary, false, 5}, {"x", ir::VariableKind::covariate}});
     inference::Rng rng(20240611);
-    std::vector<Row> rows;
+    std::vector<CodedRow> rows;
     for (int t = 0; t < 2000; ++t) {
-        Row r;
+        CodedRow r;
         for (int c = 0; c < 5; ++c) {
             const double u = rng.uniform();
             r.first.push_back(u < 0.1 ? 0 : u < 0.6 ? 1 : -1);
@@ -213,27 +213,27 @@ TEST_CASE("duplicated and shuffled rows give the same multiset of patterns") {
     const auto counts = pattern_counts(base);
 
     // Against a plain count of the rows.
-    std::map<Row, double> expected;
-    for (const Row& r : rows) expected[r] += 1;
+    std::map<CodedRow, double> expected;
+    for (const CodedRow& r : rows) expected[r] += 1;
     CHECK(counts == expected);
     CHECK(base.patterns == static_cast<int>(expected.size()));
 
     // Patterns come in order of first appearance, with the line of that first row.
-    std::map<Row, int> first_seen;
-    std::vector<Row> order;
+    std::map<CodedRow, int> first_seen;
+    std::vector<CodedRow> order;
     for (std::size_t t = 0; t < rows.size(); ++t)
         if (first_seen.emplace(rows[t], static_cast<int>(t) + 1).second) order.push_back(rows[t]);
     for (int p = 0; p < base.patterns; ++p) {
-        const Row& r = order[static_cast<std::size_t>(p)];
+        const CodedRow& r = order[static_cast<std::size_t>(p)];
         for (int c = 0; c < 5; ++c) CHECK(base.value(p, c) == r.first[static_cast<std::size_t>(c)]);
         CHECK(base.first_line[static_cast<std::size_t>(p)] == first_seen[r]);
     }
 
-    std::vector<Row> shuffled = rows;
+    std::vector<CodedRow> shuffled = rows;
     for (std::size_t i = shuffled.size() - 1; i > 0; --i) std::swap(shuffled[i], shuffled[rng.below(i + 1)]);
     CHECK(pattern_counts(build_coded(g, shuffled)) == counts);
 
-    std::vector<Row> doubled = rows;
+    std::vector<CodedRow> doubled = rows;
     doubled.insert(doubled.end(), shuffled.begin(), shuffled.end());
     const Dataset twice = build_coded(g, doubled);
     CHECK(twice.rows == 4000);
@@ -246,16 +246,16 @@ TEST_CASE("many distinct rows over several packed words survive the hash table i
     // 70 columns span three 64-bit words of 2-bit codes; 30000 random rows are nearly all distinct.
     const auto g = make_graph({{"v", ir::VariableKind::binary, false, 70}});
     inference::Rng rng(7);
-    std::vector<Row> rows;
+    std::vector<CodedRow> rows;
     for (int t = 0; t < 30000; ++t) {
-        Row r;
+        CodedRow r;
         for (int c = 0; c < 70; ++c) r.first.push_back(static_cast<int>(rng.below(3)) - 1);
         rows.push_back(r);
         if (t % 3 == 0) rows.push_back(r);  // some repeats
     }
     const Dataset d = build_coded(g, rows);
-    std::map<Row, double> expected;
-    for (const Row& r : rows) expected[r] += 1;
+    std::map<CodedRow, double> expected;
+    for (const CodedRow& r : rows) expected[r] += 1;
     CHECK(d.rows == static_cast<long>(rows.size()));
     CHECK(d.patterns == static_cast<int>(expected.size()));
     CHECK(pattern_counts(d) == expected);

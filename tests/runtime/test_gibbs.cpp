@@ -14,6 +14,7 @@
 #include "runtime/sampling/fit.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/target.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -30,7 +31,7 @@ using namespace vbn;
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 Dataset csv_from_text(const ir::Graph& g, const std::string& text) {
     std::istringstream in(text);

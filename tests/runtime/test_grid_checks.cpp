@@ -10,6 +10,7 @@
 #include "validation/grid_posterior.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/target.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <Eigen/LU>
 #include <doctest/doctest.h>
@@ -26,26 +27,26 @@ namespace {
 
 const std::uint64_t grid_seed = 7;
 
-const std::string paper_dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 // The methods checked against the grid; adding one is one line.
 const std::vector<std::string> grid_methods{"varmix", "regen", "nuts"};
 
-struct Example {
+struct GridExample {
     ir::Graph graph;
     Dataset data;
     GridPosterior grid;
 };
 
-Example load_example(const std::string& name) {
-    Example e{load_model(paper_dir + name + ".vbn"), {}, {}};
-    e.data = load_csv(e.graph, paper_dir + name + ".csv");
+GridExample load_example(const std::string& name) {
+    GridExample e{load_model(paper + name + ".vbn"), {}, {}};
+    e.data = load_csv(e.graph, paper + name + ".csv");
     const auto target = make_target(e.graph, e.data);
     e.grid = grid_posterior(*target, Eigen::Vector2d(-20, -20), Eigen::Vector2d(25, 25), 451);
     return e;
 }
 
-FitResult run(const Example& e, const std::string& method, int draws) {
+FitResult run(const GridExample& e, const std::string& method, int draws) {
     FitOptions o;
     o.method = method;
     o.seed = grid_seed;
@@ -121,7 +122,7 @@ TEST_CASE("grid posterior: a correlated Gaussian's moments, and a two-component 
 }
 
 TEST_CASE("multimodal example: mean and covariance of each method against the grid" * doctest::timeout(300)) {
-    const Example e = load_example("multimodal");
+    const GridExample e = load_example("multimodal");
     REQUIRE(e.grid.edge_log_ratio < -25);  // the grid holds the posterior
     const GridPosterior& g = e.grid;
     for (const std::string& method : grid_methods) {
@@ -147,7 +148,7 @@ TEST_CASE("multimodal example: mean and covariance of each method against the gr
 // 0.037 on some seeds.
 constexpr double mass_mcse_floor = 0.05;
 
-void check_mode_masses(const Example& e, const std::string& method) {
+void check_mode_masses(const GridExample& e, const std::string& method) {
     const GridPosterior& g = e.grid;
     const FitResult r = run(e, method, 10000);
     std::string failures;
@@ -159,7 +160,7 @@ void check_mode_masses(const Example& e, const std::string& method) {
 }
 
 TEST_CASE("bimodal example: the grid shows two separated modes; each method's mass in each" * doctest::timeout(300)) {
-    const Example e = load_example("bimodal");
+    const GridExample e = load_example("bimodal");
     const GridPosterior& g = e.grid;
     REQUIRE(g.edge_log_ratio < -25);
     // Two modes with visible mass, separated by a pass several nats below the lower one.

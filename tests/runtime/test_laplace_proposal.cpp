@@ -11,6 +11,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/fit_options.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -27,7 +28,7 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 struct Example {
     ir::Graph g;

@@ -10,6 +10,7 @@
 #include "tests/runtime/fit_options.hpp"
 
 #include "inference/nuts.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -22,7 +23,7 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 // The inverse metric of the first draw of a one-chain, no-warmup NUTS fit, and the fit.
 Eigen::MatrixXd initial_inverse_metric(const ir::Graph& g, const Dataset& data, FitOptions o, FitResult& r) {

@@ -28,7 +28,7 @@ using inference::log_inv_logit;
 using test::theta_index;
 
 // h hidden → a (with a covariate z) → c (with h): every kind of unobserved value.
-const char* kModel = R"(
+const char* kPredictModel = R"(
 node h hidden ~ bernoulli(0.3);
 covariate z;
 node a ~ logistic(b1 + w1 * [h, z]);
@@ -50,9 +50,9 @@ Dataset prediction_rows(const ir::Graph& g, const std::string& csv, const std::s
 }
 
 // log p(h, a, c | θ, z) written out from the model text.
-struct Brute {
+struct BrutePredictive {
     int b1, w11, w12, b2, w21, w22;
-    explicit Brute(const ir::Graph& g)
+    explicit BrutePredictive(const ir::Graph& g)
         : b1(theta_index(g, "b1")), w11(theta_index(g, "w1[1]")), w12(theta_index(g, "w1[2]")), b2(theta_index(g, "b2")),
           w21(theta_index(g, "w2[1]")), w22(theta_index(g, "w2[2]")) {}
     double joint(const Eigen::VectorXd& t, double h, double a, double c, double z) const {
@@ -91,8 +91,8 @@ std::string element_name(const ir::Graph& g, int e) { return g.elements[static_c
 }  // namespace
 
 TEST_CASE("predict: every unobserved node of every row against brute-force enumeration") {
-    const ir::Graph g = compile_model(kModel, "m.vbn");
-    const Brute brute(g);
+    const ir::Graph g = compile_model(kPredictModel, "m.vbn");
+    const BrutePredictive brute(g);
     // Rows: a missing; c missing; both missing; both observed (only h is predicted); a
     // repeated row (one pattern, two rows).
     const Dataset d = prediction_rows(g, "a,c,z\n1,,0.5\n,-1,-1.2\n,,0.3\n1,1,2\n1,,0.5\n", "rows.csv");
@@ -127,8 +127,8 @@ TEST_CASE("predict: every unobserved node of every row against brute-force enume
 }
 
 TEST_CASE("predict: --target hides the target's values, keeps them for scoring, sums the rest out") {
-    const ir::Graph g = compile_model(kModel, "m.vbn");
-    const Brute brute(g);
+    const ir::Graph g = compile_model(kPredictModel, "m.vbn");
+    const BrutePredictive brute(g);
     const Dataset d = prediction_rows(g, "z,a,c\n0.5,1,1\n-1.2,-1,\n0.3,,-1\n", "target.csv");
     const Eigen::MatrixXd draws = random_draws(g.dim, 40, 12);
     PredictOptions o;
@@ -152,7 +152,7 @@ TEST_CASE("predict: --target hides the target's values, keeps them for scoring, 
 }
 
 TEST_CASE("predict: a node without a column is predicted in every row; bad input is refused") {
-    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const ir::Graph g = compile_model(kPredictModel, "m.vbn");
     std::vector<std::string> notes;
     const std::string path = temp_path("absent.csv");
     std::ofstream(path) << "z\n0.1\n-0.4\n";
@@ -186,7 +186,7 @@ TEST_CASE("predict: more unobserved values summed out together than the limit is
 }
 
 TEST_CASE("predict: draws from CmdStan CSV are matched to parameters by name") {
-    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const ir::Graph g = compile_model(kPredictModel, "m.vbn");
     const Eigen::MatrixXd draws = random_draws(g.dim, 7, 5);
     // Columns in reverse order, plus one the model does not have.
     std::vector<std::string> names;

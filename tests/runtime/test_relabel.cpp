@@ -12,6 +12,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
 #include "runtime/target/target.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -29,10 +30,10 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 const std::string corpus = std::string(VBN_SOURCE_DIR) + "/tests/corpus/";
 // 8 labelings and few rows: chains cross between labelings, so relabelling moves many draws.
-const std::string small = std::string(VBN_SOURCE_DIR) + "/tests/cli/golden/inputs/relabel/sbn_2x4";
+const std::string sbn_2x4 = std::string(VBN_SOURCE_DIR) + "/tests/cli/golden/inputs/relabel/sbn_2x4";
 
 std::vector<int> identity_order(int dim) {
     std::vector<int> order(static_cast<std::size_t>(dim));
@@ -146,8 +147,8 @@ TEST_CASE("draws sent to random labelings around one point all return to one lab
 }
 
 TEST_CASE("services: kept draws are labelings of the streamed ones, and the files are relabelled alike") {
-    const ir::Graph g = load_model(small + ".vbn");
-    const Dataset d = load_csv(g, small + ".csv");
+    const ir::Graph g = load_model(sbn_2x4 + ".vbn");
+    const Dataset d = load_csv(g, sbn_2x4 + ".csv");
     FitOptions o = test::short_run("nuts", 2, 150, 150, 3);
     std::vector<std::vector<Eigen::VectorXd>> raw(2);
     services::Callbacks cb;
@@ -196,8 +197,8 @@ TEST_CASE("services: kept draws are labelings of the streamed ones, and the file
 }
 
 TEST_CASE("predictions from relabelled draws equal those from the raw draws") {
-    const ir::Graph g = load_model(small + ".vbn");
-    const Dataset d = load_csv(g, small + ".csv");
+    const ir::Graph g = load_model(sbn_2x4 + ".vbn");
+    const Dataset d = load_csv(g, sbn_2x4 + ".csv");
     FitOptions o = test::short_run("nuts", 2, 150, 150, 4);
     const services::FitRun pivot = services::fit(g, d, o, {});
     o.relabel = "none";

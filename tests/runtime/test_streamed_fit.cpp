@@ -6,6 +6,7 @@
 
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -17,7 +18,7 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 void check_same(const FitSummary& kept, const FitSummary& streamed) {
     REQUIRE(kept.rows.size() == streamed.rows.size());

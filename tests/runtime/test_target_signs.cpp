@@ -9,6 +9,7 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/target.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -24,7 +25,7 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 // The first `keep` rows of a CSV of ±1 values whose last column is y (after a header line),
 // and the CSV text of those rows.

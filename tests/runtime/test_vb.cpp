@@ -247,7 +247,7 @@ Model two_parameter() {
 
 // Variational MCMC, Sec. 5.2: h hidden ~ bernoulli(0.6), o ~ bernoulli(0.5),
 // y ~ logistic(2 + w * [h, o]), w ~ N(3, 10) iid.
-Model multimodal() {
+Model multimodal_by_hand() {
     Model m;
     const int h = m.bernoulli("h", 0.6, true);
     const int o = m.bernoulli("o", 0.5);
@@ -256,7 +256,7 @@ Model multimodal() {
 }
 
 // A sigmoid belief network: 3 hidden causes, 8 observed effects with biases.
-Model sbn() {
+Model sbn_by_hand() {
     Model m;
     std::vector<int> h;
     for (int k = 0; k < 3; ++k) h.push_back(m.bernoulli("h[" + std::to_string(k + 1) + "]", 0.5, true));
@@ -269,7 +269,7 @@ Model sbn() {
 // A bit of everything the canonical form allows: a covariate, a hidden node with its own
 // learned CPD, a parent in both a fixed and a learned term, a subtracted feature, a fixed
 // logistic CPD with an unobserved parent.
-Model mixed() {
+Model mixed_by_hand() {
     Model m;
     const int z = m.covariate("z");
     const int h = m.logistic("h", true, 0, {}, {bias(), on(z)}, "a", {0, 0}, {1.5, 1.5});
@@ -404,7 +404,7 @@ double multimodal_profile_bound(const std::vector<Counted>& rows, const Vec& mu,
 // ask the VB mean to be within one exact sd of it, and — the sharper statement — to sit
 // where the exact density is within 1 nat of its maximum.
 TEST_CASE("the multimodal model of Variational MCMC Sec. 5.2: VB against the exact posterior") {
-    const Model m = multimodal();
+    const Model m = multimodal_by_hand();
     Rng rng(14);
     Vec truth(2);
     truth << 2, -1;
@@ -447,7 +447,7 @@ TEST_CASE("the multimodal model of Variational MCMC Sec. 5.2: VB against the exa
 
 TEST_CASE("the bound never decreases: hidden causes, missing entries, covariates, fixed terms") {
     SUBCASE("3 hidden x 8 observed sigmoid belief network") {
-        const Model m = sbn();
+        const Model m = sbn_by_hand();
         Rng rng(15);
         Vec truth(m.g.dim);
         for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
@@ -457,7 +457,7 @@ TEST_CASE("the bound never decreases: hidden causes, missing entries, covariates
         for (const VbFit& fit : res.fits) check_monotone(fit);
     }
     SUBCASE("mixed model with covariates") {
-        const Model m = mixed();
+        const Model m = mixed_by_hand();
         Rng rng(16);
         Vec truth(m.g.dim);
         for (int k = 0; k < m.g.dim; ++k) truth[k] = rng.normal();
@@ -474,7 +474,7 @@ TEST_CASE("the bound never decreases: hidden causes, missing entries, covariates
 }
 
 TEST_CASE("restarts report their own bounds and the best is the largest") {
-    const Model m = sbn();
+    const Model m = sbn_by_hand();
     Rng rng(17);
     Vec truth(m.g.dim);
     for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
@@ -509,7 +509,7 @@ void check_same(const VbFit& a, const VbFit& b, double tol) {
 }  // namespace
 
 TEST_CASE("duplicated rows weigh twice whether counted or repeated, and row order does not matter") {
-    const Model m = mixed();
+    const Model m = mixed_by_hand();
     Rng rng(18);
     Vec truth(m.g.dim);
     for (int k = 0; k < m.g.dim; ++k) truth[k] = rng.normal();
@@ -676,7 +676,7 @@ TEST_CASE("the paper's example files through the front end give the same fit as 
     SUBCASE("multimodal") {
         const ir::Graph compiled = load_model(dir + "multimodal.vbn");
         const Dataset data = load_csv(compiled, dir + "multimodal.csv");
-        const Model by_hand = multimodal();
+        const Model by_hand = multimodal_by_hand();
         REQUIRE(compiled.dim == by_hand.g.dim);
         const VbFit a = variational(compiled, data).best_fit();
         const VbFit b = variational(by_hand.g, data).best_fit();

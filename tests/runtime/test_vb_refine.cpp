@@ -8,6 +8,7 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
 #include "runtime/data/model.hpp"
+#include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ namespace {
 
 using namespace vbn;
 
-const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+using test::paper;
 
 }  // namespace
 
