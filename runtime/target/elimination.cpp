@@ -92,8 +92,8 @@ Eliminator::Plan Eliminator::make_plan(const Component& comp) {
         const auto& cl = clique[sz(t)];
         b.logs_at = p.logs_size;
         b.message_at = p.messages_size;
-        p.logs_size += 1 << b.size;
-        p.messages_size += 1 << (b.size - 1);
+        p.logs_size += 1L << b.size;
+        p.messages_size += 1L << (b.size - 1);
         b.first_factor = static_cast<int>(p.factors.size());
         for (int j : factors[sz(t)]) {
             const Factor& f = comp.factors[sz(j)];
@@ -237,7 +237,7 @@ void Eliminator::scatter(const Plan& p, double weight, int only_block, double* g
 }
 
 double Eliminator::component(int c, double weight, In theta, double* grad, int only_block, Scratch& s) const {
-    const Plan& p = plans_[sz(sz_plan(c))];
+    const Plan& p = plans_[sz(plan_index(c))];
     int li = 0;
     for (std::size_t j = 0; j < p.factors_of.size(); ++j) {
         const Factor& f = p.factors_of[j];

@@ -44,7 +44,7 @@ public:
     // starts in θ.
     Eliminator(const Families& families, std::vector<int> block_offsets);
 
-    bool has(int c) const { return sz_plan(c) >= 0; }
+    bool has(int c) const { return plan_index(c) >= 0; }
     int plans() const { return static_cast<int>(plans_.size()); }
     Scratch make_scratch() const;
     // weight · log Σ_x Π_j g(x_j η_j(x)) of component c (which must have a plan); with grad
@@ -60,7 +60,7 @@ private:
         int parent = -1;                    // the bucket its message goes to, -1 for a root
         int first_pos = 0;                  // into Plan::pos: where each of its clique's other
                                             // variables sits in the parent's clique
-        int logs_at = 0, message_at = 0;    // offsets in Scratch::logs and Scratch::messages
+        long logs_at = 0, message_at = 0;   // offsets in Scratch::logs and Scratch::messages
     };
     struct PlannedFactor {
         int factor = 0;      // index in the component
@@ -76,10 +76,10 @@ private:
         std::vector<int> pos;
         std::vector<int> link_bits;
         int links = 0;                      // Σ links over the component's factors
-        int logs_size = 0, messages_size = 0;
+        long logs_size = 0, messages_size = 0;
     };
 
-    int sz_plan(int c) const {
+    int plan_index(int c) const {
         return c >= 0 && static_cast<std::size_t>(c) < plan_of_.size() ? plan_of_[static_cast<std::size_t>(c)] : -1;
     }
     static Plan make_plan(const Component& comp);
