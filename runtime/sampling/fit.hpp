@@ -75,7 +75,7 @@ struct FitOptions {
     // as drawn (runtime/report/relabel.hpp; docs/methods.md, "Relabelling to a pivot"). Applied
     // by runtime/services/, not by fit() below: draws passed to callbacks are as drawn.
     std::string relabel = "pivot";
-    int max_enumerated = 12;      // hidden/missing values summed out exactly per row, at most
+    int max_enumerated = 12;      // hidden/missing values summed together per row, at most
     // Each data row's log-likelihood at every kept draw, as log_lik.1 … log_lik.N beside the
     // parameters (services::CsvDrawFiles, the API's Chain::log_lik): what `vbn loo` reads.
     bool log_lik = false;

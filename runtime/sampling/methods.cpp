@@ -45,7 +45,7 @@ const std::vector<MethodInfo>& methods() {
          .when_modes = "", .build = build_nuts_kernel, .hmc_engine = "nuts"},
         {.id = Method::gibbs, .name = "gibbs",
          .description = "the unobserved values sampled with the weights: a Gibbs sweep, then block MH given them",
-         .when = "some rows have more than {max_enumerated} unobserved values linked together, too many to sum out",
+         .when = "some rows need more than {max_enumerated} unobserved values summed together, too many to sum out",
          .when_modes = "", .build = build_gibbs_kernel, .samples_unobserved = true},
     };
     return table;

@@ -77,8 +77,9 @@ int FactorTables::add_table(const Factor& f, const std::vector<int>& scope, Inde
     return it->second;
 }
 
+// A component summed by variable elimination (Component::order) gets no factors here.
 void FactorTables::add_component(const Component& comp, Index& index) {
-    for (std::size_t j = 0; j < comp.factors.size(); ++j) {
+    for (std::size_t j = 0; j < comp.factors.size() && !comp.eliminated(); ++j) {
         const Factor& f = comp.factors[j];
         const std::vector<int> scope = link_scope(f);
         Ref r;
@@ -91,7 +92,7 @@ void FactorTables::add_component(const Component& comp, Index& index) {
         refs_.push_back(r);
     }
     first_ref_.push_back(static_cast<int>(refs_.size()));
-    size_.push_back(comp.size());
+    size_.push_back(comp.eliminated() ? 0 : comp.size());
     weight_.push_back(comp.weight);
 }
 

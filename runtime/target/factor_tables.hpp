@@ -40,7 +40,9 @@ public:
     // (one entry per component): none of their tables is read by another component and
     // their cost, Σ_j 2^{s_j} configurations of an exp and a log1p each, is not below 2^m
     // configurations of one exp per factor and one log. Their owner sums them;
-    // component() and log_sum() must not be asked for them. Without direct all are tabulated.
+    // component() and log_sum() must not be asked for them. Without direct all are tabulated,
+    // except those summed by variable elimination (Component::order): they get nothing here,
+    // and are not marked direct.
     FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct = nullptr);
 
     Scratch make_scratch() const;

@@ -3,6 +3,7 @@
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
+#include "runtime/target/elimination_order.hpp"
 #include "runtime/target/row_table.hpp"
 
 #include <algorithm>
@@ -191,7 +192,7 @@ struct VectorHash {
     std::size_t operator()(const std::vector<double>& v) const { return hash_doubles(v.data(), v.size()); }
 };
 
-std::string limit_message(const ir::Graph& g, const Dataset& d, int size, const std::vector<int>& elements,
+std::string limit_message(const ir::Graph& g, const Dataset& d, int size, int width, const std::vector<int>& elements,
                           const std::vector<long>& lines, int limit) {
     std::string names;
     for (std::size_t k = 0; k < elements.size() && k < 6; ++k)
@@ -199,12 +200,32 @@ std::string limit_message(const ir::Graph& g, const Dataset& d, int size, const 
     if (elements.size() > 6) names += ", ...";
     std::string where;
     for (std::size_t k = 0; k < lines.size(); ++k) where += (k ? ", " : "") + std::to_string(lines[k]);
+    const std::string need = width >= size ? fmt::format("2^{} terms per row", size)
+                                           : fmt::format("{} of them summed together, 2^{} terms", width, width);
     return fmt::format(
         "{}: {} {}: {} unobserved nodes ({}) are linked through the nodes they share, so summing them out "
-        "exactly needs 2^{} terms per row; the limit is {}. `vbn fit --method gibbs` samples the hidden "
+        "exactly needs {}; the limit is {}. `vbn fit --method gibbs` samples the hidden "
         "values instead of summing them out",
-        d.name, lines.size() == 1 ? "line" : "lines", where, size, names, size, limit);
+        d.name, lines.size() == 1 ? "line" : "lines", where, size, names, need, limit);
 }
+
+// Variable elimination instead of enumeration: for Summation::eliminate whenever there is
+// more than one variable; for automatic when enumeration is over the limit, or when the
+// component is past enumeration's cheap sizes (2^8 terms) and elimination sums at least 16
+// times fewer terms (its cost per term is higher: messages are read through index maps).
+bool by_elimination(const EliminationOrder& o, int m, Summation how, int limit) {
+    if (how == Summation::eliminate) return m >= 2;
+    if (how == Summation::enumerate) return false;
+    return m > limit || (m > 8 && 16 * o.cost < std::ldexp(1.0, m));
+}
+
+struct IntsHash {
+    std::size_t operator()(const std::vector<int>& v) const {
+        std::size_t h = 0xcbf29ce484222325ULL ^ v.size();
+        for (int x : v) h = (h ^ static_cast<std::size_t>(x)) * 0x100000001b3ULL;
+        return h;
+    }
+};
 
 // Stage 1: observed nodes that are missing in every row are summed out like hidden nodes;
 // the caller is told so.
@@ -225,20 +246,17 @@ void note_missing_everywhere(const ir::Graph& g, const Dataset& d, std::vector<s
     }
 }
 
-// Components too large to sum out: the largest, and the first (at most three) lines where
-// any appeared, for the error.
-struct TooLarge {
-    int size = 0;
-    std::vector<int> elements;
-    std::vector<long> lines;
-    void add(const Component& comp, long line) {
-        if (comp.size() > size) {
-            size = comp.size();
-            elements = comp.elements;
-        }
-        if (lines.size() < 3 && (lines.empty() || lines.back() != line)) lines.push_back(line);
+// Components too wide to sum out: the widest, and the first (at most three) lines and the
+// rows where any appeared, for the error or the report.
+void add_too_wide(TooWide& t, const Component& comp, long line, double rows, bool new_row) {
+    if (comp.width > t.width || (comp.width == t.width && comp.size() > t.size)) {
+        t.size = comp.size();
+        t.width = comp.width;
+        t.elements = comp.elements;
     }
-};
+    if (new_row) t.rows += rows;
+    if (t.lines.size() < 3 && (t.lines.empty() || t.lines.back() != line)) t.lines.push_back(line);
+}
 
 // Stage 2, row pattern by row pattern: each node whose family is complete in the row adds a
 // row to its block's table (or, without weights, a term of the fixed log likelihood); the
@@ -282,13 +300,14 @@ public:
         return std::move(terms_);
     }
 
-    // Throws Error(limit) naming the largest component found too large to sum out, if any.
+    // Throws Error(limit) naming the widest component found too wide to sum out, if any
+    // (unless the options say to report them instead).
     void check_limit() const {
-        if (too_large_.size == 0) return;
-        const long first = too_large_.lines.empty() ? 0 : too_large_.lines.front();
+        const TooWide& t = out_.too_wide;
+        if (t.width == 0 || !options_.refuse_too_wide) return;
+        const long first = t.lines.empty() ? 0 : t.lines.front();
         throw Error(ErrorKind::limit,
-                    limit_message(g_, d_, too_large_.size, too_large_.elements, too_large_.lines, options_.max_enumerated),
-                    first);
+                    limit_message(g_, d_, t.size, t.width, t.elements, t.lines, options_.max_enumerated), first);
     }
 
     const std::deque<RowTable>& tables() const { return tables_; }
@@ -373,7 +392,8 @@ private:
     }
 
     // The component of `root`: its elements (local_ numbers them while its factors are
-    // folded), its factors, then stored or, when too large to sum out, remembered for the error.
+    // folded), its factors and how it is summed, then stored or, when too wide to sum out,
+    // remembered for the error.
     void add_component(int root, int p, double w, UnionFind& uf) {
         Component comp;
         for (int e : unobserved_)
@@ -381,14 +401,46 @@ private:
                 local_[sz(e)] = static_cast<int>(comp.elements.size());
                 comp.elements.push_back(e);
             }
-        if (comp.size() <= options_.max_enumerated)
-            collect_factors(comp, root, uf);
-        else
-            too_large_.add(comp, line_of(d_, p));
+        const int m = comp.size();
+        const bool enumerate_only = options_.summation == Summation::enumerate;
+        if (!enumerate_only || m <= options_.max_enumerated) collect_factors(comp, root, uf);
         for (int e : comp.elements) local_[sz(e)] = -1;
-        if (comp.size() > options_.max_enumerated) return;
+        comp.width = m;
+        if (!enumerate_only) {
+            const EliminationOrder& o = order_of(comp);
+            comp.width = o.width;
+            if (o.width <= options_.max_enumerated && by_elimination(o, m, options_.summation, options_.max_enumerated))
+                comp.order = o.order;
+        }
+        if (comp.width > options_.max_enumerated) {
+            add_too_wide(out_.too_wide, comp, line_of(d_, p), w, too_wide_pattern_ != p);
+            too_wide_pattern_ = p;
+            return;
+        }
         const int c = record_case(std::move(comp), p, w);
         if (options_.pattern_terms) terms_.components.push_back(c);
+    }
+
+    // The component's min-fill order, computed once per shape: rows with the same pattern of
+    // missing values (and so the same factor scopes) share it.
+    const EliminationOrder& order_of(const Component& comp) {
+        const int m = comp.size();
+        scopes_.clear();
+        shape_.assign(1, m);
+        for (const auto& f : comp.factors) {
+            std::vector<int> s;
+            if (f.self >= 0) s.push_back(f.self);
+            for (const auto& l : f.links)
+                if (std::find(s.begin(), s.end(), l.var) == s.end()) s.push_back(l.var);
+            std::sort(s.begin(), s.end());
+            shape_.push_back(static_cast<int>(s.size()));
+            shape_.insert(shape_.end(), s.begin(), s.end());
+            scopes_.push_back(std::move(s));
+        }
+        auto it = orders_.find(shape_);
+        if (it == orders_.end())
+            it = orders_.emplace(shape_, min_fill_order(m, scopes_, options_.max_enumerated)).first;
+        return it->second;
     }
 
     // A factor belongs to the component of its own node when unobserved, else of its first
@@ -428,7 +480,14 @@ private:
             if (f.block >= 0) comp.blocks.push_back(f.block);
         std::sort(comp.blocks.begin(), comp.blocks.end());
         comp.blocks.erase(std::unique(comp.blocks.begin(), comp.blocks.end()), comp.blocks.end());
-        out_.largest_component = std::max(out_.largest_component, comp.size());
+        if (comp.size() > out_.largest_component) {
+            out_.largest_component = comp.size();
+            out_.largest_line = comp.first_line;
+        }
+        if (comp.width > out_.widest_component) {
+            out_.widest_component = comp.width;
+            out_.widest_line = comp.first_line;
+        }
         out_.components.push_back(std::move(comp));
         return it->second;
     }
@@ -449,7 +508,10 @@ private:
     Factor scratch_;
     std::unordered_map<std::vector<double>, int, VectorHash> case_index_;
     RecentLogs fixed_logs_;
-    TooLarge too_large_;
+    int too_wide_pattern_ = -1;  // the last pattern counted in Families::too_wide
+    std::unordered_map<std::vector<int>, EliminationOrder, IntsHash> orders_;  // by shape (order_of)
+    std::vector<int> shape_;                  // order_of's key: m, then each factor's scope
+    std::vector<std::vector<int>> scopes_;    // order_of's factor scopes
     PatternTerms terms_;           // with FamilyOptions::pattern_terms
     std::vector<int> row_blocks_;  // per entry of terms_.rows: its block
     double pattern_fixed_ = 0;     // the current pattern's fixed-CPD terms

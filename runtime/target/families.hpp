@@ -8,7 +8,9 @@
 //    collapse into one weighted pattern; a node with P binary parents has at most 2^(P+1).
 //  * enumerated components — in a row with unobserved entries (hidden nodes, missing
 //    values), the unobserved elements that have an observed descendant, split into groups
-//    that share no factor. Each group is summed out exactly over its 2^m configurations.
+//    that share no factor. Each group is summed out exactly: over its 2^m configurations,
+//    or one variable at a time by variable elimination (runtime/target/elimination.hpp)
+//    where that is much cheaper, e.g. a long chain of hidden nodes.
 //    Unobserved elements without an observed descendant ("barren") are dropped: their CPDs
 //    sum to one. Identical groups from different rows are stored once with a weight.
 //
@@ -71,12 +73,32 @@ struct Component {
     std::vector<int> blocks;     // distinct blocks among the factors, ascending
     double weight = 0;           // rows sharing this case
     long first_line = 0;         // CSV line of one such row (0 when unknown)
+    // The most variables summed together at once: the largest clique of the min-fill
+    // elimination order (runtime/target/elimination_order.hpp); m when only enumeration was
+    // considered (Summation::enumerate).
+    int width = 0;
+    // The elimination order of the local variables when the component is summed by variable
+    // elimination; empty when it is enumerated over its 2^m configurations.
+    std::vector<int> order;
 
     int size() const { return static_cast<int>(elements.size()); }
+    bool eliminated() const { return !order.empty(); }
 };
 
+// How components are summed out. automatic: enumerated when small or when elimination would
+// not be much cheaper, else by variable elimination; the limit bounds the width. enumerate:
+// always over 2^m configurations, the limit bounding m. eliminate: by variable elimination
+// whenever m ≥ 2 (for tests comparing the two).
+enum class Summation { automatic, enumerate, eliminate };
+
 struct FamilyOptions {
-    int max_enumerated = 12;  // largest component summed out exactly (2^m configurations)
+    // Largest width summed out exactly: at most this many unobserved values summed together
+    // (2^max_enumerated terms per table); with Summation::enumerate, the largest component.
+    int max_enumerated = 12;
+    Summation summation = Summation::automatic;
+    // false: components too wide are left out and counted (Families::too_wide) instead of
+    // refused, for reports (`vbn check --data`).
+    bool refuse_too_wide = true;
     bool pattern_terms = false;  // record where each data pattern's terms went (PatternTerms)
 };
 
@@ -95,6 +117,16 @@ struct PatternTerms {
     int patterns() const { return static_cast<int>(fixed.size()); }
 };
 
+// Rows with a component wider than the limit: how many, the widest such component and the
+// first lines (at most three) where any appeared.
+struct TooWide {
+    double rows = 0;
+    int width = 0;
+    int size = 0;                  // the widest one's unobserved values
+    std::vector<int> elements;     // and the elements
+    std::vector<long> lines;
+};
+
 struct Families {
     std::vector<CompleteFamily> complete;          // one per block, indexed by block
     std::vector<Component> components;             // distinct enumerated cases
@@ -108,12 +140,16 @@ struct Families {
     double fixed_log_likelihood = 0;
     PatternTerms pattern_terms;      // empty unless FamilyOptions::pattern_terms
     int largest_component = 0;       // max Component::size(), 0 if none
+    long largest_line = 0;           // a CSV line with a component that large (0 when unknown)
+    int widest_component = 0;        // max Component::width, 0 if none
+    long widest_line = 0;            // a CSV line with a component that wide (0 when unknown)
+    TooWide too_wide;                // without FamilyOptions::refuse_too_wide
     std::vector<std::string> notes;  // warnings for the caller to print (not errors)
 };
 
-// Builds the per-node patterns and the enumerated components. Throws vbn::Error of kind
-// limit when a component has more than max_enumerated unobserved elements (naming CSV lines
-// and suggesting `--method gibbs`), and of kind data when the dataset does not fit the graph.
+// Builds the per-node patterns and the summed-out components. Throws vbn::Error of kind
+// limit when a component's width exceeds max_enumerated (naming CSV lines and suggesting
+// `--method gibbs`), and of kind data when the dataset does not fit the graph.
 Families build_families(const ir::Graph& graph, const Dataset& data, const FamilyOptions& options = {});
 
 }  // namespace vbn

@@ -344,6 +344,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         throw Error(ErrorKind::usage, fmt::format("max_enumerated must be between 0 and 30, not {}", options.max_enumerated));
     FamilyOptions fo;
     fo.max_enumerated = sum_out_ ? options.max_enumerated : std::numeric_limits<int>::max();
+    fo.summation = sum_out_ ? options.summation : Summation::enumerate;  // no limit: no orders to find
     fo.pattern_terms = options.pattern_terms;
     families_ = build_families(graph, data, fo);
     family_first_.push_back(0);
@@ -401,6 +402,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     if (sum_out_) {
         std::vector<int> offsets;
         for (const auto& p : blocks_) offsets.push_back(p.offset);
+        eliminator_ = Eliminator(families_, offsets);
         tables_ = FactorTables(families_, std::move(offsets), &direct_);
     }
     direct_.resize(families_.components.size(), 0);
@@ -425,6 +427,7 @@ Target::Workspace Target::make_workspace() const {
     ws.resid_.resize(rows);
     ws.centred_.resize(max_block_);
     ws.tables_ = tables_.make_scratch();
+    ws.elim_ = eliminator_.make_scratch();
     ws.eta0_.resize(max_factors_);
     ws.factor_resid_.resize(max_factors_);
     ws.resid_acc_.resize(max_factors_);
@@ -1057,14 +1060,16 @@ double Target::component_term(int c, double weight, In theta, double* grad, int 
 
 // The summed-out components (those of block only_block, or all): the tabulated ones from
 // their factor tables (runtime/target/factor_tables.hpp), every table they read filled once at
-// θ and, for the gradient, one pass over the tables at the end; the others (direct_) by
-// component_term. Components are added in their fixed order, with or without the gradient.
+// θ and, for the gradient, one pass over the tables at the end; those with an elimination
+// order by eliminator_; the others (direct_) by component_term. Components are added in their fixed order, with or without the gradient.
 double Target::summed_out_term(In theta, double* grad, int only_block, Workspace& ws) const {
     if (families_.components.empty()) return 0;
     const std::vector<int>* which = only_block < 0 ? nullptr : &tables_.tables_of_block(only_block);
     tables_.fill(which, theta, grad != nullptr, ws.tables_);
     auto term = [&](int c) {
-        return direct_[sz(c)] ? component_term(c, families_.components[sz(c)].weight, theta, grad, only_block, ws)
+        const double weight = families_.components[sz(c)].weight;
+        if (eliminator_.has(c)) return eliminator_.component(c, weight, theta, grad, only_block, ws.elim_);
+        return direct_[sz(c)] ? component_term(c, weight, theta, grad, only_block, ws)
                               : tables_.component(c, grad != nullptr, only_block, ws.tables_);
     };
     double v = 0;
@@ -1125,13 +1130,15 @@ void Target::family_logs(In theta, Workspace& ws) const {
     }
 }
 
-// log Σ_x Π g of every component, not weighted: from the tables filled once at θ, or summed
-// directly, as summed_out_term takes each.
+// log Σ_x Π g of every component, not weighted: from the tables filled once at θ, by
+// elimination, or summed directly, as summed_out_term takes each.
 void Target::component_logs(In theta, Workspace& ws) const {
     if (families_.components.empty()) return;
     tables_.fill(nullptr, theta, false, ws.tables_);
     for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
-        ws.component_logs_[c] = direct_[sz(c)] ? component_term(c, 1.0, theta, nullptr, -1, ws) : tables_.log_sum(c, ws.tables_);
+        ws.component_logs_[c] = eliminator_.has(c)  ? eliminator_.component(c, 1.0, theta, nullptr, -1, ws.elim_)
+                                : direct_[sz(c)] ? component_term(c, 1.0, theta, nullptr, -1, ws)
+                                                 : tables_.log_sum(c, ws.tables_);
 }
 
 // Summed in the same order as log_density_gradient, so both return the same bits.

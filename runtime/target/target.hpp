@@ -14,6 +14,7 @@
 #include "inference/density.hpp"
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
+#include "runtime/target/elimination.hpp"
 #include "runtime/target/factor_tables.hpp"
 #include "runtime/target/families.hpp"
 
@@ -27,7 +28,11 @@
 namespace vbn {
 
 struct TargetOptions {
-    int max_enumerated = 12;  // largest group of unobserved nodes summed out exactly
+    // The most unobserved values summed together when summing a row's out exactly: the
+    // width of each group's elimination (with Summation::enumerate, the group's size).
+    int max_enumerated = 12;
+    // Enumeration, variable elimination or (automatic) whichever is cheaper per group.
+    Summation summation = Summation::automatic;
     // false: no limit on the groups and nothing is summed out; only observed_block_term()
     // may be evaluated (the complete-data samplers of runtime/sampling/gibbs.hpp add the rest).
     // The other evaluations throw when the data have unobserved values.
@@ -48,6 +53,7 @@ public:
         Eigen::VectorXd eta_, resid_;  // one chunk of complete-family patterns
         Eigen::VectorXd centred_;      // θ_b - μ_b, solved in place
         FactorTables::Scratch tables_; // the tabulated components' factor tables
+        Eliminator::Scratch elim_;     // the components summed by variable elimination
         // Components summed directly (component_term):
         Eigen::VectorXd eta0_;         // per factor: the observed part of η
         Eigen::VectorXd coef_;         // per link: its coefficient at θ
@@ -85,12 +91,15 @@ public:
 
     Workspace make_workspace() const;
 
-    // Summed-out components (Families::components) summed directly over their configurations
-    // rather than from shared factor tables (as FactorTables chooses), and from tables.
+    // Summed-out components (Families::components) enumerated directly over their
+    // configurations rather than from shared factor tables (as FactorTables chooses), and
+    // from tables; the rest are summed by variable elimination.
     int directly_summed_components() const { return direct_count_; }
     int tabulated_components() const {
-        return static_cast<int>(families_.components.size()) - direct_count_;
+        return static_cast<int>(families_.components.size()) - direct_count_ - eliminator_.plans();
     }
+    // Components summed by variable elimination (runtime/target/elimination.hpp).
+    int eliminated_components() const { return eliminator_.plans(); }
 
     // log p(θ) + log p(x_v | θ) up to the constant log_constant().
     double log_density(In theta, Workspace& ws) const;
@@ -191,6 +200,7 @@ private:
     double log_constant_ = 0;
     int max_block_ = 0;
     FactorTables tables_;  // the tabulated components' factors (empty without sum_out)
+    Eliminator eliminator_;  // the components with an elimination order
     std::vector<char> direct_;  // per component: 1 when summed by component_term
     int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
     bool sum_out_ = true;
@@ -303,6 +313,7 @@ private:
 constexpr int max_dense_dim = 2000;
 
 // The compiled target for a model and data (hidden nodes summed out per row).
+// max_enumerated bounds the width (TargetOptions::max_enumerated).
 std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
 
 // The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).

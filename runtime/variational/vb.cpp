@@ -794,7 +794,8 @@ VbResult variational(const ir::Graph& graph, const Dataset& data, const VbOption
     const auto start = std::chrono::steady_clock::now();
     check_options(options);
     FamilyOptions fo;
-    fo.max_enumerated = std::numeric_limits<int>::max();  // nothing is enumerated here
+    fo.max_enumerated = std::numeric_limits<int>::max();  // nothing is summed out here:
+    fo.summation = Summation::enumerate;                   // no limit, no elimination orders
     const Families families = build_families(graph, data, fo);
     return fit_all(graph, families, options, start);
 }

@@ -2,6 +2,7 @@
 #include "lang/describe.hpp"
 #include "lang/symmetry.hpp"
 #include "runtime/data/describe_data.hpp"
+#include "runtime/target/describe_summation.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
 #include "tools/vbn/console.hpp"
@@ -24,7 +25,7 @@ int check(const CheckArgs& args, std::ostream& out, std::ostream& err) {
             LoadNotes notes;
             const Dataset d = load_csv(g, *args.data, &notes);
             print_notes(notes.notices, err);
-            out << '\n' << describe_data(g, d);
+            out << '\n' << describe_data(g, d) << describe_summation(g, d);
         }
         return 0;
     });

@@ -1,0 +1,1 @@
+vbn check examples/chain/hidden_chain.vbn
