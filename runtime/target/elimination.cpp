@@ -157,7 +157,8 @@ double Eliminator::forward(const Plan& p, Scratch& s) const {
             const PlannedFactor& pf = p.factors[sz(k)];
             for (int c = 0; c < n; ++c) {
                 double x = 0;
-                const double z = x * factor_eta(p, pf, c, s, x);
+                const double eta = factor_eta(p, pf, c, s, x);  // sets x: read it only after the call
+                const double z = x * eta;
                 L[c] += std::min(z, 0.0) - std::log1p(std::exp(-std::abs(z)));
             }
         }
@@ -207,7 +208,8 @@ void Eliminator::backward(const Plan& p, bool all_blocks, int only_block, Scratc
             const int links = static_cast<int>(f.links.size());
             for (int c = 0; c < n; ++c) {
                 double x = 0;
-                const double z = x * factor_eta(p, pf, c, s, x);
+                const double eta = factor_eta(p, pf, c, s, x);  // sets x: read it only after the call
+                const double z = x * eta;
                 const double e = std::exp(-std::abs(z));
                 const double r = P[c] * x * (z >= 0 ? e : 1.0) / (1.0 + e);
                 s.resid[sz(pf.factor)] += r;
