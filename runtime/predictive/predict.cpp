@@ -9,6 +9,9 @@
 #include "runtime/data/model.hpp"
 #include "runtime/report/output_csv.hpp"
 #include "runtime/predictive/simulate.hpp"
+#include "runtime/target/elimination.hpp"
+#include "runtime/target/elimination_order.hpp"
+#include "runtime/target/families.hpp"
 #include "runtime/variational/vb.hpp"
 
 #include <fmt/format.h>
@@ -17,6 +20,7 @@
 #include <functional>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string_view>
@@ -47,10 +51,25 @@ double log_factor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen::Vecto
     return inference::log_inv_logit(x[static_cast<std::size_t>(e)] * linear_predictor(g, e, theta, x));
 }
 
+// A group too large to enumerate, summed out by variable elimination
+// (runtime/target/elimination.hpp): case 0 is the group itself, log p(group's part of x_o);
+// case k is the group with its k-th query clamped to +1, log p(x_q = +1, group's part of x_o).
+struct EliminatedGroup {
+    Families cases;
+    // Per case: the factors left with no unobserved value (a CPD read only by the clamped
+    // query), added apart: the eliminator's buckets hold factors over some variable.
+    std::vector<std::vector<Factor>> constant;
+    std::vector<int> case_of;  // per query of the row: its case, or -1 when in another group
+    std::vector<int> offsets;  // where each block starts in θ
+    Eliminator sum;
+    Eliminator::Scratch scratch;
+};
+
 // A group of unobserved elements summed out together, with the CPDs that involve them.
 struct Group {
     std::vector<int> vars;     // elements, local variable k = vars[k]
     std::vector<int> factors;  // elements whose CPD is in the group
+    std::unique_ptr<EliminatedGroup> eliminated;  // set when vars exceed max_enumerated
 };
 
 // What one row pattern needs: its values, the CPDs that involve only observed values, the
@@ -74,8 +93,109 @@ int find_root(std::vector<int>& parent, int i) {
     return i;
 }
 
+// log Π g(value · η) over factors without unobserved values.
+double constant_log(const std::vector<Factor>& factors, const Eigen::Ref<const Eigen::VectorXd>& theta,
+                    const std::vector<int>& offsets) {
+    double sum = 0;
+    for (const Factor& f : factors) {
+        double eta = f.base;
+        if (f.block >= 0) eta += theta.segment(offsets[static_cast<std::size_t>(f.block)], f.f.size()).dot(f.f);
+        sum += inference::log_inv_logit(f.value * eta);
+    }
+    return sum;
+}
+
+// The group as a case for the eliminator, its local variable `clamped` (or none: -1)
+// observed at +1, with its min-fill order when no clique is wider than `limit`; factors that
+// clamping leaves without an unobserved value go to `constant`.
+Component group_case(const ir::Graph& g, const Group& grp, std::vector<double> x, int clamped, int limit,
+                     std::vector<Factor>& constant) {
+    Component comp;
+    std::vector<int> local(x.size(), -1);
+    for (std::size_t k = 0; k < grp.vars.size(); ++k) {
+        const auto e = static_cast<std::size_t>(grp.vars[k]);
+        if (static_cast<int>(k) == clamped) {
+            x[e] = 1.0;
+            continue;
+        }
+        local[e] = comp.size();
+        comp.elements.push_back(grp.vars[k]);
+    }
+    std::vector<std::vector<int>> scopes;
+    for (int e : grp.factors) {
+        Factor f;
+        fold_cpd(g, e, x, local, f);
+        f.self = local[static_cast<std::size_t>(e)];
+        f.value = f.self >= 0 ? 0 : static_cast<int>(x[static_cast<std::size_t>(e)]);
+        std::vector<int> scope = factor_scope(f);
+        if (scope.empty()) {
+            constant.push_back(std::move(f));
+            continue;
+        }
+        if (f.block >= 0) comp.blocks.push_back(f.block);
+        scopes.push_back(std::move(scope));
+        comp.factors.push_back(std::move(f));
+    }
+    std::sort(comp.blocks.begin(), comp.blocks.end());
+    comp.blocks.erase(std::unique(comp.blocks.begin(), comp.blocks.end()), comp.blocks.end());
+    comp.weight = 1;
+    const EliminationOrder order = min_fill_order(comp.size(), scopes, limit);
+    comp.width = order.width;
+    if (order.width <= limit) comp.order = order.order;
+    return comp;
+}
+
+// Group gi of the row has more unobserved values than max_enumerated: it is summed out by
+// variable elimination, once as it is and once per query in it clamped to +1, so that
+// P(x_q = +1 | x_o, θ) = e^{log Z(x_q = +1) − log Z}. Refused, naming the row, when the
+// best order found still sums more than max_enumerated values at once.
+void plan_elimination(const ir::Graph& g, const Dataset& d, int pattern, const PredictOptions& o,
+                      const std::vector<int>& block_offsets, std::size_t gi, RowPlan& plan) {
+    Group& grp = plan.groups[gi];
+    auto eg = std::make_unique<EliminatedGroup>();
+    eg->case_of.assign(plan.queries.size(), -1);
+    eg->offsets = block_offsets;
+    eg->constant.emplace_back();
+    eg->cases.components.push_back(group_case(g, grp, plan.x, -1, o.max_enumerated, eg->constant.back()));
+    for (std::size_t q = 0; q < plan.queries.size(); ++q) {
+        if (plan.where[q].first != static_cast<int>(gi)) continue;
+        eg->case_of[q] = static_cast<int>(eg->cases.components.size());
+        eg->constant.emplace_back();
+        eg->cases.components.push_back(
+            group_case(g, grp, plan.x, plan.where[q].second, o.max_enumerated, eg->constant.back()));
+    }
+    int width = 0;
+    for (const Component& c : eg->cases.components) width = std::max(width, c.width);
+    if (width > o.max_enumerated) {
+        std::string names;
+        for (std::size_t k = 0; k < grp.vars.size() && k < 8; ++k)
+            names += (k ? ", " : "") + g.elements[static_cast<std::size_t>(grp.vars[k])].name;
+        if (grp.vars.size() > 8) names += ", …";
+        const long line = d.first_line.empty() ? 0 : d.first_line[static_cast<std::size_t>(pattern)];
+        throw Error(ErrorKind::limit,
+                    fmt::format("{}:{}: predicting this row sums {} unobserved values ({}) out together, and the best "
+                                "elimination order found still sums {} of them at once (2^{} terms per row and "
+                                "draw); the limit is {}. {}",
+                                d.name, line, grp.vars.size(), names, width, width, o.max_enumerated,
+                                o.target >= 0 ? fmt::format("The target {} is linked to them through the nodes they "
+                                                            "share; observe more of the row's values.",
+                                                            g.elements[static_cast<std::size_t>(o.target)].name)
+                                              : "Observe more of the row's values, or predict one node with --target."),
+                    line, 0);
+    }
+    eg->sum = Eliminator(eg->cases, block_offsets);
+    eg->scratch = eg->sum.make_scratch();
+    grp.eliminated = std::move(eg);
+}
+
+// log Σ over case k's unobserved values of its factors' product.
+double eliminated_log(EliminatedGroup& eg, int k, const Eigen::Ref<const Eigen::VectorXd>& theta) {
+    return eg.sum.component(k, 1.0, theta, nullptr, -1, eg.scratch) +
+           constant_log(eg.constant[static_cast<std::size_t>(k)], theta, eg.offsets);
+}
+
 RowPlan plan_row(const ir::Graph& g, const Dataset& d, int pattern, const PredictOptions& o,
-                 const std::vector<std::vector<int>>& parents) {
+                 const std::vector<std::vector<int>>& parents, const std::vector<int>& block_offsets) {
     const auto n = g.elements.size();
     RowPlan plan;
     plan.x.assign(n, 0.0);
@@ -152,23 +272,9 @@ RowPlan plan_row(const ir::Graph& g, const Dataset& d, int pattern, const Predic
         plan.groups[static_cast<std::size_t>(group_of[static_cast<std::size_t>(member)])].factors.push_back(e);
     }
     for (int q : plan.queries) plan.where.emplace_back(group_of[static_cast<std::size_t>(q)], local[static_cast<std::size_t>(q)]);
-    for (const Group& grp : plan.groups) {
-        if (static_cast<int>(grp.vars.size()) <= o.max_enumerated) continue;
-        std::string names;
-        for (std::size_t k = 0; k < grp.vars.size() && k < 8; ++k)
-            names += (k ? ", " : "") + g.elements[static_cast<std::size_t>(grp.vars[k])].name;
-        if (grp.vars.size() > 8) names += ", …";
-        const long line = d.first_line.empty() ? 0 : d.first_line[static_cast<std::size_t>(pattern)];
-        throw Error(ErrorKind::limit,
-                    fmt::format("{}:{}: predicting this row sums {} unobserved values ({}) out together, 2^{} terms per "
-                                "row and draw; the limit is {}. {}",
-                                d.name, line, grp.vars.size(), names, grp.vars.size(), o.max_enumerated,
-                                o.target >= 0 ? fmt::format("The target {} is linked to them through the nodes they "
-                                                            "share; observe more of the row's values.",
-                                                            g.elements[static_cast<std::size_t>(o.target)].name)
-                                              : "Observe more of the row's values, or predict one node with --target."),
-                    line, 0);
-    }
+    for (std::size_t gi = 0; gi < plan.groups.size(); ++gi)
+        if (static_cast<int>(plan.groups[gi].vars.size()) > o.max_enumerated)
+            plan_elimination(g, d, pattern, o, block_offsets, gi, plan);
     return plan;
 }
 }  // namespace
@@ -183,6 +289,8 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
     if (!draws.allFinite()) throw Error(ErrorKind::usage, "predict: a posterior draw is not finite");
     if (d.row_pattern.size() != static_cast<std::size_t>(d.rows))
         throw Error(ErrorKind::usage, "predict: the dataset does not record its rows' order");
+    std::vector<int> block_offsets;
+    for (const auto& b : g.blocks) block_offsets.push_back(b.offset);
     std::vector<std::vector<int>> parents(g.elements.size());
     for (std::size_t e = 0; e < g.elements.size(); ++e)
         if (g.elements[e].binary) parents[e] = g.parents(static_cast<int>(e));
@@ -194,10 +302,11 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
     std::vector<double> terms;
     const Eigen::MatrixXd by_draw = draws.transpose();  // one θ per column: no copy per draw
     for (int pat = 0; pat < d.patterns; ++pat) {
-        RowPlan plan = plan_row(g, d, pat, o, parents);
+        RowPlan plan = plan_row(g, d, pat, o, parents, block_offsets);
         truth_of[static_cast<std::size_t>(pat)] = plan.truth;
         std::size_t most = 1;
-        for (const Group& grp : plan.groups) most = std::max(most, std::size_t{1} << grp.vars.size());
+        for (const Group& grp : plan.groups)
+            if (!grp.eliminated) most = std::max(most, std::size_t{1} << grp.vars.size());
         terms.resize(std::max(terms.size(), most));
         const std::size_t nq = plan.queries.size();
         std::vector<LogSum> numerator(nq);
@@ -209,6 +318,14 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
             for (int e : plan.complete) log_obs += log_factor(g, e, theta, plan.x);
             for (std::size_t gi = 0; gi < plan.groups.size(); ++gi) {
                 const Group& grp = plan.groups[gi];
+                if (grp.eliminated) {
+                    EliminatedGroup& eg = *grp.eliminated;
+                    group_total[gi] = eliminated_log(eg, 0, theta);
+                    log_obs += group_total[gi];
+                    for (std::size_t q = 0; q < nq; ++q)
+                        if (eg.case_of[q] >= 0) conditional[q] = eliminated_log(eg, eg.case_of[q], theta) - group_total[gi];
+                    continue;
+                }
                 const std::size_t configs = std::size_t{1} << grp.vars.size();
                 for (std::size_t c = 0; c < configs; ++c) {
                     for (std::size_t k = 0; k < grp.vars.size(); ++k)
@@ -232,6 +349,7 @@ std::vector<Prediction> predict(const ir::Graph& g, const Dataset& d, const Eige
         }
         auto& p = p_of[static_cast<std::size_t>(pat)];
         for (std::size_t q = 0; q < nq; ++q) p.push_back(std::clamp(std::exp(numerator[q].value() - denominator.value()), 0.0, 1.0));
+        for (Group& grp : plan.groups) grp.eliminated.reset();  // only the queries are read below
         plans.push_back(std::move(plan));
     }
     std::vector<Prediction> out;

@@ -9,8 +9,9 @@
 // they are unlikely counts less). Inside, p(x_j, x_o | θ) sums the row's other unobserved
 // values out exactly: unobserved nodes that are neither asked for nor ancestors of an
 // observed or asked-for node are dropped (their CPDs sum to one), and the rest split into
-// groups that share no factor, each summed over its 2^m configurations, m at most
-// max_enumerated as in the target (runtime/target/target.hpp).
+// groups that share no factor, each summed over its 2^m configurations when m is at most
+// max_enumerated, else by variable elimination (runtime/target/elimination.hpp) with the
+// width, the most values summed at once, at most max_enumerated, as in the target.
 #pragma once
 
 #include "lang/ir.hpp"
@@ -30,7 +31,7 @@ struct PredictOptions {
     // The element to predict in every row (observed values of it are hidden from the
     // prediction and kept for scoring), or -1: every unobserved binary element of each row.
     int target = -1;
-    int max_enumerated = 12;
+    int max_enumerated = 12;  // the largest group enumerated, and the largest width eliminated
 };
 
 struct Prediction {
@@ -43,7 +44,7 @@ struct Prediction {
 // Predictions for every row (in input order; `data` must carry row_pattern) and, within a
 // row, for its unobserved elements in element order. `draws` holds one θ per row (S × dim,
 // the layout of Graph::dim). Throws vbn::Error (usage for a bad target or draws; limit when
-// a group of unobserved values exceeds max_enumerated, naming the CSV line).
+// a group of unobserved values is wider than max_enumerated, naming the CSV line).
 std::vector<Prediction> predict(const ir::Graph& graph, const Dataset& data, const Eigen::MatrixXd& draws,
                                 const PredictOptions& options = {});
 

@@ -10,15 +10,6 @@ namespace vbn {
 
 namespace {
 
-// The variables a factor reads: its own when unobserved, and its links'.
-std::vector<int> factor_scope(const Factor& f) {
-    std::vector<int> s;
-    if (f.self >= 0) s.push_back(f.self);
-    for (const auto& l : f.links)
-        if (std::find(s.begin(), s.end(), l.var) == s.end()) s.push_back(l.var);
-    return s;
-}
-
 void add_all(std::vector<int>& to, const std::vector<int>& from) {
     for (int v : from)
         if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);

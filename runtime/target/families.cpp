@@ -22,6 +22,40 @@
 
 namespace vbn {
 
+void fold_cpd(const ir::Graph& g, int element, const std::vector<double>& x, const std::vector<int>& local,
+              Factor& out) {
+    const ir::Cpd& cpd = g.cpds[sz(element)];
+    out.element = element;
+    out.block = cpd.block;
+    out.base = cpd.offset;
+    out.links.clear();
+    for (const auto& t : cpd.fixed) {
+        if (local[sz(t.element)] >= 0)
+            out.links.push_back({local[sz(t.element)], -1, t.coef});
+        else
+            out.base += t.coef * x[sz(t.element)];
+    }
+    out.f.setZero(static_cast<Eigen::Index>(cpd.features.size()));
+    for (std::size_t k = 0; k < cpd.features.size(); ++k) {
+        const auto& ft = cpd.features[k];
+        if (ft.element < 0)
+            out.f[static_cast<Eigen::Index>(k)] = ft.sign;
+        else if (local[sz(ft.element)] >= 0)
+            out.links.push_back({local[sz(ft.element)], static_cast<int>(k), ft.sign});
+        else
+            out.f[static_cast<Eigen::Index>(k)] = ft.sign * x[sz(ft.element)];
+    }
+}
+
+std::vector<int> factor_scope(const Factor& f) {
+    std::vector<int> s;
+    if (f.self >= 0) s.push_back(f.self);
+    for (const auto& l : f.links) s.push_back(l.var);
+    std::sort(s.begin(), s.end());
+    s.erase(std::unique(s.begin(), s.end()), s.end());
+    return s;
+}
+
 namespace {
 
 using inference::log_inv_logit;
@@ -124,33 +158,6 @@ void read_values(const ir::Graph& g, const Dataset& d, int pattern, std::vector<
                             line_of(d, pattern));
             x[e] = v;
         }
-    }
-}
-
-// Folds a CPD's observed parents into base and f; unobserved parents (local[e] >= 0)
-// become links. The Factor's own value/self are set by the caller.
-void fold_cpd(const ir::Graph& g, int element, const std::vector<double>& x, const std::vector<int>& local,
-              Factor& out) {
-    const ir::Cpd& cpd = g.cpds[sz(element)];
-    out.element = element;
-    out.block = cpd.block;
-    out.base = cpd.offset;
-    out.links.clear();
-    for (const auto& t : cpd.fixed) {
-        if (local[sz(t.element)] >= 0)
-            out.links.push_back({local[sz(t.element)], -1, t.coef});
-        else
-            out.base += t.coef * x[sz(t.element)];
-    }
-    out.f.setZero(static_cast<Eigen::Index>(cpd.features.size()));
-    for (std::size_t k = 0; k < cpd.features.size(); ++k) {
-        const auto& ft = cpd.features[k];
-        if (ft.element < 0)
-            out.f[static_cast<Eigen::Index>(k)] = ft.sign;
-        else if (local[sz(ft.element)] >= 0)
-            out.links.push_back({local[sz(ft.element)], static_cast<int>(k), ft.sign});
-        else
-            out.f[static_cast<Eigen::Index>(k)] = ft.sign * x[sz(ft.element)];
     }
 }
 
@@ -428,11 +435,7 @@ private:
         scopes_.clear();
         shape_.assign(1, m);
         for (const auto& f : comp.factors) {
-            std::vector<int> s;
-            if (f.self >= 0) s.push_back(f.self);
-            for (const auto& l : f.links)
-                if (std::find(s.begin(), s.end(), l.var) == s.end()) s.push_back(l.var);
-            std::sort(s.begin(), s.end());
+            std::vector<int> s = factor_scope(f);
             shape_.push_back(static_cast<int>(s.size()));
             shape_.insert(shape_.end(), s.begin(), s.end());
             scopes_.push_back(std::move(s));

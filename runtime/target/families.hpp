@@ -64,6 +64,16 @@ struct Factor {
     std::vector<FactorLink> links;
 };
 
+// Folds element's CPD into out for values x (±1 observed, 0 unobserved; reals for
+// covariates): observed parents go into base and f, a parent with local[e] >= 0 becomes a
+// link to local variable local[e]. Sets element, block, base, f and links, not value or
+// self (the caller knows whether the node itself is summed out).
+void fold_cpd(const ir::Graph& graph, int element, const std::vector<double>& x, const std::vector<int>& local,
+              Factor& out);
+
+// The local variables a factor reads (its own when unobserved, and its links'), ascending.
+std::vector<int> factor_scope(const Factor& f);
+
 // One distinct summed-out case: a connected group of unobserved elements in some row
 // patterns, its factors, and how many rows share it exactly. Its log-likelihood
 // contribution is weight * log Σ_{x ∈ {±1}^m} Π_factors g(x_j η_j(x)).

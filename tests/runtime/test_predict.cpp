@@ -8,7 +8,10 @@
 #include "runtime/error.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/report/output_csv.hpp"
+#include "runtime/index.hpp"
 #include "tests/runtime/theta_index.hpp"
+
+#include <fmt/format.h>
 
 #include <doctest/doctest.h>
 
@@ -183,6 +186,102 @@ TEST_CASE("predict: more unobserved values summed out together than the limit is
     }
     o.max_enumerated = 13;
     CHECK(predict(g, d, Eigen::MatrixXd::Zero(2, g.dim), o).size() == 26);  // 13 hidden nodes in 2 rows
+}
+
+// Hidden values linked in a loop (h1 → h2 → h3 → h4 and h1 → h4), a fixed term, a
+// covariate and observed children, some of them missing: rows whose groups hold 2 to 7
+// unobserved values with widths of 2 and 3.
+const char* kLoopModel = R"(
+covariate z;
+node h1 hidden ~ bernoulli(0.4);
+node h2 hidden ~ logistic(a2 + v2 * h1);
+node h3 hidden ~ logistic(a3 + v3 * [h2, z]);
+node h4 hidden ~ logistic(a4 + 0.7 * h1 + v4 * h3);
+node o1 ~ logistic(c1 + u1 * [h1, h2]);
+node o2 ~ logistic(c2 + u2 * [h3, z]);
+node o3 ~ logistic(c3 + u3 * h4);
+a2, a3, a4, c1, c2, c3 ~ normal(0, 1);
+v2, v3, v4, u1, u2, u3 ~ normal(0, 2);
+)";
+
+TEST_CASE("predict: groups summed by variable elimination give the enumerated answer") {
+    const ir::Graph g = compile_model(kLoopModel, "loop.vbn");
+    const Dataset d = prediction_rows(g, "o1,o2,o3,z\n1,-1,1,0.4\n,1,-1,-0.8\n1,,,1.5\n,,,0\n-1,1,,2\n", "loop.csv");
+    const Eigen::MatrixXd draws = random_draws(g.dim, 30, 21);
+    PredictOptions enumerate, eliminate;
+    eliminate.max_enumerated = 3;  // every group of 4 or more is eliminated, at width 3 at most
+    const auto want = predict(g, d, draws, enumerate);
+    const auto got = predict(g, d, draws, eliminate);
+    REQUIRE(got.size() == want.size());
+    CHECK(want.size() == 4 + 5 + 6 + 7 + 5);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(i);
+        CHECK(got[i].row == want[i].row);
+        CHECK(got[i].element == want[i].element);
+        CHECK(got[i].p == doctest::Approx(want[i].p).epsilon(1e-10));
+    }
+    // One target: the other unobserved values of its row are summed out by elimination.
+    for (std::size_t e = 0; e < g.elements.size(); ++e)
+        if (g.elements[e].name == "o2") enumerate.target = eliminate.target = static_cast<int>(e);
+    const auto want_t = predict(g, d, draws, enumerate);
+    const auto got_t = predict(g, d, draws, eliminate);
+    REQUIRE(got_t.size() == 5);
+    for (std::size_t i = 0; i < want_t.size(); ++i) CHECK(got_t[i].p == doctest::Approx(want_t[i].p).epsilon(1e-10));
+    // Width 3 is the least these groups need: a limit of 2 is refused, naming the width.
+    eliminate.max_enumerated = 2;
+    try {
+        predict(g, d, draws, eliminate);
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::limit);
+        CHECK(std::string(e.what()).find("still sums 3 of them at once") != std::string::npos);
+    }
+}
+
+TEST_CASE("predict: a hidden chain of 20 is predicted by elimination, against the forward-backward answer") {
+    // h1 → … → h20 by a fixed weight, each h_i with one observed child o_i; one draw, so the
+    // prediction is the plain conditional P(h_i = +1 | o), which forward-backward gives.
+    std::string model = "node h1 hidden ~ bernoulli(0.7);\n";
+    for (int i = 2; i <= 20; ++i) model += fmt::format("node h{} hidden ~ logistic(1.5 * h{});\n", i, i - 1);
+    for (int i = 1; i <= 20; ++i) model += fmt::format("node o{} ~ logistic(w{} * h{});\nw{} ~ normal(0, 1);\n", i, i, i, i);
+    const ir::Graph g = compile_model(model, "chain.vbn");
+    std::string header, row;
+    for (int i = 1; i <= 20; ++i) {
+        header += fmt::format("{}o{}", i > 1 ? "," : "", i);
+        row += fmt::format("{}{}", i > 1 ? "," : "", i % 3 == 0 ? "-1" : "1");
+    }
+    const Dataset d = prediction_rows(g, header + "\n" + row + "\n", "chain.csv");
+    const Eigen::MatrixXd draws = random_draws(g.dim, 1, 31);
+    const auto ps = predict(g, d, draws);
+    REQUIRE(ps.size() == 20);
+    // Forward-backward in probability space (20 steps: no underflow).
+    std::vector<double> w(20), o(20);
+    for (int i = 0; i < 20; ++i) {
+        w[sz(i)] = draws(0, theta_index(g, fmt::format("w{}", i + 1)));
+        o[sz(i)] = (i + 1) % 3 == 0 ? -1 : 1;
+    }
+    auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+    auto emit = [&](int i, double h) { return sig(o[sz(i)] * w[sz(i)] * h); };
+    auto step = [&](double from, double to) { return sig(to * 1.5 * from); };
+    std::vector<std::array<double, 2>> fwd(20), bwd(20);  // index 0: h = −1, 1: h = +1
+    fwd[0] = {0.3 * emit(0, -1), 0.7 * emit(0, 1)};
+    for (int i = 1; i < 20; ++i)
+        for (int b = 0; b < 2; ++b) {
+            const double h = b ? 1 : -1;
+            fwd[sz(i)][sz(b)] = emit(i, h) * (fwd[sz(i - 1)][0] * step(-1, h) + fwd[sz(i - 1)][1] * step(1, h));
+        }
+    bwd[19] = {1, 1};
+    for (int i = 18; i >= 0; --i)
+        for (int b = 0; b < 2; ++b) {
+            const double h = b ? 1 : -1;
+            bwd[sz(i)][sz(b)] = step(h, -1) * emit(i + 1, -1) * bwd[sz(i + 1)][0] + step(h, 1) * emit(i + 1, 1) * bwd[sz(i + 1)][1];
+        }
+    for (int i = 0; i < 20; ++i) {
+        CAPTURE(i);
+        CHECK(element_name(g, ps[sz(i)].element) == fmt::format("h{}", i + 1));
+        const double plus = fwd[sz(i)][1] * bwd[sz(i)][1], minus = fwd[sz(i)][0] * bwd[sz(i)][0];
+        CHECK(ps[sz(i)].p == doctest::Approx(plus / (plus + minus)).epsilon(1e-10));
+    }
 }
 
 TEST_CASE("predict: draws from CmdStan CSV are matched to parameters by name") {
