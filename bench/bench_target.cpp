@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -239,6 +240,7 @@ void gradient_loop(benchmark::State& state, const Target& target) {
     for (auto _ : state) benchmark::DoNotOptimize(target.log_density_gradient(theta, grad, ws));
     state.counters["components"] = static_cast<double>(target.families().components.size());
     state.counters["direct"] = static_cast<double>(target.directly_summed_components());
+    state.counters["eliminated"] = static_cast<double>(target.eliminated_components());
     state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
@@ -315,6 +317,70 @@ BENCHMARK(BM_Sbn2Block)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sbn2Patterns)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MissingCovariateFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MissingCovariateBlock)->Unit(benchmark::kMicrosecond);
+
+// Where enumeration gives way to variable elimination (Summation, runtime/target/families.hpp):
+// a hidden chain h1 → … → hm (each h_i on h_{i−1}, learned weights) with one observed child
+// each, and a ladder where h_i also reads h_{i−2} (width 3). 200 rows from fixed weights, so
+// every row is its own component of m values: enumeration sums 2^m configurations of 2m
+// factors, elimination Σ 2^|clique| terms (about 4m for the chain, 8m for the ladder).
+const Target& hidden_chain_target(int m, int reach, Summation how) {
+    static std::map<std::tuple<int, int, int>, std::unique_ptr<Target>> cache;
+    auto& slot = cache[{m, reach, static_cast<int>(how)}];
+    if (slot) return *slot;
+    test::GraphBuilder b;
+    std::vector<int> h;
+    for (int i = 0; i < m; ++i) {
+        const std::string k = std::to_string(i + 1);
+        std::vector<ir::Feature> f{test::bias()};
+        for (int back = 1; back <= reach && back <= i; ++back) f.push_back(test::on(h[sz(i - back)]));
+        const int n = static_cast<int>(f.size());
+        h.push_back(b.logistic_block("h" + k, true, 0.0, {}, f, "v" + k, {n}, std::vector<double>(sz(n), 0.0),
+                                     test::diagonal_cov(std::vector<double>(sz(n), 2.0))));
+        b.logistic_block("o" + k, false, 0.0, {}, {test::bias(), test::on(h.back())}, "w" + k, {2}, {0, 0},
+                         {4, 0, 0, 4});
+    }
+    Rng rng(53);
+    std::vector<test::Row> rows;
+    for (int t = 0; t < 200; ++t) {
+        test::Row r(sz(2 * m), 0.0);
+        std::vector<double> hv;
+        for (int i = 0; i < m; ++i) {
+            double eta = 0.3;
+            for (int back = 1; back <= reach && back <= i; ++back) eta += 1.5 * hv[sz(i - back)];
+            hv.push_back(rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1);
+            r[sz(2 * i + 1)] = rng.bernoulli(inference::inv_logit(-0.2 + 1.5 * hv.back())) ? 1 : -1;
+        }
+        rows.push_back(std::move(r));
+    }
+    TargetOptions o;
+    o.summation = how;
+    o.max_enumerated = 14;
+    slot = std::make_unique<Target>(b.g, test::make_dataset(b.g, rows), o);
+    return *slot;
+}
+
+void BM_ChainEnumerated(benchmark::State& state) {
+    gradient_loop(state, hidden_chain_target(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                             Summation::enumerate));
+}
+void BM_ChainEliminated(benchmark::State& state) {
+    gradient_loop(state, hidden_chain_target(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                             Summation::eliminate));
+}
+
+void BM_ChainAutomatic(benchmark::State& state) {
+    gradient_loop(state, hidden_chain_target(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                             Summation::automatic));
+}
+
+void chain_args(benchmark::internal::Benchmark* b) {
+    for (int reach : {1, 2})
+        for (int m : {4, 6, 7, 8, 9, 10, 12}) b->Args({m, reach});
+    b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_ChainEnumerated)->Apply(chain_args);
+BENCHMARK(BM_ChainEliminated)->Apply(chain_args);
+BENCHMARK(BM_ChainAutomatic)->Apply(chain_args);
 
 }  // namespace
 

@@ -217,13 +217,17 @@ std::string limit_message(const ir::Graph& g, const Dataset& d, int size, int wi
 }
 
 // Variable elimination instead of enumeration: for Summation::eliminate whenever there is
-// more than one variable; for automatic when enumeration is over the limit, or when the
-// component is past enumeration's cheap sizes (2^8 terms) and elimination sums at least 16
-// times fewer terms (its cost per term is higher: messages are read through index maps).
+// more than one variable; for automatic when enumeration is over the limit, or when
+// elimination sums at least 4 times fewer terms. Its terms cost more (messages are read
+// through index maps, tables are not shared between rows): in bench_target's BM_Chain*, a
+// gradient's term costs 1.1-2.1 times as much by elimination, so the two break even near a
+// ratio of 2, and past 4 elimination is 2.5-5 times faster (8 hidden values in a ladder of
+// width 3 and in a chain of width 2; bench/results/summation.txt). No connected group of 6
+// or fewer values reaches the ratio.
 bool by_elimination(const EliminationOrder& o, int m, Summation how, int limit) {
     if (how == Summation::eliminate) return m >= 2;
     if (how == Summation::enumerate) return false;
-    return m > limit || (m > 8 && 16 * o.cost < std::ldexp(1.0, m));
+    return m > limit || 4 * o.cost <= std::ldexp(1.0, m);
 }
 
 struct IntsHash {
