@@ -11,7 +11,10 @@ seconds="${1:-60}"
 build="${2:-build-fuzz}"
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# A unity build (batches of 8 sources, as the sanitizer stages of scripts/test.sh): the
+# libraries' shared headers are parsed once a batch rather than once a file.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
       -DVBN_BUILD_FUZZ=ON -DVBN_BUILD_TESTS=OFF -DVBN_WERROR=ON ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER}
 cmake --build "$build" -j"$jobs" --target fuzz_model fuzz_csv fuzz_model_data
 
