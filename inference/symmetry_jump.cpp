@@ -46,15 +46,27 @@ SymmetryJump::SymmetryJump(std::unique_ptr<Kernel> base, const std::vector<std::
 }
 
 SymmetryJump::SymmetryJump(const SymmetryJump& other)
-    : Kernel(other), base_(other.base_->clone()), flips_(other.flips_), stats_(other.stats_), proposal_(other.proposal_) {}
+    : Kernel(other),
+      base_(other.base_->clone()),
+      flips_(other.flips_),
+      stats_(other.stats_),
+      proposal_(other.proposal_),
+      own_(other.own_),
+      seeded_(other.seeded_) {}
 
 void SymmetryJump::step(State& state, Density& target, Rng& rng, TransitionInfo& info) {
     base_->step(state, target, rng, info);
     jump(state, target, rng);
 }
 
-double SymmetryJump::jump(State& state, Density& target, Rng& rng) {
+double SymmetryJump::jump(State& state, Density& target, Rng& chain_rng) {
     require_finite_current(state.lp, "symmetry jump");
+    if (!seeded_) {
+        Rng copy = chain_rng;  // the chain's own stream is left where it is
+        own_.reseed(copy(), 0x6a756d70);  // stream "jump"
+        seeded_ = true;
+    }
+    Rng& rng = own_;
     const std::vector<int>& g = flips_[static_cast<std::size_t>(rng.below(flips_.size()))];
     proposal_ = state.x;  // allocates only the first time
     for (int k : g) proposal_[k] = -proposal_[k];

@@ -9,6 +9,10 @@
 // the cycle base kernel then jump. Where the flips map one mode of p onto another, the chain
 // moves between them in proportion to their mass, which a local kernel cannot do.
 //
+// The jump draws its random numbers from a stream of its own, seeded once per chain from a copy
+// of the chain's generator (which it does not advance): a jump that is never accepted leaves
+// the base kernel's draws exactly as they would be without it.
+//
 // G: with k ≤ max_enumerated_flips generators, every non-empty product of them (2^k − 1
 // flips, each a set of negated coordinates: products of sign flips commute and are
 // involutions); with more, the generators alone.
@@ -52,6 +56,8 @@ private:
     std::vector<std::vector<int>> flips_;  // G
     KernelStats stats_;
     Eigen::VectorXd proposal_;             // scratch, sized at the first jump
+    Rng own_{0, 0};                        // the jump's stream (seeded at the first jump)
+    bool seeded_ = false;
 };
 
 }  // namespace vbn::inference
