@@ -173,11 +173,21 @@ std::string symmetry_line(const RunFacts& facts) {
     return fmt::format("Symmetry: {}; not relabelled{}: chains may sit in different labelings\n", facts.symmetry, why);
 }
 
-// The Minor modes line: each flipped copy's share of the draws ± its Monte Carlo error.
+// The Minor modes line: each flipped copy some draw reached, with its share of the draws ±
+// its Monte Carlo error, then how many no draw reached (with 8 flips there are 255 copies;
+// the JSON lists every one).
 std::string modes_line(const std::vector<ModeMass>& modes) {
     std::string out = "Minor modes (flipped copies, share of draws +- mcse):";
-    for (std::size_t k = 0; k < modes.size(); ++k)
-        out += fmt::format("{} {} {:.2f}% +- {:.2f}%", k ? ";" : "", modes[k].flip, 100 * modes[k].mass, 100 * modes[k].mcse);
+    std::size_t listed = 0;
+    for (const ModeMass& m : modes) {
+        if (m.mass <= 0) continue;
+        out += fmt::format("{} {} {:.2f}% +- {:.2f}%", listed++ ? ";" : "", m.flip, 100 * m.mass, 100 * m.mcse);
+    }
+    const std::size_t empty = modes.size() - listed;
+    const char* copies = empty == 1 ? "copy" : "copies";
+    if (empty > 0)
+        out += listed == 0 ? fmt::format(" none reached ({} {})", empty, copies)
+                           : fmt::format("; {} other {} not reached", empty, copies);
     return out + '\n';
 }
 
