@@ -8,12 +8,14 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/report/mode_masses.hpp"
+#include "runtime/report/summary.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/target.hpp"
 #include "tests/runtime/paper_dir.hpp"
 #include "validation/grid_posterior.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
@@ -100,4 +102,25 @@ TEST_CASE("mode masses: draws split between a centre and its flipped copy are co
     REQUIRE(m.size() == 1);
     CHECK(m[0].flip == "h");
     CHECK(m[0].mass == doctest::Approx(0.25));
+}
+
+TEST_CASE("mode masses in the summary: the text line and the JSON's last key") {
+    RunFacts facts;
+    facts.method = "nuts";
+    facts.chains = 4;
+    facts.draws = 1000;
+    facts.modes = {{"d1", 0.0215, 0.004}, {"d2", 0.0, 0.0}, {"d1 + d2", 0.0, 0.0}};
+    const std::string text = format_summary({}, facts);
+    CHECK(text.find("Minor modes (flipped copies, share of draws +- mcse): d1 2.15% +- 0.40%; 2 other copies not reached\n") !=
+          std::string::npos);
+    const nlohmann::ordered_json doc = summary_json({}, facts);
+    REQUIRE(doc.contains("modes"));
+    CHECK(doc.back() == doc["modes"]);  // appended after every documented key
+    REQUIRE(doc["modes"].size() == 3);
+    CHECK(doc["modes"][0]["flip"] == "d1");
+    CHECK(doc["modes"][0]["mass"].get<double>() == doctest::Approx(0.0215));
+    CHECK(doc["modes"][2]["mcse"].get<double>() == 0.0);
+    facts.modes.clear();
+    CHECK_FALSE(summary_json({}, facts).contains("modes"));
+    CHECK(format_summary({}, facts).find("Minor modes") == std::string::npos);
 }
