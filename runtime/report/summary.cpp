@@ -173,6 +173,24 @@ std::string symmetry_line(const RunFacts& facts) {
     return fmt::format("Symmetry: {}; not relabelled{}: chains may sit in different labelings\n", facts.symmetry, why);
 }
 
+// The Minor modes line: each flipped copy some draw reached, with its share of the draws ±
+// its Monte Carlo error, then how many no draw reached (with 8 flips there are 255 copies;
+// the JSON lists every one).
+std::string modes_line(const std::vector<ModeMass>& modes) {
+    std::string out = "Minor modes (flipped copies, share of draws +- mcse):";
+    std::size_t listed = 0;
+    for (const ModeMass& m : modes) {
+        if (m.mass <= 0) continue;
+        out += fmt::format("{} {} {:.2f}% +- {:.2f}%", listed++ ? ";" : "", m.flip, 100 * m.mass, 100 * m.mcse);
+    }
+    const std::size_t empty = modes.size() - listed;
+    const char* copies = empty == 1 ? "copy" : "copies";
+    if (empty > 0)
+        out += listed == 0 ? fmt::format(" none reached ({} {})", empty, copies)
+                           : fmt::format("; {} other {} not reached", empty, copies);
+    return out + '\n';
+}
+
 // A chain whose draws of some parameters never changed while the other chains' did: stuck
 // where it started (every proposal rejected), which R-hat and ESS cannot diagnose well.
 void stuck_chain_warnings(const std::vector<SummaryRow>& rows, const RunFacts& facts, std::vector<std::string>& out) {
@@ -188,6 +206,9 @@ void stuck_chain_warnings(const std::vector<SummaryRow>& rows, const RunFacts& f
 
 void sampler_warnings(const RunFacts& facts, std::vector<std::string>& out) {
     for (const auto& k : facts.kernels) {
+        // A symmetry jump's rate is about twice the minor copies' mass (docs/methods.md,
+        // "Symmetry jumps"): low when they are light, which is no fault of the sampler.
+        if (k.name == "symmetry jump") continue;
         if (k.proposed > 0 && k.rate() < kAcceptanceFloor)
             out.push_back(fmt::format(
                 "Kernel {} accepted {:.1f}% of its proposals (below {:.0f}%): its proposals are too wide or far from the "
@@ -294,6 +315,7 @@ std::string format_summary(const std::vector<SummaryRow>& rows, const RunFacts& 
     if (facts.regenerations) out += fmt::format("Regenerations: {}\n", *facts.regenerations);
     if (facts.elbo) out += fmt::format("ELBO: {:.6g}\n", *facts.elbo);
     if (!facts.symmetry.empty()) out += symmetry_line(facts);
+    if (!facts.modes.empty()) out += modes_line(facts.modes);
     if (facts.divergent > 0) out += fmt::format("Divergent transitions: {}\n", facts.divergent);
     if (facts.warmup_seconds || facts.sampling_seconds)
         out += fmt::format("Elapsed time: {:.3f} s warmup, {:.3f} s sampling\n", facts.warmup_seconds.value_or(0),
@@ -347,6 +369,10 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     if (!facts.phase_seconds.empty()) {
         auto& timings = doc["timings"] = nlohmann::ordered_json::object();
         for (const auto& [phase, seconds] : facts.phase_seconds) timings[phase] = seconds;
+    }
+    if (!facts.modes.empty()) {
+        auto& modes = doc["modes"] = nlohmann::ordered_json::array();
+        for (const auto& m : facts.modes) modes.push_back({{"flip", m.flip}, {"mass", m.mass}, {"mcse", m.mcse}});
     }
     return doc;
 }

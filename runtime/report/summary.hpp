@@ -4,6 +4,7 @@
 #pragma once
 
 #include "inference/kernel.hpp"
+#include "runtime/report/mode_masses.hpp"
 #include "runtime/report/output_csv.hpp"
 
 #include <Eigen/Core>
@@ -76,6 +77,9 @@ struct RunFacts {
     std::string symmetry;
     std::optional<std::uint64_t> labelings;
     RelabelFacts relabel;
+    // The minor modes the symmetry jumps visited, each a flipped copy of the major one, with
+    // its share of the draws (runtime/report/mode_masses.hpp); empty when no jump ran.
+    std::vector<ModeMass> modes;
     // `vbn fit`'s wall time per phase, in the order they ran (the JSON's "timings"; empty
     // where the run's phases are unknown, as for CSV files).
     std::vector<std::pair<std::string, double>> phase_seconds;

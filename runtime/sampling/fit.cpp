@@ -3,6 +3,8 @@
 #include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/parallel.hpp"
+#include "inference/symmetry_jump.hpp"
+#include "lang/approximate_symmetry.hpp"
 #include "lang/symmetry.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sampling/gibbs.hpp"
@@ -316,6 +318,32 @@ std::unique_ptr<inference::Kernel> build_kernel(RunState& run) {
     return std::move(b.kernel);
 }
 
+// Stage 5b: where sign flips of hidden nodes are symmetries of the likelihood that a fixed
+// offset or the prior breaks (lang/approximate_symmetry.hpp), each of the method's steps is
+// followed by a symmetry jump (inference/symmetry_jump.hpp): the flipped copies of a mode are
+// minor modes that a local or independence kernel rarely reaches, and the jump reaches them
+// in one move, accepted by the exact posterior ratio. Not for gibbs, whose state holds the
+// hidden values: its density is the complete-data one, which a flip of θ alone does not map.
+std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::unique_ptr<inference::Kernel> kernel) {
+    if (run.method->samples_unobserved) return kernel;
+    run.r.approximate_flips = lang::find_approximate_flips(run.graph);
+    if (run.r.approximate_flips.empty()) return kernel;
+    std::vector<std::vector<int>> generators;
+    std::string names;
+    for (const auto& f : run.r.approximate_flips) {
+        generators.push_back(f.negated);
+        names += fmt::format("{}{{{}}}", names.empty() ? "" : ", ", f.name);
+    }
+    auto jump = std::make_unique<inference::SymmetryJump>(std::move(kernel), generators);
+    run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose flipping {} with their weights "
+                                      "({} flip{} in all), accepted by the exact posterior ratio, so that the flipped "
+                                      "copies, minor modes the model's offsets or priors do not quite rule out, are "
+                                      "visited in proportion to their mass",
+                                      names, jump->flips().size(), jump->flips().size() == 1 ? "" : "s"));
+    run.r.kernel = jump->name();
+    return jump;
+}
+
 // Stage 6: the chains, in parallel; their wall time split in the proportion they spent in
 // warmup and sampling. Throws Error(inference) when every chain failed.
 void run_all_chains(RunState& run, const inference::Kernel& kernel, const std::vector<Eigen::VectorXd>& inits) {
@@ -367,7 +395,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     if (o.on_vb) o.on_vb(run.r.vb.best_fit(), run.r.method);
     name_outputs(run.r, graph);
     const std::vector<Eigen::VectorXd> inits = initial_points(graph, run.r.vb.best_fit(), o);
-    const std::unique_ptr<inference::Kernel> kernel = build_kernel(run);
+    const std::unique_ptr<inference::Kernel> kernel = with_symmetry_jumps(run, build_kernel(run));
     if (o.on_note)
         for (const auto& n : run.r.notes) o.on_note(n);
     run_all_chains(run, *kernel, inits);

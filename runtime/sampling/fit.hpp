@@ -9,6 +9,7 @@
 
 #include "inference/block_mh.hpp"
 #include "inference/chains.hpp"
+#include "lang/approximate_symmetry.hpp"
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/sampling/laplace_proposal.hpp"
@@ -120,6 +121,8 @@ struct FitResult {
     bool hidden = false;                           // the model has hidden nodes (several modes are likely)
     std::string symmetry;                          // lang::describe_symmetries of the model, "" if none
     std::optional<std::uint64_t> labelings = 1;    // equivalent labelings; empty above 10^18
+    // The flips the symmetry jumps propose (lang/approximate_symmetry.hpp); empty when none ran.
+    std::vector<lang::ApproximateFlip> approximate_flips;
 };
 
 // The order in which parameters are reported: the model's parameters in order of use, the

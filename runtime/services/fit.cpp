@@ -38,6 +38,22 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
     return c;
 }
 
+// The minor modes' masses (runtime/report/mode_masses.hpp) where the symmetry jumps ran:
+// `columns(c, theta)` gives chain c's draws (at least s.facts.draws) of the θ entries listed,
+// for each chain the summary kept.
+void add_mode_masses(const FitRun& run, FitSummary& s,
+                     const std::function<Eigen::MatrixXd(std::size_t c, const std::vector<int>& theta)>& columns) {
+    if (run.result.approximate_flips.empty()) return;
+    const FlipCopies copies = flip_copies(run.result.approximate_flips);
+    std::vector<Eigen::MatrixXd> chains;
+    for (std::size_t c = 0; c < run.result.chains.size(); ++c) {
+        const auto& ch = run.result.chains[c];
+        if (!ch.ok() || ch.draws_done <= 0) continue;
+        chains.push_back(columns(c, copies.theta).topRows(s.facts.draws));
+    }
+    s.facts.modes = mode_masses(chains, copies);
+}
+
 void log_failures(const FitSummary& s, const Callbacks& cb) {
     for (const auto& f : s.failures) cb.warning(f);
 }
@@ -82,6 +98,12 @@ bool has_draws(const FitRun& run) {
 FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy, const Callbacks& callbacks) {
     FitSummary s = summarize_fit(run.result, model, run.warmup, run.draws, keep_copy);
     s.facts.relabel = run.relabel;
+    add_mode_masses(run, s, [&](std::size_t c, const std::vector<int>& theta) {
+        const Eigen::MatrixXd& d = run.result.chains[c].draws;
+        Eigen::MatrixXd out(d.rows(), static_cast<Eigen::Index>(theta.size()));
+        for (std::size_t j = 0; j < theta.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = d.col(theta[j]);
+        return out;
+    });
     log_failures(s, callbacks);
     return s;
 }
@@ -93,6 +115,17 @@ FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy
                                              [&](std::size_t c) { return draws_of(c, 0, all); })
                              : summarize_fit(run.result, model, run.warmup, run.draws, run.counts, draws_of, memory_budget);
     s.facts.relabel = run.relabel;
+    // The files hold the draws in output order: each θ entry's column there, read one chain at a time.
+    const std::vector<int>& order = run.result.order;
+    add_mode_masses(run, s, [&](std::size_t c, const std::vector<int>& theta) {
+        const Eigen::MatrixXd d = draws_of(c, 0, all);
+        Eigen::MatrixXd out(d.rows(), static_cast<Eigen::Index>(theta.size()));
+        for (std::size_t j = 0; j < theta.size(); ++j) {
+            const auto pos = std::find(order.begin(), order.end(), theta[j]) - order.begin();
+            out.col(static_cast<Eigen::Index>(j)) = d.col(pos);
+        }
+        return out;
+    });
     log_failures(s, callbacks);
     return s;
 }

@@ -1,4 +1,5 @@
 // `vbn check MODEL [--data CSV] [--dot FILE]`: parse and check; print the network.
+#include "lang/approximate_symmetry.hpp"
 #include "lang/describe.hpp"
 #include "lang/symmetry.hpp"
 #include "runtime/data/describe_data.hpp"
@@ -17,6 +18,15 @@ int check(const CheckArgs& args, std::ostream& out, std::ostream& err) {
         out << lang::describe(g);
         const std::string symmetry = lang::describe_symmetries(g, lang::find_symmetries(g));
         if (!symmetry.empty()) out << "\nsymmetries: " << symmetry << '\n';
+        const auto flips = lang::find_approximate_flips(g);
+        if (!flips.empty()) {
+            std::string names;
+            for (const auto& f : flips) names += fmt::format("{}{{{}}}", names.empty() ? "" : ", ", f.name);
+            out << fmt::format("\napproximate symmetries: flipping {} with the weights the flip negates changes only "
+                               "a fixed offset or a prior: the flipped copies are minor modes, which fit visits by "
+                               "symmetry jumps\n",
+                               names);
+        }
         if (args.dot) {
             write_text_file(*args.dot, lang::to_dot(g), "DOT file");
             out << fmt::format("\nwrote {}\n", *args.dot);
