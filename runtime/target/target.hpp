@@ -105,6 +105,11 @@ public:
     double log_density(In theta, Workspace& ws) const;
     // The same, writing ∇_θ into grad (size dim()).
     double log_density_gradient(In theta, Out grad, Workspace& ws) const;
+    // log_density of each column of thetas into out (thetas.cols() entries): the same bits as
+    // log_density column by column. A family evaluated row by row (real covariates: no packed
+    // signs) is read a chunk of rows at a time for every column, so its rows come from memory
+    // once per call rather than once per column (the importance correction's many draws).
+    void log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const;
 
     // Only the terms that involve block b: its prior, its node's complete-family patterns
     // and the summed-out components touching it. Between two θ that differ only in block b,
@@ -249,6 +254,8 @@ private:
     std::vector<Merged> merged_;
     std::vector<char> separable_;  // per block: coupled to no other block
     static Merged merge_signs(const CompleteFamily& cf);
+    // One chunk of complete_term's value from η in ws.eta_ (target.cpp).
+    static double chunk_value(const Merged& m, int start, int len, Workspace& ws, double& open_product, int& open_rows);
     // With packed signs, the tables of θ_b's signed sums that complete_eta reads, into
     // ws.sign_sums_ (nothing otherwise).
     static void build_eta_tables(const Merged& m, In theta_b, Workspace& ws);

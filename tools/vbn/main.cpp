@@ -71,8 +71,12 @@ int main(int argc, char** argv) {
                        "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
         ->check(CLI::IsMember({"importance", "none"}))
         ->capture_default_str();
-    vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction")
+    vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction per round, at most")
         ->check(CLI::Range(100L, 100000000L))
+        ->capture_default_str();
+    vb_cmd->add_option("--correction-ess", vb_args.settings.correction.ess,
+                       "A round of the correction stops when its weights' ESS reaches this (0: always --correction-draws)")
+        ->check(CLI::Range(0.0, 1e8))
         ->capture_default_str();
 
     FitArgs fit_args;
