@@ -255,16 +255,35 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
 Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     const int n = cf.patterns();
     const int k = static_cast<int>(cf.f.cols());
-    RowTable index(sz(k) + 1);
+    // Patterns with equal (a_t, f_t) (as doubles: +0 = -0) share a merged row. The table
+    // holds pattern numbers only (open addressing, at most half full) and compares the rows
+    // in the family itself: a table of keys would be another copy of the data.
     std::vector<int> row_of(sz(n));
     std::vector<int> first;
+    std::size_t slots = 16;
+    while (slots < 2 * sz(n)) slots *= 2;
+    std::vector<int> slot(slots, -1);  // a pattern t with row_of[t] a new row, or -1
+    std::vector<double> key(sz(k) + 1);
+    auto same = [&](int s, int t) {
+        if (!(cf.a[s] == cf.a[t])) return false;
+        for (int j = 0; j < k; ++j)
+            if (!(cf.f(s, j) == cf.f(t, j))) return false;
+        return true;
+    };
     for (int t = 0; t < n; ++t) {
-        double* key = index.candidate();
         key[0] = cf.a[t];
-        for (int j = 0; j < k; ++j) key[j + 1] = cf.f(t, j);
-        row_of[sz(t)] = index.commit(0);
-        if (row_of[sz(t)] == static_cast<int>(first.size())) first.push_back(t);
+        for (int j = 0; j < k; ++j) key[sz(j) + 1] = cf.f(t, j);
+        std::size_t i = hash_doubles(key.data(), key.size()) & (slots - 1);
+        while (slot[i] >= 0 && !same(slot[i], t)) i = (i + 1) & (slots - 1);
+        if (slot[i] < 0) {
+            slot[i] = t;
+            row_of[sz(t)] = static_cast<int>(first.size());
+            first.push_back(t);
+        } else {
+            row_of[sz(t)] = row_of[sz(slot[i])];
+        }
     }
+    slot = {};
     const int rows = static_cast<int>(first.size());
     Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
     for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? w_pos : w_neg)[row_of[sz(t)]] += cf.w[t];
@@ -331,9 +350,14 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
             }
         }
     } else {
-        m.f.resize(rows, k);
-        for (int j = 0; j < k; ++j)
-            for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
+        bool identity = rows == n;
+        for (int r = 0; identity && r < rows; ++r) identity = from_row[sz(r)] == r;
+        m.shares_family = identity;
+        if (!identity) {
+            m.f.resize(rows, k);
+            for (int j = 0; j < k; ++j)
+                for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
+        }
     }
     return m;
 }
@@ -599,7 +623,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
     if (m.sign_groups > 0) {
         combine_sign_tables<false>(m, p.size, m.a.data() + start, ws.sign_sums_.data(), start, len, eta.data());
     } else {
-        eta.noalias() = m.f.middleRows(start, len) * theta.segment(p.offset, p.size);
+        eta.noalias() = dense_rows(b).middleRows(start, len) * theta.segment(p.offset, p.size);
         eta += m.a.segment(start, len);
     }
 }
@@ -708,7 +732,8 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
             if (groups > 0) {
                 scatter_residuals(m, start, len, ws);
             } else {
-                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
+                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() +=
+                    dense_rows(b).middleRows(start, len).transpose() * ws.resid_.head(len);
             }
         }
     }
@@ -849,9 +874,9 @@ bool Target::complete_block(int b) const {
     return families_.components_of_block[sz(b)].empty();
 }
 
-void Target::row_features(const Merged& m, int k, int row, double scale, double* out) {
+void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out) {
     if (m.sign_groups == 0) {
-        Eigen::Map<Eigen::VectorXd>(out, k) = scale * m.f.row(row).transpose();
+        Eigen::Map<Eigen::VectorXd>(out, k) = scale * dense.row(row).transpose();
         return;
     }
     for (int g = 0; g < m.sign_groups; ++g) {
@@ -888,7 +913,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         for (int t = 0; t < len; ++t) {
             const double e = std::exp(-std::abs(ws.eta_[t]));
             const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
-            row_features(m, k, start + t, root, x.col(t).data());
+            row_features(m, dense_rows(b), k, start + t, root, x.col(t).data());
         }
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
     }
@@ -928,7 +953,7 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
-            row_features(m, k, start + t, 1.0, f.row(t).data());
+            row_features(m, dense_rows(b), k, start + t, 1.0, f.row(t).data());
             c[start + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
         }
         x.middleRows(start, len).noalias() = f.topRows(len) * l;

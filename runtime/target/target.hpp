@@ -217,7 +217,12 @@ private:
     // share |η_t| and so one exp and one log: log g(η) = min(η, 0) - log(1 + e^{-|η|}) and
     // log g(-η) = min(-η, 0) - log(1 + e^{-|η|}). Built from families_.complete.
     struct Merged {
-        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed
+        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed, or
+                                   // where the family's own f serves (shares_family)
+        // Every pattern its own row, in the family's order (no two patterns differ only in y,
+        // and their weights already ascend, as where no row repeats): the family's f is
+        // read in place instead of a copy as large as the data (dense_rows).
+        bool shares_family = false;
         Eigen::VectorXd a;         // offsets
         Eigen::VectorXd w_pos;     // rows with y = +1
         Eigen::VectorXd w_neg;     // rows with y = -1
@@ -271,7 +276,12 @@ private:
     static void combine_sign_tables(const Merged& m, int k, const double* from, const double* tables, int start, int len,
                                     double* out);
     // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
-    static void row_features(const Merged& m, int k, int row, double scale, double* out);
+    static void row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out);
+    // Block b's merged rows' features where they are not packed as signs.
+    const Eigen::MatrixXd& dense_rows(int b) const {
+        return merged_[static_cast<std::size_t>(b)].shares_family ? families_.complete[static_cast<std::size_t>(b)].f
+                                                                  : merged_[static_cast<std::size_t>(b)].f;
+    }
     // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and
     // weights c_t = w_t d³/dη³ log g(η_t) (the mean correction's and the third derivatives'
     // common pass); `what` names the caller in the errors.
