@@ -1,53 +1,96 @@
 #!/usr/bin/env bash
 # Scale: time and peak memory (RSS) of `vbn` on large inputs, per stage.
-#   bench/scale.sh path/to/vbn [ROWS] [NODES]      (defaults: 1000000 rows, 10000 nodes)
+#   bench/scale.sh path/to/vbn [ROWS] [NODES] [CASES]
+#       (defaults: 1000000 rows, 10000 nodes, CASES = logreg,wide,many)
 #
-# 1. ROWS rows × 50 binary columns: node x[10] ~ bernoulli(0.5); node y[40] ~ logistic(b + W x).
-# 2. NODES nodes: one parent shared by NODES - 1 children, 1000 rows.
-# Stages: load (vbn check --data), vb, fit with 1000 draws (1 chain, 200 warmup), with --output.
+# logreg  ROWS rows x 10 real covariates, no two rows alike (bench/scale_data.py, seed 1):
+#         covariate x[10]; node y ~ logistic(b + w * x). Stages: load (vbn check --data),
+#         vb (with its default importance correction), fit (4 chains x 1000 draws).
+# wide    ROWS rows x 50 binary columns: node x[10] ~ bernoulli(0.5); node y[40] ~ logistic(b + W x).
+# many    NODES nodes: one parent shared by NODES - 1 children, 1000 rows.
+# wide and many: load, vb, fit with 1000 draws (1 chain, 200 warmup), with --output.
 # Memory should grow with the number of distinct rows (patterns) and nodes, not with ROWS.
+#
+# Each stage appends a line to bench/results/scale.tsv (or $SCALE_TSV): date, commit, case,
+# rows, columns, stage, wall seconds, CPU seconds (user + system) and peak RSS
+# (/usr/bin/time -f "%e %U %S %M"), the 1-minute load average before the stage, and the
+# machine's cores. On a shared machine the CPU seconds are the steadier figure. bench/scale_table.py writes the
+# table in bench/scale.md from that file.
 set -euo pipefail
 vbn=$(realpath "$1")
 rows=${2:-1000000}
 nodes=${3:-10000}
+cases=${4:-logreg,wide,many}
+here=$(cd "$(dirname "$0")" && pwd)
+tsv=${SCALE_TSV:-$here/results/scale.tsv}
+# The commit the binary was built from (SCALE_COMMIT, else this checkout's HEAD, + if modified).
+commit=${SCALE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -z "${SCALE_COMMIT:-}" ] && [ -n "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  commit="$commit+"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian package time)" >&2; exit 1; }
+[ -s "$tsv" ] || printf 'date\tcommit\tcase\trows\tcolumns\tstage\tseconds\tcpu_seconds\tpeak_rss_mb\tload1\tcores\n' >"$tsv"
 
-measure() {  # measure LABEL command...
-  local label=$1
-  shift
-  /usr/bin/time -v "$@" >"$tmp/out" 2>"$tmp/time" || { cat "$tmp/time" >&2; exit 1; }
-  local wall rss
-  wall=$(grep 'Elapsed (wall clock)' "$tmp/time" | awk '{print $NF}')
-  rss=$(grep 'Maximum resident set size' "$tmp/time" | awk '{print $NF}')
-  printf '%-34s wall %10s   peak RSS %8.1f MB\n' "$label" "$wall" "$(echo "$rss / 1024" | bc -l)"
+measure() {  # measure CASE ROWS COLUMNS STAGE command...
+  local case=$1 r=$2 c=$3 stage=$4
+  shift 4
+  local load
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  local wall user sys kb
+  read -r wall user sys kb <"$tmp/time"
+  local mb cpu
+  mb=$(awk -v kb="$kb" 'BEGIN { printf "%.1f", kb / 1024 }')
+  cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+  printf '%-8s %-6s %-44s wall %8s s   CPU %8s s   peak RSS %8s MB   load %s\n' "$case" "$r" "$stage" "$wall" "$cpu" "$mb" "$load"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit" "$case" "$r" "$c" "$stage" \
+    "$wall" "$cpu" "$mb" "$load" "$(nproc)" >>"$tsv"
 }
 
-wide=$tmp/wide.vbn
-cat >"$wide" <<'M'
+run_case() {  # run_case CASE MODEL CSV ROWS COLUMNS FIT_ARGS...
+  local case=$1 model=$2 csv=$3 r=$4 c=$5
+  shift 5
+  measure "$case" "$r" "$c" "load (check --data)" "$vbn" check "$model" --data "$csv"
+  measure "$case" "$r" "$c" "vb" "$vbn" vb "$model" --data "$csv" --seed 1
+  measure "$case" "$r" "$c" "$1" "$vbn" fit "$model" --data "$csv" "${@:2}" --seed 1 --quiet --output "$tmp/${case}_fit.csv"
+}
+
+for case in ${cases//,/ }; do
+  case $case in
+  logreg)
+    # Python's Mersenne Twister with seed 1: the same file on every machine (199 MB at 10^6 rows).
+    python3 "$here/scale_data.py" "$rows" 10 1 "$tmp/logreg.csv" >"$tmp/logreg.vbn"
+    echo "== logreg: $rows rows x 10 real covariates ($(du -h "$tmp/logreg.csv" | cut -f1) of CSV)"
+    run_case logreg "$tmp/logreg.vbn" "$tmp/logreg.csv" "$rows" 11 "fit 4 chains x 1000 draws" --chains 4 --draws 1000
+    ;;
+  wide)
+    cat >"$tmp/wide.vbn" <<'M'
 node x[10] ~ bernoulli(0.5);
 node y[40] ~ logistic(b + W * x);
 b ~ normal(0, 2);
 W ~ normal(0, 1);
 M
-"$vbn" simulate "$wide" --rows "$rows" --seed 1 --output "$tmp/wide.csv" 2>/dev/null
-echo "== $rows rows x 50 binary columns ($(du -h "$tmp/wide.csv" | cut -f1) of CSV)"
-measure "load (check --data)" "$vbn" check "$wide" --data "$tmp/wide.csv"
-measure "vb" "$vbn" vb "$wide" --data "$tmp/wide.csv"
-measure "fit 1000 draws, 1 chain" "$vbn" fit "$wide" --data "$tmp/wide.csv" --chains 1 --warmup 200 --draws 1000 \
-  --seed 1 --quiet --output "$tmp/wide_fit.csv"
-
-many=$tmp/many.vbn
-cat >"$many" <<M
+    "$vbn" simulate "$tmp/wide.vbn" --rows "$rows" --seed 1 --output "$tmp/wide.csv" 2>/dev/null
+    echo "== wide: $rows rows x 50 binary columns ($(du -h "$tmp/wide.csv" | cut -f1) of CSV)"
+    run_case wide "$tmp/wide.vbn" "$tmp/wide.csv" "$rows" 50 "fit 1 chain x 1000 draws" --chains 1 --warmup 200 --draws 1000
+    ;;
+  many)
+    cat >"$tmp/many.vbn" <<M
 node a ~ bernoulli(0.5);
 node v[$((nodes - 1))] ~ logistic(b + w * a);
 b ~ normal(0, 1);
 w ~ normal(0, 1);
 M
-"$vbn" simulate "$many" --rows 1000 --seed 2 --output "$tmp/many.csv" 2>/dev/null
-echo "== $nodes nodes, 1000 rows, $((2 * (nodes - 1))) parameters"
-measure "load (check --data)" "$vbn" check "$many" --data "$tmp/many.csv"
-measure "vb" "$vbn" vb "$many" --data "$tmp/many.csv"
-measure "fit 1000 draws, 1 chain" "$vbn" fit "$many" --data "$tmp/many.csv" --chains 1 --warmup 200 --draws 1000 \
-  --seed 1 --quiet --output "$tmp/many_fit.csv"
+    "$vbn" simulate "$tmp/many.vbn" --rows 1000 --seed 2 --output "$tmp/many.csv" 2>/dev/null
+    echo "== many: $nodes nodes, 1000 rows, $((2 * (nodes - 1))) parameters"
+    run_case many "$tmp/many.vbn" "$tmp/many.csv" 1000 "$nodes" "fit 1 chain x 1000 draws" --chains 1 --warmup 200 --draws 1000
+    ;;
+  *)
+    echo "unknown case $case (logreg, wide, many)" >&2
+    exit 2
+    ;;
+  esac
+done
+echo "appended to $tsv; python3 bench/scale_table.py rewrites the table in bench/scale.md"

@@ -291,7 +291,7 @@ void DataErrors::throw_if_any() const {
 
 // --- pattern table --------------------------------------------------------------------
 
-PatternTable::PatternTable(std::size_t words) : words_(words), slots_(64, 0) {}
+PatternTable::PatternTable(std::size_t words) : words_(words), keys_(words), slots_(64, 0) {}
 
 std::uint64_t PatternTable::hash(const std::uint64_t* key) const {
     std::uint64_t h = words_ * kMul;
@@ -325,7 +325,7 @@ std::pair<int, bool> PatternTable::insert(const std::uint64_t* key) {
     }
     if (size_ == std::numeric_limits<int>::max()) throw Error(ErrorKind::limit, "more than 2^31 distinct rows");
     const int p = size_++;
-    keys_.insert(keys_.end(), key, key + words_);
+    std::copy(key, key + words_, keys_.slot(static_cast<std::size_t>(p)));
     slots_[i] = (static_cast<std::uint64_t>(p) + 1) << 32 | h;
     return {p, true};
 }
@@ -345,7 +345,7 @@ void PatternTable::grow() {
 }
 
 void PatternTable::release() {
-    keys_ = {};
+    keys_.clear();
     slots_ = std::vector<std::uint64_t>(64, 0);
     size_ = 0;
 }

@@ -13,6 +13,7 @@
 
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
+#include "runtime/data/row_blocks.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -83,7 +84,7 @@ public:
     std::pair<int, bool> insert(const std::uint64_t* key);
     int size() const { return size_; }
     std::size_t words() const { return words_; }
-    const std::uint64_t* key(int pattern) const { return keys_.data() + static_cast<std::size_t>(pattern) * words_; }
+    const std::uint64_t* key(int pattern) const { return keys_.row(static_cast<std::size_t>(pattern)); }
     void release();
 
 private:
@@ -92,7 +93,7 @@ private:
 
     std::size_t words_;
     int size_ = 0;
-    std::vector<std::uint64_t> keys_;   // patterns × words_
+    RowBlocks<std::uint64_t> keys_;     // patterns × words_, in blocks that never move
     std::vector<std::uint64_t> slots_;  // (pattern + 1) << 32 | hash bits, 0 empty; a power of two
 };
 

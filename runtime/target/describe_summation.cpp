@@ -21,6 +21,7 @@ std::string describe_summation(const ir::Graph& graph, const Dataset& data, int 
     FamilyOptions o;
     o.max_enumerated = max_enumerated;
     o.refuse_too_wide = false;
+    o.complete_rows = false;  // only the components are described
     const Families f = build_families(graph, data, o);
     const TooWide& t = f.too_wide;
     if (f.components.empty() && t.width == 0) return {};

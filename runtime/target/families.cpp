@@ -373,6 +373,7 @@ private:
     void add_complete(int e, double w) {
         const ir::Cpd& cpd = g_.cpds[sz(e)];
         if (cpd.block >= 0) {
+            if (!options_.complete_rows) return;
             RowTable& t = tables_[sz(cpd.block)];
             fold_cpd(g_, e, x_, local_, scratch_);
             double* row = t.candidate();

@@ -110,6 +110,9 @@ struct FamilyOptions {
     // refused, for reports (`vbn check --data`).
     bool refuse_too_wide = true;
     bool pattern_terms = false;  // record where each data pattern's terms went (PatternTerms)
+    // false: the complete families are left empty (0 rows), for reports that need only the
+    // summed-out components: at 10^6 distinct rows they are another copy of the data.
+    bool complete_rows = true;
 };
 
 // Where each data pattern's terms went, so that the pattern's own log-likelihood can be

@@ -2,10 +2,11 @@
 // (runtime/target/families.cpp, runtime/target/target.cpp).
 #pragma once
 
+#include "runtime/data/row_blocks.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <unordered_set>
 #include <vector>
 
 namespace vbn {
@@ -25,54 +26,63 @@ inline std::size_t hash_doubles(const double* p, std::size_t n) {
 
 // Distinct fixed-length rows of doubles with summed weights, numbered in order of first
 // appearance. Candidates are written after the stored rows and either kept or dropped, so
-// no key is ever copied. Rows equal as doubles (+0 = -0) are one row. The table points to
-// itself: it is neither copied nor moved.
+// no key is ever copied. Rows equal as doubles (+0 = -0) are one row.
+//
+// Memory follows the rows kept: they live in blocks that never move (RowBlocks), and the
+// index is an open-addressing table of one word per slot, at most half full (a node-based
+// hash set took about 40 bytes a row).
 class RowTable {
 public:
-    explicit RowTable(std::size_t width)
-        : width_(width), set_(16, Hash{this}, Equal{this}) {}
+    explicit RowTable(std::size_t width) : width_(width), rows_(width), slots_(16, 0) {}
     RowTable(const RowTable&) = delete;
     RowTable& operator=(const RowTable&) = delete;
 
-    double* candidate() {
-        data_.resize((rows() + 1) * width_);
-        return data_.data() + rows() * width_;
-    }
+    double* candidate() { return rows_.slot(rows()); }
     // Adds the candidate with weight w; returns its row.
     int commit(double w) {
-        const int n = static_cast<int>(rows());
-        auto [it, inserted] = set_.insert(n);
-        if (inserted) {
-            weight_.push_back(w);
-            return n;
+        const std::size_t n = rows();
+        const double* key = row(n);
+        if (2 * (n + 1) > slots_.size()) grow();
+        const auto h = static_cast<std::uint32_t>(hash_doubles(key, width_));
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+            const std::uint64_t s = slots_[i];
+            if (s == 0) {
+                slots_[i] = (static_cast<std::uint64_t>(n) + 1) << 32 | h;
+                weight_.push_back(w);
+                return static_cast<int>(n);
+            }
+            if (static_cast<std::uint32_t>(s) != h) continue;
+            const std::size_t r = (s >> 32) - 1;
+            const double* other = row(r);
+            if (std::equal(key, key + width_, other)) {
+                weight_[r] += w;
+                return static_cast<int>(r);
+            }
         }
-        data_.resize(static_cast<std::size_t>(n) * width_);
-        weight_[static_cast<std::size_t>(*it)] += w;
-        return *it;
     }
     std::size_t rows() const { return weight_.size(); }
-    const double* row(std::size_t r) const { return data_.data() + r * width_; }
+    const double* row(std::size_t r) const { return rows_.row(r); }
     double weight(std::size_t r) const { return weight_[r]; }
 
 private:
-    struct Hash {
-        const RowTable* t;
-        std::size_t operator()(int r) const {
-            return hash_doubles(t->data_.data() + static_cast<std::size_t>(r) * t->width_, t->width_);
+    // Doubles the slots; each slot keeps its hash bits, so no row is read.
+    void grow() {
+        std::vector<std::uint64_t> slots(slots_.size() * 2, 0);
+        const std::size_t mask = slots.size() - 1;
+        for (const std::uint64_t s : slots_) {
+            if (!s) continue;
+            std::size_t i = static_cast<std::uint32_t>(s) & mask;
+            while (slots[i]) i = (i + 1) & mask;
+            slots[i] = s;
         }
-    };
-    struct Equal {
-        const RowTable* t;
-        bool operator()(int a, int b) const {
-            const double* pa = t->data_.data() + static_cast<std::size_t>(a) * t->width_;
-            const double* pb = t->data_.data() + static_cast<std::size_t>(b) * t->width_;
-            return std::equal(pa, pa + t->width_, pb);
-        }
-    };
+        slots_ = std::move(slots);
+    }
+
     std::size_t width_;
-    std::vector<double> data_;
+    RowBlocks<double> rows_;
     std::vector<double> weight_;
-    std::unordered_set<int, Hash, Equal> set_;
+    std::vector<std::uint64_t> slots_;  // (row + 1) << 32 | low hash bits; 0 empty; a power of two
 };
 
 }  // namespace vbn

@@ -255,16 +255,35 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
 Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     const int n = cf.patterns();
     const int k = static_cast<int>(cf.f.cols());
-    RowTable index(sz(k) + 1);
+    // Patterns with equal (a_t, f_t) (as doubles: +0 = -0) share a merged row. The table
+    // holds pattern numbers only (open addressing, at most half full) and compares the rows
+    // in the family itself: a table of keys would be another copy of the data.
     std::vector<int> row_of(sz(n));
     std::vector<int> first;
+    std::size_t slots = 16;
+    while (slots < 2 * sz(n)) slots *= 2;
+    std::vector<int> slot(slots, -1);  // a pattern t with row_of[t] a new row, or -1
+    std::vector<double> key(sz(k) + 1);
+    auto same = [&](int s, int t) {
+        if (!(cf.a[s] == cf.a[t])) return false;
+        for (int j = 0; j < k; ++j)
+            if (!(cf.f(s, j) == cf.f(t, j))) return false;
+        return true;
+    };
     for (int t = 0; t < n; ++t) {
-        double* key = index.candidate();
         key[0] = cf.a[t];
-        for (int j = 0; j < k; ++j) key[j + 1] = cf.f(t, j);
-        row_of[sz(t)] = index.commit(0);
-        if (row_of[sz(t)] == static_cast<int>(first.size())) first.push_back(t);
+        for (int j = 0; j < k; ++j) key[sz(j) + 1] = cf.f(t, j);
+        std::size_t i = hash_doubles(key.data(), key.size()) & (slots - 1);
+        while (slot[i] >= 0 && !same(slot[i], t)) i = (i + 1) & (slots - 1);
+        if (slot[i] < 0) {
+            slot[i] = t;
+            row_of[sz(t)] = static_cast<int>(first.size());
+            first.push_back(t);
+        } else {
+            row_of[sz(t)] = row_of[sz(slot[i])];
+        }
     }
+    slot = {};
     const int rows = static_cast<int>(first.size());
     Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
     for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? w_pos : w_neg)[row_of[sz(t)]] += cf.w[t];
@@ -331,9 +350,14 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
             }
         }
     } else {
-        m.f.resize(rows, k);
-        for (int j = 0; j < k; ++j)
-            for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
+        bool identity = rows == n;
+        for (int r = 0; identity && r < rows; ++r) identity = from_row[sz(r)] == r;
+        m.shares_family = identity;
+        if (!identity) {
+            m.f.resize(rows, k);
+            for (int j = 0; j < k; ++j)
+                for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
+        }
     }
     return m;
 }
@@ -599,9 +623,61 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
     if (m.sign_groups > 0) {
         combine_sign_tables<false>(m, p.size, m.a.data() + start, ws.sign_sums_.data(), start, len, eta.data());
     } else {
-        eta.noalias() = m.f.middleRows(start, len) * theta.segment(p.offset, p.size);
+        eta.noalias() = dense_rows(b).middleRows(start, len) * theta.segment(p.offset, p.size);
         eta += m.a.segment(start, len);
     }
+}
+
+// One chunk's share of complete_term's value, from η in ws.eta_ (rows [start, start + len)):
+// e = exp(-|η|) into ws.resid_ (the gradient reads it) and Σ w_pos min(η, 0) - w_neg max(η, 0)
+// - Σ w log(1 + e), carrying the open product of a run's rows (open_product, open_rows) from
+// chunk to chunk. complete_term and log_densities both call it, so both give the same bits.
+double Target::chunk_value(const Merged& m, int start, int len, Workspace& ws, double& open_product, int& open_rows) {
+    const auto eta = ws.eta_.head(len);
+    const auto wp = m.w_pos.segment(start, len).array();
+    const auto wn = m.w_neg.segment(start, len).array();
+    auto e = ws.resid_.head(len).array();
+    {
+        // e = exp(-|η|) by a plain loop the compiler vectorises (Eigen's exp divides); the
+        // cheaper form where every e is a normal double, as it is unless |η| > 708. (Where
+        // η holds a NaN, the maximum may miss a larger |η|; the log density is NaN anyway.)
+        const double* __restrict et = eta.data();
+        double* __restrict ev = ws.resid_.data();
+        if (eta.cwiseAbs().maxCoeff() <= 708.0)
+            for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive_normal(-std::abs(et[t]));
+        else
+            for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
+    }
+    // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e): one log per run,
+    // of a product carried from chunk to chunk while it holds at most kProductRows factors
+    // in (1, 2], which cannot overflow (2^1000). Eigen multiplies each chunk's factors a
+    // packet at a time; rounding the product costs a few ulps of its log per factor, as
+    // summing the logs does. (One log where there were four a chunk: at 20 weights and
+    // 1,000 rows they were 5% of a log density's time.)
+    // With short runs (fewer than kLogGroup rows per distinct weight on average, as with
+    // few parents and many rows per pattern) the products would hold a factor or two and
+    // leave a scalar log per row: there the logs are taken a packet at a time and weighted.
+    double logs = 0;
+    if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
+    for (int from = start; m.product_logs && from < start + len;) {
+        const int run_to = *std::upper_bound(m.run_end.begin(), m.run_end.end(), from);
+        const int to = std::min(start + len, run_to);
+        // An open product is of the rows just before `from`, in the same run.
+        if (open_rows + (to - from) > kProductRows) {
+            logs += m.w_total[from] * std::log(open_product);
+            open_product = 1;
+            open_rows = 0;
+        }
+        open_product *= (1.0 + e.segment(from - start, to - from)).prod();
+        open_rows += to - from;
+        if (to == run_to) {
+            logs += m.w_total[from] * std::log(open_product);
+            open_product = 1;
+            open_rows = 0;
+        }
+        from = to;
+    }
+    return (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
 }
 
 // Σ_t w_t log g(y_t (a_t + f_t' θ_i)) and its gradient F' (w ∘ y ∘ g(-y ∘ (a + F θ_i)))
@@ -634,50 +710,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         const auto eta = ws.eta_.head(len);
-        const auto wp = m.w_pos.segment(start, len).array();
-        const auto wn = m.w_neg.segment(start, len).array();
-        auto e = ws.resid_.head(len).array();
-        {
-            // e = exp(-|η|) by a plain loop the compiler vectorises (Eigen's exp divides); the
-            // cheaper form where every e is a normal double, as it is unless |η| > 708. (Where
-            // η holds a NaN, the maximum may miss a larger |η|; the log density is NaN anyway.)
-            const double* __restrict et = eta.data();
-            double* __restrict ev = ws.resid_.data();
-            if (eta.cwiseAbs().maxCoeff() <= 708.0)
-                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive_normal(-std::abs(et[t]));
-            else
-                for (int t = 0; t < len; ++t) ev[t] = inference::exp_nonpositive(-std::abs(et[t]));
-        }
-        // Σ w log(1 + e) = Σ over runs of equal weight w of w log Π (1 + e): one log per run,
-        // of a product carried from chunk to chunk while it holds at most kProductRows factors
-        // in (1, 2], which cannot overflow (2^1000). Eigen multiplies each chunk's factors a
-        // packet at a time; rounding the product costs a few ulps of its log per factor, as
-        // summing the logs does. (One log where there were four a chunk: at 20 weights and
-        // 1,000 rows they were 5% of a log density's time.)
-        // With short runs (fewer than kLogGroup rows per distinct weight on average, as with
-        // few parents and many rows per pattern) the products would hold a factor or two and
-        // leave a scalar log per row: there the logs are taken a packet at a time and weighted.
-        double logs = 0;
-        if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
-        for (int from = start; m.product_logs && from < start + len;) {
-            const int run_to = *std::upper_bound(m.run_end.begin(), m.run_end.end(), from);
-            const int to = std::min(start + len, run_to);
-            // An open product is of the rows just before `from`, in the same run.
-            if (open_rows + (to - from) > kProductRows) {
-                logs += m.w_total[from] * std::log(open_product);
-                open_product = 1;
-                open_rows = 0;
-            }
-            open_product *= (1.0 + e.segment(from - start, to - from)).prod();
-            open_rows += to - from;
-            if (to == run_to) {
-                logs += m.w_total[from] * std::log(open_product);
-                open_product = 1;
-                open_rows = 0;
-            }
-            from = to;
-        }
-        value += (wp * eta.array().min(0.0) - wn * eta.array().max(0.0)).sum() - logs;
+        value += chunk_value(m, start, len, ws, open_product, open_rows);
         if (grad) {
             // A plain loop rather than Eigen's select, which this Eigen evaluates a scalar at a
             // time, with a branch and a scalar division.
@@ -699,7 +732,8 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
             if (groups > 0) {
                 scatter_residuals(m, start, len, ws);
             } else {
-                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() += m.f.middleRows(start, len).transpose() * ws.resid_.head(len);
+                Eigen::Map<Eigen::VectorXd>(grad, p.size).noalias() +=
+                    dense_rows(b).middleRows(start, len).transpose() * ws.resid_.head(len);
             }
         }
     }
@@ -840,9 +874,9 @@ bool Target::complete_block(int b) const {
     return families_.components_of_block[sz(b)].empty();
 }
 
-void Target::row_features(const Merged& m, int k, int row, double scale, double* out) {
+void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out) {
     if (m.sign_groups == 0) {
-        Eigen::Map<Eigen::VectorXd>(out, k) = scale * m.f.row(row).transpose();
+        Eigen::Map<Eigen::VectorXd>(out, k) = scale * dense.row(row).transpose();
         return;
     }
     for (int g = 0; g < m.sign_groups; ++g) {
@@ -879,7 +913,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         for (int t = 0; t < len; ++t) {
             const double e = std::exp(-std::abs(ws.eta_[t]));
             const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
-            row_features(m, k, start + t, root, x.col(t).data());
+            row_features(m, dense_rows(b), k, start + t, root, x.col(t).data());
         }
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
     }
@@ -919,7 +953,7 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
-            row_features(m, k, start + t, 1.0, f.row(t).data());
+            row_features(m, dense_rows(b), k, start + t, 1.0, f.row(t).data());
             c[start + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
         }
         x.middleRows(start, len).noalias() = f.topRows(len) * l;
@@ -1168,6 +1202,42 @@ double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
     }
     v += summed_out_term(theta, grad.data(), -1, ws);
     return v;
+}
+
+void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const {
+    const auto draws = static_cast<int>(thetas.cols());
+    if (out.size() != draws)
+        throw Error(ErrorKind::usage, fmt::format("log_densities: {} outputs for {} draws", out.size(), draws));
+    check_summed_out();
+    for (int j = 0; j < draws; ++j) check_theta(thetas.col(j));
+    out.setZero();
+    std::vector<double> complete(sz(draws)), open_product(sz(draws));
+    std::vector<int> open_rows(sz(draws));
+    for (int b = 0; b < blocks(); ++b) {
+        const Merged& m = merged_[sz(b)];
+        if (m.sign_groups == 0) {
+            // complete_term's row-by-row loop with the draws innermost: each chunk of F is
+            // read once and stays in cache while every draw takes its η from it.
+            std::fill(complete.begin(), complete.end(), 0.0);
+            std::fill(open_product.begin(), open_product.end(), 1.0);
+            std::fill(open_rows.begin(), open_rows.end(), 0);
+            for (int start = 0; start < m.rows(); start += chunk_rows) {
+                const int len = std::min(chunk_rows, m.rows() - start);
+                for (int j = 0; j < draws; ++j) {
+                    complete_eta(b, thetas.col(j), start, len, ws);
+                    complete[sz(j)] += chunk_value(m, start, len, ws, open_product[sz(j)], open_rows[sz(j)]);
+                }
+            }
+        } else {
+            for (int j = 0; j < draws; ++j) complete[sz(j)] = complete_term(b, thetas.col(j), nullptr, ws);
+        }
+        // Added in log_density's order: per block its prior, then its family.
+        for (int j = 0; j < draws; ++j) {
+            out[j] += prior_term(b, thetas.col(j), nullptr, ws);
+            out[j] += complete[sz(j)];
+        }
+    }
+    for (int j = 0; j < draws; ++j) out[j] += summed_out_term(thetas.col(j), nullptr, -1, ws);
 }
 
 double Target::block_log_density(int b, In theta, Workspace& ws) const {

@@ -105,6 +105,11 @@ public:
     double log_density(In theta, Workspace& ws) const;
     // The same, writing ∇_θ into grad (size dim()).
     double log_density_gradient(In theta, Out grad, Workspace& ws) const;
+    // log_density of each column of thetas into out (thetas.cols() entries): the same bits as
+    // log_density column by column. A family evaluated row by row (real covariates: no packed
+    // signs) is read a chunk of rows at a time for every column, so its rows come from memory
+    // once per call rather than once per column (the importance correction's many draws).
+    void log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const;
 
     // Only the terms that involve block b: its prior, its node's complete-family patterns
     // and the summed-out components touching it. Between two θ that differ only in block b,
@@ -212,7 +217,12 @@ private:
     // share |η_t| and so one exp and one log: log g(η) = min(η, 0) - log(1 + e^{-|η|}) and
     // log g(-η) = min(-η, 0) - log(1 + e^{-|η|}). Built from families_.complete.
     struct Merged {
-        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed
+        Eigen::MatrixXd f;         // rows × block size; empty where the signs are packed, or
+                                   // where the family's own f serves (shares_family)
+        // Every pattern its own row, in the family's order (no two patterns differ only in y,
+        // and their weights already ascend, as where no row repeats): the family's f is
+        // read in place instead of a copy as large as the data (dense_rows).
+        bool shares_family = false;
         Eigen::VectorXd a;         // offsets
         Eigen::VectorXd w_pos;     // rows with y = +1
         Eigen::VectorXd w_neg;     // rows with y = -1
@@ -249,6 +259,8 @@ private:
     std::vector<Merged> merged_;
     std::vector<char> separable_;  // per block: coupled to no other block
     static Merged merge_signs(const CompleteFamily& cf);
+    // One chunk of complete_term's value from η in ws.eta_ (target.cpp).
+    static double chunk_value(const Merged& m, int start, int len, Workspace& ws, double& open_product, int& open_rows);
     // With packed signs, the tables of θ_b's signed sums that complete_eta reads, into
     // ws.sign_sums_ (nothing otherwise).
     static void build_eta_tables(const Merged& m, In theta_b, Workspace& ws);
@@ -264,7 +276,12 @@ private:
     static void combine_sign_tables(const Merged& m, int k, const double* from, const double* tables, int start, int len,
                                     double* out);
     // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
-    static void row_features(const Merged& m, int k, int row, double scale, double* out);
+    static void row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out);
+    // Block b's merged rows' features where they are not packed as signs.
+    const Eigen::MatrixXd& dense_rows(int b) const {
+        return merged_[static_cast<std::size_t>(b)].shares_family ? families_.complete[static_cast<std::size_t>(b)].f
+                                                                  : merged_[static_cast<std::size_t>(b)].f;
+    }
     // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and
     // weights c_t = w_t d³/dη³ log g(η_t) (the mean correction's and the third derivatives'
     // common pass); `what` names the caller in the errors.

@@ -3,6 +3,7 @@
 #include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/mixture_mh.hpp"
+#include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
@@ -18,6 +19,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace vbn {
@@ -54,6 +56,11 @@ void check_options(const RefineOptions& o) {
     if (!(o.defensive_widen > 0) || !std::isfinite(o.defensive_widen))
         throw Error(ErrorKind::usage,
                     fmt::format("the defensive component's widening must be a finite number > 0, not {}", o.defensive_widen));
+    if (!(o.ess >= 0) || !std::isfinite(o.ess))
+        throw Error(ErrorKind::usage, fmt::format("the importance correction's ESS target must be a finite number >= 0, not {}", o.ess));
+    if (!(o.move >= 0) || !std::isfinite(o.move))
+        throw Error(ErrorKind::usage, fmt::format("the proposal's smallest move must be a finite number >= 0, not {}", o.move));
+    if (o.threads < 0) throw Error(ErrorKind::usage, fmt::format("threads must be >= 0, not {}", o.threads));
     if (o.max_newton < 1)
         throw Error(ErrorKind::usage, fmt::format("the Newton iteration limit must be at least 1, not {}", o.max_newton));
 }
@@ -68,6 +75,44 @@ inference::MixtureProposal make_proposal(const Vec& mean, const Mat& lower, cons
         weights.push_back(o.defensive);
     }
     return inference::MixtureProposal(std::move(parts), std::move(weights));
+}
+
+// (Σ w)² / Σ w² of the weights exp(log_w), the ESS that decides when a round has drawn enough.
+double raw_ess(const Eigen::Ref<const Vec>& log_w) {
+    const double top = log_w.maxCoeff();
+    if (!(top > -std::numeric_limits<double>::infinity())) return 0;
+    const Vec w = (log_w.array() - top).exp();
+    return w.sum() * w.sum() / w.squaredNorm();
+}
+
+// Draws the importance draws of one round into draws (its columns from 0) in batches until
+// their raw ESS reaches options.ess or there are options.draws, and their log weights
+// log p(θ | x) − log q(θ) into log_w; returns how many. The draws are made in order on this
+// thread; their log densities are evaluated in blocks of columns spread over the threads
+// (Target::log_densities, one workspace per thread), each weight a function of its own draw.
+long draw_round(const Target& target, inference::MixtureProposal& q, const RefineOptions& options, int threads,
+                inference::Rng& rng, std::vector<Target::Workspace>& ws, Mat& draws, Vec& log_w, Vec& log_q) {
+    constexpr long first_batch = 500, batch = 250, block = 16;
+    long s = 0;
+    while (s < options.draws) {
+        const long take = std::min(options.draws - s, s == 0 ? first_batch : batch);
+        for (long i = s; i < s + take; ++i) {
+            auto x = draws.col(i);
+            q.sample(rng, x);
+            log_q[i] = q.log_density(x);
+        }
+        const long blocks = (take + block - 1) / block;
+        inference::parallel_ranges(threads, static_cast<std::size_t>(blocks), [&](std::size_t from, std::size_t to, std::size_t part) {
+            for (auto k = static_cast<long>(from); k < static_cast<long>(to); ++k) {
+                const long begin = s + k * block, len = std::min(block, s + take - begin);
+                target.log_densities(draws.middleCols(begin, len), log_w.segment(begin, len), ws[part]);
+            }
+        });
+        log_w.segment(s, take) -= log_q.segment(s, take);
+        s += take;
+        if (options.ess > 0 && raw_ess(log_w.head(s)) >= options.ess) break;
+    }
+    return s;
 }
 
 }  // namespace
@@ -172,40 +217,46 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         throw Error(ErrorKind::inference, fmt::format("the importance correction has no usable proposal: {}", e.what()));
     }
 
-    const long s = options.draws;
-    auto ws = target.make_workspace();
+    const long cap = options.draws;
+    const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<Target::Workspace> ws;
+    for (int t = 0; t < threads; ++t) ws.push_back(target.make_workspace());
     inference::Rng rng(options.seed, 0);
-    Mat draws(d, s);
-    Vec log_w(s), w(s);
+    Mat draws(d, cap);
+    Vec log_w(cap), log_q(cap), w;
     Mat centred;
+    Vec centre = q->component(0).mean();
+    long s = 0;
     for (int round = 0; round < options.rounds; ++round) {
         if (round > 0) {
             // Adaptive importance sampling: the next proposal moves to the weighted mean of
             // this round (a skewed posterior's mean sits off its mode), keeping its scale:
-            // a covariance estimated from a few hundred effective draws would be worse.
+            // a covariance estimated from a few hundred effective draws would be worse. A
+            // move of under options.move scales would gain little ESS for a round's cost.
             if (!(r.pareto_k < 0.7)) break;
-            q.emplace(make_proposal(r.mean, lower, options));
+            const double shift = lower.triangularView<Eigen::Lower>().solve(r.mean - centre).norm();
+            if (!(shift > options.move)) break;
+            centre = r.mean;
+            q.emplace(make_proposal(centre, lower, options));
         }
-        for (long i = 0; i < s; ++i) {
-            auto x = draws.col(i);
-            q->sample(rng, x);
-            log_w[i] = target.log_density(x, ws) - q->log_density(x);
-        }
-        if (!(log_w.maxCoeff() > -std::numeric_limits<double>::infinity()) || log_w.hasNaN())
+        s = draw_round(target, *q, options, threads, rng, ws, draws, log_w, log_q);
+        auto lw = log_w.head(s);
+        if (!(lw.maxCoeff() > -std::numeric_limits<double>::infinity()) || lw.hasNaN())
             throw Error(ErrorKind::inference, "the importance correction: every draw has zero posterior density");
-        r.pareto_k = inference::pareto_smooth(log_w);
-        const double top = log_w.maxCoeff();
-        w = (log_w.array() - top).exp();
+        r.pareto_k = inference::pareto_smooth(lw);
+        const double top = lw.maxCoeff();
+        w = (lw.array() - top).exp();
         const double total = w.sum();
         w /= total;
         r.rounds = round + 1;
         r.draws = s;
+        r.total_draws += s;
         r.ess = 1 / w.squaredNorm();
         r.log_evidence = target.log_constant() + top + std::log(total / static_cast<double>(s));
         r.log_evidence_se =
             std::sqrt(std::max(0.0, static_cast<double>(s) * w.squaredNorm() - 1) / static_cast<double>(s));
-        inference::weighted_moments(draws, w, r.mean, r.cov);
-        centred = draws.colwise() - r.mean;
+        inference::weighted_moments(draws.leftCols(s), w, r.mean, r.cov);
+        centred = draws.leftCols(s).colwise() - r.mean;
         r.mcse = (centred.array().square().matrix() * w.cwiseAbs2()).cwiseSqrt();
     }
     r.q5.resize(d);
@@ -213,7 +264,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     r.q95.resize(d);
     std::vector<Eigen::Index> order(sz(s));
     for (Eigen::Index k = 0; k < d; ++k) {
-        const Vec values = draws.row(k).transpose();
+        const Vec values = draws.row(k).head(s).transpose();
         r.q5[k] = weighted_quantile(values, w, order, 0.05);
         r.q50[k] = weighted_quantile(values, w, order, 0.5);
         r.q95[k] = weighted_quantile(values, w, order, 0.95);
@@ -231,9 +282,10 @@ std::string describe(const RefinedPosterior& r, const RefineOptions& options) {
         options.defensive > 0 ? fmt::format(" ({:g}% from a t({}) at scale x {})", 100 * options.defensive, options.defensive_df,
                                             options.defensive_widen)
                               : "";
-    return fmt::format("importance-corrected posterior: {} draws from a t({}) at {}, scale x {}{}; Pareto-smoothed weights, "
+    const std::string until = options.ess > 0 ? fmt::format(" (until ESS {:g}, at most {})", options.ess, options.draws) : "";
+    return fmt::format("importance-corrected posterior: {} draws{} from a t({}) at {}, scale x {}{}; Pareto-smoothed weights, "
                        "k-hat {:.2f} ({}), ESS {:.0f}{}",
-                       r.draws, options.df, centre, options.widen, defensive, r.pareto_k,
+                       r.draws, until, options.df, centre, options.widen, defensive, r.pareto_k,
                        r.pareto_k < 0.7 ? "reliable below 0.7" : "ABOVE 0.7: the corrected numbers are NOT reliable", r.ess,
                        r.rounds > 1 ? fmt::format(" (round {}: proposal moved to the weighted mean)", r.rounds) : "");
 }

@@ -572,7 +572,9 @@ TEST_CASE("api: evidence against quadrature, and exact without parameters") {
         const vbn::EvidenceResult e = vbn::evidence(m, d, o);
         CAPTURE(seed);
         CAPTURE(e.log_evidence);
-        CHECK(e.draws == 4000);
+        // The round stops when its weights' ESS reaches 2,000, before its 4,000 draws.
+        CHECK(e.draws >= 2000);
+        CHECK(e.draws < 4000);
         CHECK(e.from_mode);
         CHECK(e.se > 0);
         CHECK(std::abs(e.log_evidence - exact) < 3 * e.se);

@@ -62,7 +62,11 @@ TEST_CASE("evidence: one parameter, against quadrature") {
     const VbFit q = variational(c.graph, c.data).best_fit();
     const auto t = make_target(c.graph, c.data);
     check_against(*t, q, c.exact);
-    CHECK(estimate_evidence(*t, q).draws == 4000);
+    // A near-Gaussian posterior: the round stops when its weights' ESS reaches 2,000, before
+    // the 4,000 draws it may take.
+    const long draws = estimate_evidence(*t, q).draws;
+    CHECK(draws >= 2000);
+    CHECK(draws < 4000);
 }
 
 TEST_CASE("evidence: two parameters with a fixed-probability parent, against quadrature") {

@@ -133,6 +133,9 @@ TEST_CASE("the importance correction rejects bad options") {
     CHECK(kind(RefineOptions{.defensive_df = 0}) == ErrorKind::usage);
     CHECK(kind(RefineOptions{.defensive_widen = std::nan("")}) == ErrorKind::usage);
     CHECK(kind(RefineOptions{.defensive = 0}) == std::nullopt);  // the t alone
+    CHECK(kind(RefineOptions{.ess = -1}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.move = std::nan("")}) == ErrorKind::usage);
+    CHECK(kind(RefineOptions{.threads = -1}) == ErrorKind::usage);
     VbFit wrong = fit;
     wrong.mean.resize(2);
     CHECK_THROWS_AS(refine(target, wrong), Error);
@@ -265,4 +268,27 @@ TEST_CASE("Newton mode on the paper's 10- and 50-parent data: the Laplace covari
         const Eigen::MatrixXd identity = Eigen::MatrixXd::Identity(target.dim(), target.dim());
         CHECK((m.cov * h - identity).cwiseAbs().maxCoeff() < 1e-8);
     }
+}
+
+TEST_CASE("the correction draws until its ESS target, and its answer does not depend on the threads") {
+    const ir::Graph g = load_model(paper + "unimodal_d10.vbn");
+    const Dataset data = load_csv(g, paper + "unimodal_d10.csv");
+    const Target target(g, data);
+    const VbFit fit = variational(g, data).best_fit();
+    const RefinedPosterior one = refine(target, fit, RefineOptions{.threads = 1});
+    const RefinedPosterior three = refine(target, fit, RefineOptions{.threads = 3});
+    CHECK(one.mean == three.mean);
+    CHECK(one.cov == three.cov);
+    CHECK(one.log_evidence == three.log_evidence);
+    CHECK(one.draws == three.draws);
+    // The round stopped at the first batch (500, then 250 at a time) whose raw ESS reached
+    // 2,000: fewer than the 4,000 a round may take, and the smoothed weights' ESS about there.
+    CHECK(one.draws < 4000);
+    CHECK(one.ess > 0.9 * 2000);
+    CHECK(one.ess < 2000 + 250);
+    // The precision the rule buys: each mean's Monte Carlo error about sd / √ESS.
+    for (int k = 0; k < g.dim; ++k) CHECK(one.mcse[k] < 1.25 * std::sqrt(one.cov(k, k) / 2000));
+    // Without the target every round takes all its draws.
+    const RefinedPosterior fixed = refine(target, fit, RefineOptions{.ess = 0});
+    CHECK(fixed.draws == 4000);
 }

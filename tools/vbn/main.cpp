@@ -9,6 +9,10 @@
 
 #include <iostream>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace {
 
 // A seed is a whole number from 0 to 2^64 - 1: CLI11 would read "-1" into the unsigned seed
@@ -38,6 +42,14 @@ const std::string kAutoRestarts = fmt::format(" (default: {} on a model with hid
 
 int main(int argc, char** argv) {
     using namespace vbn::commands;
+#if defined(__GLIBC__)
+    // A run sets up with buffers as large as its data (patterns, families, their merged rows)
+    // and frees many of them before sampling. glibc raises its mmap threshold to the size of
+    // each mmapped block freed, so later buffers of up to 32 MB come from the heap, where
+    // freed pages stay resident: a fixed threshold gives every buffer of 1 MB or more back
+    // when it is freed (vbn fit at 2 x 10^5 rows x 10 covariates: 157 -> 83 MB while sampling).
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     CLI::App app{"vbn: Bayesian inference for logistic (sigmoid) belief networks"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "vbn 0.1.0");
@@ -71,8 +83,12 @@ int main(int argc, char** argv) {
                        "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
         ->check(CLI::IsMember({"importance", "none"}))
         ->capture_default_str();
-    vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction")
+    vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction per round, at most")
         ->check(CLI::Range(100L, 100000000L))
+        ->capture_default_str();
+    vb_cmd->add_option("--correction-ess", vb_args.settings.correction.ess,
+                       "A round of the correction stops when its weights' ESS reaches this (0: always --correction-draws)")
+        ->check(CLI::Range(0.0, 1e8))
         ->capture_default_str();
 
     FitArgs fit_args;
