@@ -29,7 +29,7 @@ fact nproc "$(nproc)"
 fact vbn "$("$vbn" --version 2>&1 | head -1)"
 fact R "$(Rscript -e 'cat(R.version.string)' 2>/dev/null)"
 fact rstan "$(Rscript -e 'suppressMessages(library(rstan)); cat(as.character(packageVersion("rstan")), "Stan", stan_version())' 2>/dev/null)"
-fact jags "$(Rscript -e 'suppressMessages(library(rjags)); cat(as.character(packageVersion("rjags")), "JAGS", jags.version())' 2>/dev/null)"
+fact jags "$(Rscript -e 'suppressMessages(library(rjags)); cat(as.character(packageVersion("rjags")), "JAGS", as.character(jags.version()))' 2>/dev/null)"
 fact load_before "$(load)"
 
 paper=examples/paper

@@ -149,15 +149,16 @@ for (case in cases) {
   kind <- sub(":.*", "", case); file <- sub("^[^:]*:", "", case)
   example <- sub("\\.csv$", "", basename(file))
   dat <- case_data(kind, read.csv(file, check.names = FALSE))
+  # Where no row of U's data repeats, its programs over distinct rows have nothing to gain: Stan
+  # runs only U.stan (bernoulli_logit_glm, faster than Uc.stan's binomial_logit at 1,000
+  # distinct rows) and JAGS only Uc.jags (dbin with n = 1 is U.jags's dbern).
+  repeats <- kind != "U" || dat$stan_counts$N < dat$stan_rows$T
   if (!skip_stan) for (seed in seq_len(stan_seeds)) {
     run_stan(example, kind, dat$stan_rows, dat$d, seed)
-    run_stan(example, paste0(kind, "c"), dat$stan_counts, dat$d, seed)
+    if (repeats) run_stan(example, paste0(kind, "c"), dat$stan_counts, dat$d, seed)
   }
-  # Where no row repeats, JAGS's two programs for U are the same model (dbin with n = 1 is
-  # dbern): only the one over distinct rows runs.
-  jags_both <- !is.null(dat$jags_rows$T) && (kind != "U" || dat$jags_counts$N < dat$jags_rows$T)
   if (has_jags) for (seed in seq_len(jags_seeds)) {
-    if (jags_both) run_jags(example, kind, dat$jags_rows, dat$d, seed)
+    if (repeats) run_jags(example, kind, dat$jags_rows, dat$d, seed)
     run_jags(example, paste0(kind, "c"), dat$jags_counts, dat$d, seed)
   }
 }
