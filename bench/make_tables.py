@@ -204,7 +204,7 @@ def headline(windows):
 def window_table(w):
     out = [f"### Window {w['name']}", ""]
     for key in ("commit", "cpu", "nproc", "vbn", "R", "rstan", "jags", "load_before", "load_between",
-                "load_resumed", "load_after", "started", "finished", "note"):
+                "load_resumed", "load_after", "started", "finished", "settings", "note"):
         if key in w["machine"]:
             out.append(f"- {key.replace('_', ' ')}: {w['machine'][key]}")
     out += ["", "| example | method | runs | time s | min bulk-ESS | min tail-ESS | ESS | ESS/s | × Stan | × JAGS "

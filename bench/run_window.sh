@@ -30,6 +30,7 @@ fact vbn "$("$vbn" --version 2>&1 | head -1)"
 fact R "$(Rscript -e 'cat(R.version.string)' 2>/dev/null)"
 fact rstan "$(Rscript -e 'suppressMessages(library(rstan)); cat(as.character(packageVersion("rstan")), "Stan", stan_version())' 2>/dev/null)"
 fact jags "$(Rscript -e 'suppressMessages(library(rjags)); cat(as.character(packageVersion("rjags")), "JAGS", as.character(jags.version()))' 2>/dev/null)"
+fact settings "WINDOW_REPEAT=${WINDOW_REPEAT:-20} PEERS_SEEDS=${PEERS_SEEDS:-20} PEERS_JAGS_SEEDS=${PEERS_JAGS_SEEDS:-5} WINDOW_METHODS=${WINDOW_METHODS:-auto,varblock,regen,varmix,nuts}"
 fact load_before "$(load)"
 
 paper=examples/paper
