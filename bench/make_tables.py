@@ -1,194 +1,292 @@
 #!/usr/bin/env python3
-"""Writes the speed table into bench/README.md from the committed results.
+"""Writes the speed tables from the committed benchmark windows.
 
-The speed table lives in one place: the section of bench/README.md between the lines
-`<!-- speed-table:begin -->` and `<!-- speed-table:end -->`, made by this script from
+Each window is a folder bench/results/windows/<UTC date-time>/ made by bench/run_window.sh:
 
-    bench/results/speed_table.md   the output of bench/speed_table (vbn's rows, and the peers'
-                                   rows it copied from the peers' file)
-    bench/results/peers.tsv        the output of bench/peers/run_peers.R (Stan's and JAGS's runs)
+    machine.tsv   the machine's facts (commit, CPU, nproc, load averages, versions)
+    peers.tsv     bench/peers/run_peers.R's rows: Stan and JAGS, each program, sampler time
+    vbn.tsv       bench/speed_table's rows: one per `vbn fit` run
 
-Every vbn row's "× Stan NUTS" is recomputed from its ESS/s and Stan's ESS/s in peers.tsv, and
-every peer row is checked against peers.tsv, so the two files cannot disagree unnoticed.
+From all of them (and the references bench/reference/EXAMPLE.json) this script writes
 
-    python3 bench/make_tables.py            # rewrite the section of bench/README.md
-    python3 bench/make_tables.py --check    # exit 1 (with a diff) if the section is not what
-                                            # the results give; nothing is written
+    bench/results/speed_table.md   every window in full, newest first
+    bench/README.md, README.md     the headline table, between `<!-- speed-table:begin -->` and
+                                   `<!-- speed-table:end -->`
+
+The metric is the same for everyone: the smallest over the parameters of min(bulk-ESS,
+tail-ESS) per second, of the whole `vbn fit` process for vbn and of the sampler for Stan and
+JAGS (their compilation and R's start-up apart). Within a window, a method's or a program's
+ESS/s is the median over its runs (seeds 1, 2, ...) and its R-hat the largest; its errors are
+the RMSEs over the runs of the posterior means and sds against the reference, in reference sds
+(the largest over the parameters), and 1 / (RMSE of means^2 x mean time) is the precision per
+second they imply (an ESS/s measured from the errors). A peer's figure is that of its faster
+program (row by row, or over distinct rows with counts).
+
+    python3 bench/make_tables.py            # rewrite the three files
+    python3 bench/make_tables.py --check    # exit 1 (with a diff) if any is not what the
+                                            # windows give; nothing is written
 
 Only the Python standard library is needed.
 """
 import argparse
 import difflib
+import json
 import os
+import statistics
 import sys
 
 BEGIN = "<!-- speed-table:begin -->"
 END = "<!-- speed-table:end -->"
+NOTE = "<!-- made by bench/make_tables.py from bench/results/windows: rerun it, do not edit this section -->"
 
-# The goals the speed table is read against: `auto`'s bulk-ESS per second of the whole run,
-# as a multiple of Stan's NUTS on the same example.
-GOALS = {"unimodal_d1": 100, "unimodal_d5": 100, "unimodal_d10": 100, "unimodal_d20": 100,
-         "unimodal_d50": 30, "multimodal": 100}
-
-# Display names of the examples (all in examples/paper/).
 LABELS = {"unimodal_d1": "1 parent", "unimodal_d5": "5 parents", "unimodal_d10": "10 parents",
           "unimodal_d20": "20 parents", "unimodal_d50": "50 parents",
-          "multimodal": "multimodal (hidden parent)", "bimodal": "bimodal (hidden parent)"}
-
-PEER_LABELS = {"Stan NUTS": "stan_nuts", "JAGS": "jags"}
-HEADER = ["example", "method", "wall s", "min bulk-ESS", "ESS/s", "× Stan NUTS",
-          "max error (ref. sd)", "max R-hat"]
+          "multimodal": "multimodal (hidden parent)", "bimodal": "bimodal (hidden parent)",
+          "sbn_3x8": "SBN 3×8"}
+PEERS = {"stan": "Stan NUTS", "jags": "JAGS"}
+PROGRAMS = {"U": "rows", "M": "rows", "Uc": "counts", "Mc": "counts"}
 
 
 def fail(message):
     sys.exit(f"make_tables.py: {message}")
 
 
-def number(text):
-    """A table cell as a float: '1,835,156' -> 1835156.0; '—' -> None."""
-    text = text.strip()
-    if text in ("—", "-", ""):
-        return None
-    return float(text.replace(",", ""))
-
-
-def read_speed_table(path):
-    rows = []
+def read_tsv(path):
+    """Rows of a TSV with a header line, as dicts; lines starting with # are skipped."""
     with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line.startswith("|") or line.startswith("|---"):
-                continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if cells == HEADER:
-                continue
-            if len(cells) != len(HEADER):
-                fail(f"{path}:{n}: expected {len(HEADER)} columns, found {len(cells)}")
-            rows.append(dict(zip(HEADER, cells), line=n))
-    if not rows:
-        fail(f"{path}: no rows")
+        lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    if not lines:
+        fail(f"{path}: empty")
+    header = lines[0].split("\t")
+    rows = []
+    for n, line in enumerate(lines[1:], 2):
+        cells = line.split("\t")
+        if len(cells) != len(header):
+            fail(f"{path}: row {n}: {len(cells)} columns, the header has {len(header)}")
+        rows.append(dict(zip(header, cells)))
     return rows
 
 
-def read_peers(path):
-    peers = {}
+def read_machine(path):
+    facts = {}
     with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            cols = line.rstrip("\n").split("\t")
-            if len(cols) < 6:
-                fail(f"{path}:{n}: expected at least 6 tab-separated columns")
-            peers[(cols[0], cols[1])] = {"wall": float(cols[2]), "ess": float(cols[3]),
-                                         "ess_s": float(cols[4]), "rhat": float(cols[5])}
-    return peers
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("\t")
+            facts[key] = value
+    return facts
 
 
-def close(a, b, digits):
-    """a equals b as printed with `digits` decimals (b the printed value)."""
-    return abs(a - b) <= 0.5 * 10 ** -digits + 1e-9 * abs(b)
+def floats(text):
+    return [float(x) for x in text.split(",") if x]
 
 
-def check_consistency(rows, peers, table_path, peers_path):
-    """The ratios and the peers' rows of the table agree with peers.tsv."""
-    for r in rows:
-        stan = peers.get((r["example"], "stan_nuts"))
-        ratio = number(r["× Stan NUTS"])
-        where = f"{table_path}:{r['line']}"
-        if r["method"] in PEER_LABELS:
-            p = peers.get((r["example"], PEER_LABELS[r["method"]]))
-            if p is None:
-                fail(f"{where}: no {r['method']} row for {r['example']} in {peers_path}")
-            if not (close(p["wall"], number(r["wall s"]), 3) and close(p["ess_s"], number(r["ESS/s"]), 1)):
-                fail(f"{where}: {r['method']} on {r['example']} differs from {peers_path}")
+def rmse(runs, key, ref):
+    """The largest over the parameters of the RMSE over runs of the means (key "mean") or sds
+    (key "sd") against the reference, in reference sds."""
+    if ref is None:
+        return None
+    worst = 0.0
+    for j, (m, s) in enumerate(zip(ref["mean"], ref["sd"])):
+        target = m if key == "mean" else s
+        errs = [(r[key][j] - target) / s for r in runs]
+        worst = max(worst, (sum(e * e for e in errs) / len(errs)) ** 0.5)
+    return worst
+
+
+def aggregate(runs, ref, **fields):
+    """One method's or program's runs in a window: medians of time and ESS, the largest R-hat,
+    the RMSEs over runs, and the precision per second they imply, 1 / (RMSE^2 time)."""
+    for r in runs:
+        if ref is not None and len(r["mean"]) != len(ref["mean"]):
+            fail(f"{len(r['mean'])} means against a reference of {len(ref['mean'])} ({fields})")
+    med = {k: statistics.median(r[k] for r in runs) for k in ("time", "bulk", "tail", "ess", "ess_s")}
+    err_mean, err_sd = rmse(runs, "mean", ref), rmse(runs, "sd", ref)
+    prec_s = None if not err_mean else 1 / (err_mean ** 2 * statistics.mean(r["time"] for r in runs))
+    return dict(fields, runs=len(runs), rhat=max(r["rhat"] for r in runs), err=err_mean, err_sd=err_sd,
+                prec_s=prec_s, **med)
+
+
+def run_of(r, time_key):
+    return {"time": float(r[time_key]), "bulk": float(r["ess_bulk"]), "tail": float(r["ess_tail"]),
+            "ess": float(r["ess"]), "ess_s": float(r["ess_per_s"]), "rhat": float(r["rhat"]),
+            "mean": floats(r["mean"]), "sd": floats(r["sd"])}
+
+
+def load_window(path, refs):
+    """A window's vbn methods and peers' programs, aggregated per example."""
+    vbn, peer_runs, picks = {}, {}, {}
+    for r in read_tsv(os.path.join(path, "vbn.tsv")):
+        vbn.setdefault((r["example"], r["method"]), []).append(run_of(r, "wall_s"))
+        picks.setdefault((r["example"], r["method"]), []).append(r["picked"])
+    methods = {}
+    for (example, method), runs in vbn.items():
+        picked = statistics.mode(picks[(example, method)])
+        methods[(example, method)] = aggregate(
+            runs, refs.get(example), example=example, method=method, picked=picked,
+            label=f"{method} ({picked})" if method == "auto" else method)
+    rows = {}
+    for r in read_tsv(os.path.join(path, "peers.tsv")):
+        key = (r["example"], r["peer"], r["program"])
+        peer_runs.setdefault(key, []).append(run_of(r, "sampler_s"))
+        rows[key] = r
+    peers = {}
+    for (example, peer, program), runs in peer_runs.items():
+        r = rows[(example, peer, program)]
+        peers[(example, peer, program)] = aggregate(
+            runs, refs.get(example), example=example, peer=peer, program=program,
+            compile=float(r["compile_s"]),
+            label=f"{PEERS[peer]}, {PROGRAMS.get(program, program)} ({r['rows']})")
+    best = {}
+    for p in peers.values():
+        key = (p["example"], p["peer"])
+        if key not in best or p["ess_s"] > best[key]["ess_s"]:
+            best[key] = p
+    examples = list(dict.fromkeys(e for e, _ in methods))
+    return {"name": os.path.basename(path), "machine": read_machine(os.path.join(path, "machine.tsv")),
+            "methods": methods, "peers": peers, "best": best, "examples": examples}
+
+
+def load_windows(results, reference_dir):
+    refs = {}
+    for name in sorted(os.listdir(reference_dir)):
+        if name.endswith(".json"):
+            with open(os.path.join(reference_dir, name), encoding="utf-8") as f:
+                refs[name[:-5]] = json.load(f)
+    top = os.path.join(results, "windows")
+    names = sorted(n for n in os.listdir(top) if os.path.isdir(os.path.join(top, n))) if os.path.isdir(top) else []
+    if not names:
+        fail(f"{top}: no windows")
+    return [load_window(os.path.join(top, n), refs) for n in names]
+
+
+def num(x, digits=0):
+    return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def times(x):
+    if x is None:
+        return "—"
+    return f"{x:,.0f}" if x >= 10 else f"{x:.2f}" if x < 1 else f"{x:.1f}"
+
+
+def ratio(a, peer):
+    return None if peer is None else a / peer["ess_s"]
+
+
+def headline(windows):
+    """The latest window's `auto` rows, with × Stan over all windows."""
+    w = windows[-1]
+    out = ["| example | `auto` picks | ESS/s | × Stan | × JAGS | RMSE of means (ref. sd) | max R-hat "
+           "| error-based ESS/s × Stan | × Stan, all windows: median (range, windows) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for example in w["examples"]:
+        m = w["methods"].get((example, "auto"))
+        if m is None:
             continue
-        if stan is None:
-            if ratio is not None:
-                fail(f"{where}: a ratio to Stan, but {peers_path} has no Stan row for {r['example']}")
-            continue
-        expected = number(r["ESS/s"]) / stan["ess_s"]
-        if ratio is None or not close(expected, ratio, 1):
-            fail(f"{where}: × Stan NUTS is {r['× Stan NUTS']}, but {r['ESS/s']} / {stan['ess_s']} "
-                 f"(Stan's ESS/s in {peers_path}) is {expected:.1f}")
-
-
-def auto_table(rows, peers):
-    out = ["| example | `auto` picks | vbn ESS/s | Stan ESS/s | × Stan | goal | met |",
-           "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if not r["method"].startswith("auto") or r["example"] not in GOALS:
-            continue
-        stan = peers[(r["example"], "stan_nuts")]
-        ratio = number(r["ESS/s"]) / stan["ess_s"]
-        picks = r["method"].removeprefix("auto").strip(" ()")
-        goal = GOALS[r["example"]]
-        out.append(f"| {LABELS.get(r['example'], r['example'])} | {picks} | {r['ESS/s']} | "
-                   f"{stan['ess_s']:,.0f} | {ratio:,.0f} | {goal} | {'yes' if ratio >= goal else '**no**'} |")
+        stan, jags = w["best"].get((example, "stan")), w["best"].get((example, "jags"))
+        ratios = [ratio(v["methods"][(example, "auto")]["ess_s"], v["best"].get((example, "stan")))
+                  for v in windows if (example, "auto") in v["methods"]]
+        ratios = [r for r in ratios if r is not None]
+        spread = "—" if not ratios else (f"{times(statistics.median(ratios))} ({times(min(ratios))}–"
+                                         f"{times(max(ratios))}, {len(ratios)})")
+        prec = None if stan is None or not m["prec_s"] or not stan["prec_s"] else m["prec_s"] / stan["prec_s"]
+        out.append(f"| {LABELS.get(example, example)} | {m['picked']} | {num(m['ess_s'])} | "
+                   f"{times(ratio(m['ess_s'], stan))} | {times(ratio(m['ess_s'], jags))} | {num(m['err'], 3)} | "
+                   f"{m['rhat']:.3f} | {times(prec)} | {spread} |")
+    facts = w["machine"]
+    out += ["", f"Window {w['name']} (the latest of {len(windows)}; every window in full in "
+            f"[bench/results/speed_table.md]({{link}})): commit {facts.get('commit', '?')}, "
+            f"{facts.get('nproc', '?')} cores, load average {facts.get('load_before', '?')} before, "
+            f"{facts.get('load_after', '?')} after (1, 5, 15 minutes; the machine is shared with other work)."]
     return out
 
 
-def full_table(rows):
-    out = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    for r in rows:
-        out.append("| " + " | ".join(r[h] for h in HEADER) + " |")
+def window_table(w):
+    out = [f"### Window {w['name']}", ""]
+    for key in ("commit", "cpu", "nproc", "vbn", "R", "rstan", "jags", "load_before", "load_between",
+                "load_resumed", "load_after", "started", "finished", "settings", "note"):
+        if key in w["machine"]:
+            out.append(f"- {key.replace('_', ' ')}: {w['machine'][key]}")
+    out += ["", "| example | method | runs | time s | min bulk-ESS | min tail-ESS | ESS | ESS/s | × Stan | × JAGS "
+            "| RMSE of means | RMSE of sds | error-based ESS/s | max R-hat |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for example in w["examples"]:
+        stan, jags = w["best"].get((example, "stan")), w["best"].get((example, "jags"))
+        rows = [m for (e, _), m in w["methods"].items() if e == example]
+        rows += [p for (e, _, _), p in sorted(w["peers"].items()) if e == example]
+        for r in rows:
+            out.append(f"| {example} | {r['label']} | {r['runs']} | {r['time']:.4f} | {num(r['bulk'])} | "
+                       f"{num(r['tail'])} | {num(r['ess'])} | {num(r['ess_s'])} | {times(ratio(r['ess_s'], stan))} | "
+                       f"{times(ratio(r['ess_s'], jags))} | {num(r['err'], 3)} | {num(r['err_sd'], 3)} | "
+                       f"{num(r['prec_s'])} | {r['rhat']:.3f} |")
+    compiles = sorted({(p["program"], p["compile"]) for p in w["peers"].values() if p["peer"] == "stan"})
+    if compiles:
+        out += ["", "Stan's compilation, not in the times: " +
+                ", ".join(f"{prog}.stan {secs:.1f} s" for prog, secs in compiles) + "."]
     return out
 
 
-def section(rows, peers):
-    lines = [BEGIN,
-             "<!-- made by bench/make_tables.py from bench/results/speed_table.md and "
-             "bench/results/peers.tsv: edit those and rerun it, not this section -->",
-             "",
-             "`auto` against Stan's NUTS (bulk-ESS per second of the whole run; the goal is the "
-             "least multiple of Stan's aimed for):",
-             ""]
-    lines += auto_table(rows, peers)
-    lines += ["", "Every method, with the peers (bimodal has no peer run):", ""]
-    lines += full_table(rows)
-    lines.append(END)
+def speed_table_md(windows):
+    lines = ["# Speed tables: every window", "", NOTE, "",
+             "Made by `python3 bench/make_tables.py` from the windows in [windows/](windows/), newest first. "
+             "Time: the whole `vbn fit` process (median over its runs) for vbn's methods, the sampler "
+             "(sum over chains / 2 cores) for Stan and JAGS; ESS: the smallest over the parameters of "
+             "min(bulk-ESS, tail-ESS); × Stan and × JAGS against the faster program of each peer "
+             "(row by row, or over distinct rows with counts; the number of rows each evaluates in "
+             "brackets); medians over the runs (seeds 1, 2, ...). RMSE of means and of sds: over the "
+             "runs, against the reference (bench/reference/), in reference sds, the largest over the "
+             "parameters; error-based ESS/s = 1 / (RMSE of means² × mean time), the effective draws "
+             "per second the errors imply. R-hat: the largest over parameters and runs.", ""]
+    for w in reversed(windows):
+        lines += window_table(w) + [""]
+    return "\n".join(lines)
+
+
+def section(windows, link):
+    lines = [BEGIN, NOTE, ""] + [l.replace("{link}", link) for l in headline(windows)] + [END]
     return "\n".join(lines) + "\n"
 
 
-def splice(readme_text, new_section, readme_path):
-    begin = readme_text.find(BEGIN)
-    end = readme_text.find(END)
+def splice(text, new_section, path):
+    begin, end = text.find(BEGIN), text.find(END)
     if begin < 0 or end < 0 or end < begin:
-        fail(f"{readme_path}: the markers {BEGIN} and {END} are missing or out of order")
+        fail(f"{path}: the markers {BEGIN} and {END} are missing or out of order")
     end += len(END)
-    if readme_text[end:end + 1] == "\n":
+    if text[end:end + 1] == "\n":
         end += 1
-    return readme_text[:begin] + new_section + readme_text[end:]
+    return text[:begin] + new_section + text[end:]
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(here, "results"), help="the directory of the results")
-    ap.add_argument("--readme", default=os.path.join(here, "README.md"), help="the file holding the table")
-    ap.add_argument("--check", action="store_true", help="compare only; exit 1 if the section differs")
+    ap.add_argument("--reference-dir", default=os.path.join(here, "reference"))
+    ap.add_argument("--check", action="store_true", help="compare only; exit 1 if a file differs")
     a = ap.parse_args()
+    windows = load_windows(a.results, a.reference_dir)
 
-    table_path = os.path.join(a.results, "speed_table.md")
-    peers_path = os.path.join(a.results, "peers.tsv")
-    rows = read_speed_table(table_path)
-    peers = read_peers(peers_path)
-    check_consistency(rows, peers, table_path, peers_path)
-
-    with open(a.readme, encoding="utf-8") as f:
-        old = f.read()
-    new = splice(old, section(rows, peers), a.readme)
-    if a.check:
-        if new != old:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                       a.readme, a.readme + " (from the results)"))
-            print(f"make_tables.py: {a.readme} is not what the results give; run python3 bench/make_tables.py",
+    targets = {os.path.join(a.results, "speed_table.md"): lambda old: speed_table_md(windows)}
+    for path, link in ((os.path.join(here, "README.md"), "results/speed_table.md"),
+                       (os.path.join(root, "README.md"), "bench/results/speed_table.md")):
+        targets[path] = lambda old, path=path, link=link: splice(old, section(windows, link), path)
+    status = 0
+    for path, make in targets.items():
+        old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+        new = make(old)
+        if new == old:
+            continue
+        if a.check:
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path,
+                                                       path + " (from the windows)"))
+            print(f"make_tables.py: {path} is not what the windows give; run python3 bench/make_tables.py",
                   file=sys.stderr)
-            return 1
-        return 0
-    if new != old:
-        with open(a.readme, "w", encoding="utf-8") as f:
-            f.write(new)
-    return 0
+            status = 1
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+    return status
 
 
 if __name__ == "__main__":
