@@ -333,15 +333,7 @@ std::pair<int, bool> PatternTable::insert(const std::uint64_t* key) {
 void PatternTable::grow() {
     if (slots_.size() >= (std::size_t{1} << 32))
         throw Error(ErrorKind::limit, "too many distinct rows for the pattern table");
-    std::vector<std::uint64_t> slots(slots_.size() * 2, 0);
-    const std::size_t mask = slots.size() - 1;
-    for (const std::uint64_t s : slots_) {
-        if (!s) continue;
-        std::size_t i = static_cast<std::uint32_t>(s) & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = s;
-    }
-    slots_ = std::move(slots);
+    double_row_index(slots_);
 }
 
 void PatternTable::release() {

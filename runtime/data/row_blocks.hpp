@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -50,5 +51,20 @@ private:
     std::size_t width_;
     std::vector<std::unique_ptr<T[]>> blocks_;
 };
+
+// The index the two tables keep beside their rows: open addressing with linear probing, each
+// slot (row + 1) << 32 | the row's low 32 hash bits, 0 when empty, a power of two in size.
+// Doubles it; each slot keeps its hash bits, so no row is read.
+inline void double_row_index(std::vector<std::uint64_t>& slots) {
+    std::vector<std::uint64_t> wider(slots.size() * 2, 0);
+    const std::size_t mask = wider.size() - 1;
+    for (const std::uint64_t s : slots) {
+        if (!s) continue;
+        std::size_t i = static_cast<std::uint32_t>(s) & mask;
+        while (wider[i]) i = (i + 1) & mask;
+        wider[i] = s;
+    }
+    slots = std::move(wider);
+}
 
 }  // namespace vbn

@@ -66,18 +66,7 @@ public:
     double weight(std::size_t r) const { return weight_[r]; }
 
 private:
-    // Doubles the slots; each slot keeps its hash bits, so no row is read.
-    void grow() {
-        std::vector<std::uint64_t> slots(slots_.size() * 2, 0);
-        const std::size_t mask = slots.size() - 1;
-        for (const std::uint64_t s : slots_) {
-            if (!s) continue;
-            std::size_t i = static_cast<std::uint32_t>(s) & mask;
-            while (slots[i]) i = (i + 1) & mask;
-            slots[i] = s;
-        }
-        slots_ = std::move(slots);
-    }
+    void grow() { double_row_index(slots_); }
 
     std::size_t width_;
     RowBlocks<double> rows_;
