@@ -45,11 +45,33 @@ std::string Graph::theta_csv_name(int k) const {
 std::vector<int> Graph::parents(int element) const {
     std::vector<int> out;
     const Cpd& c = cpds[static_cast<std::size_t>(element)];
-    auto add = [&](int e) {
-        if (e >= 0 && std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-    };
-    for (const auto& t : c.fixed) add(t.element);
-    for (const auto& f : c.features) add(f.element);
+    out.reserve(c.fixed.size() + c.features.size());
+    for (const auto& t : c.fixed)
+        if (t.element >= 0) out.push_back(t.element);
+    for (const auto& f : c.features)
+        if (f.element >= 0) out.push_back(f.element);
+    // Each parent once, at its first place. A linear search per entry suits the usual
+    // handful, but `0.3 * h` on an array of thousands gives an element thousands of fixed
+    // terms, and quadratic work per element made such a model (within the language's limits)
+    // take minutes to lower: past a few dozen entries, look them up in a sorted copy.
+    std::size_t kept = 0;
+    if (out.size() <= 32) {
+        for (const int e : out)
+            if (std::find(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(kept), e) ==
+                out.begin() + static_cast<std::ptrdiff_t>(kept))
+                out[kept++] = e;
+    } else {
+        std::vector<int> sorted(out);
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<char> seen(sorted.size(), 0);
+        for (const int e : out) {
+            const auto i = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), e) - sorted.begin());
+            if (seen[i]) continue;
+            seen[i] = 1;
+            out[kept++] = e;
+        }
+    }
+    out.resize(kept);
     return out;
 }
 
