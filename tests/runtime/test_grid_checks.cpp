@@ -11,6 +11,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/target/target.hpp"
 #include "tests/runtime/paper_dir.hpp"
+#include "tests/runtime/per_chain.hpp"
 
 #include <Eigen/LU>
 #include <doctest/doctest.h>
@@ -57,17 +58,7 @@ FitResult run(const GridExample& e, const std::string& method, int draws) {
     return fit(e.graph, e.data, o);
 }
 
-// One scalar per draw as an iterations × chains matrix, in θ's order (the model has one
-// parameter vector, so θ order is the reported order). Only the first two columns, θ, are
-// read, in case a method's draws carry more than θ after it.
-template <class F>
-Eigen::MatrixXd per_chain(const FitResult& r, F f) {
-    Eigen::MatrixXd m(r.chains[0].draws.rows(), static_cast<Eigen::Index>(r.chains.size()));
-    for (std::size_t c = 0; c < r.chains.size(); ++c)
-        for (Eigen::Index i = 0; i < m.rows(); ++i)
-            m(i, static_cast<Eigen::Index>(c)) = f(Eigen::Vector2d(r.chains[c].draws.row(i).head(2).transpose()));
-    return m;
-}
+using test::per_chain;
 
 // Failures of |estimate - truth| ≤ z · mcse, and of mcse ≤ floor (power).
 std::string check(const std::string& what, const Eigen::MatrixXd& series, double truth, double floor, double z = 4) {

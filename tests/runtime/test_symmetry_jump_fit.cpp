@@ -12,6 +12,7 @@
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/target.hpp"
 #include "tests/runtime/paper_dir.hpp"
+#include "tests/runtime/per_chain.hpp"
 #include "validation/grid_posterior.hpp"
 
 #include <doctest/doctest.h>
@@ -25,15 +26,7 @@ using namespace vbn;
 
 namespace {
 
-// One scalar per draw as an iterations × chains matrix (θ is (w[1], w[2]) in output order).
-template <class F>
-Eigen::MatrixXd per_chain(const FitResult& r, F f) {
-    Eigen::MatrixXd m(r.chains[0].draws.rows(), static_cast<Eigen::Index>(r.chains.size()));
-    for (std::size_t c = 0; c < r.chains.size(); ++c)
-        for (Eigen::Index i = 0; i < m.rows(); ++i)
-            m(i, static_cast<Eigen::Index>(c)) = f(Eigen::Vector2d(r.chains[c].draws.row(i).head(2).transpose()));
-    return m;
-}
+using test::per_chain;
 
 void check_within(const std::string& what, double estimate, double se, double truth, double floor) {
     CAPTURE(what);
