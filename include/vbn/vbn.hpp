@@ -248,6 +248,14 @@ struct Chain {
     std::string error;           // non-empty if the chain failed (it is left out of summary)
 };
 
+// A minor mode: the copy of the major mode with some hidden nodes' signs flipped, where a prior
+// or a fixed offset only partly breaks that symmetry (docs/methods.md, "Symmetry jumps").
+struct ModeMass {
+    std::string flip;   // the nodes flipped in this copy: "d1", "d1 + d2"
+    double mass = 0;    // its share of the kept draws, all chains
+    double mcse = 0;    // the share's Monte Carlo standard error
+};
+
 struct FitResult {
     std::string method;                  // the method run ("auto" resolved)
     std::string kernel;                  // its kernel, in words
@@ -265,6 +273,9 @@ struct FitResult {
     // draws were given another labeling), "none", or "" when the model has none.
     std::string relabel;
     long relabelled_draws = 0;
+    // The minor modes the symmetry jumps visited, one per flipped copy (empty when no jump ran,
+    // or without keep_draws): what the summary's "Minor modes" line says.
+    std::vector<ModeMass> modes;
     std::vector<std::string> notes;      // what Callbacks::log received as notes
     std::vector<std::string> warnings;   // ... and as warnings
     std::string table;                   // the summary as `vbn fit` prints it: name mean sd

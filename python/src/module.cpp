@@ -191,6 +191,10 @@ void bind_fit_results(py::module_& m) {
         .def_readonly("iterations", &vbn::VariationalResult::iterations)
         .def_readonly("converged", &vbn::VariationalResult::converged)
         .def_readonly("seconds", &vbn::VariationalResult::seconds);
+    py::class_<vbn::ModeMass>(m, "ModeMass")
+        .def_readonly("flip", &vbn::ModeMass::flip)
+        .def_readonly("mass", &vbn::ModeMass::mass)
+        .def_readonly("mcse", &vbn::ModeMass::mcse);
     py::class_<vbn::Acceptance>(m, "Acceptance")
         .def_readonly("kernel", &vbn::Acceptance::kernel)
         .def_readonly("proposed", &vbn::Acceptance::proposed)
@@ -229,6 +233,7 @@ void bind_fit_results(py::module_& m) {
         .def_readonly("summary_seconds", &vbn::FitResult::summary_seconds)
         .def_readonly("relabel", &vbn::FitResult::relabel)
         .def_readonly("relabelled_draws", &vbn::FitResult::relabelled_draws)
+        .def_readonly("modes", &vbn::FitResult::modes)
         .def_readonly("notes", &vbn::FitResult::notes)
         .def_readonly("warnings", &vbn::FitResult::warnings)
         .def_readonly("table", &vbn::FitResult::table);

@@ -108,7 +108,9 @@ class FitResult:
     acceptance_rate, and for NUTS also step_size, tree_depth, n_steps, diverging (bool) and
     energy; chain_info: a DataFrame per chain; log_lik:
     (chain, draw, row) with log_lik=True, else None; and the facts of the run: method,
-    kernel, seed, chains, notes, warnings, acceptance, variational, times, table."""
+    kernel, seed, chains, notes, warnings, acceptance, variational, times, table; and modes, a
+    DataFrame of the minor modes the symmetry jumps visited (flip, mass, mcse: one row per
+    copy of the major mode with those hidden nodes' signs flipped; no rows when none ran)."""
 
     def __init__(self, raw, seed, options, observed=None):
         self.observed = observed  # {column: array} of the data, ±1 / NaN for nodes
@@ -135,6 +137,8 @@ class FitResult:
         self.times = {"target": raw.target_seconds, "variational": raw.variational.seconds, "proposal": raw.proposal_seconds,
                       "warmup": raw.warmup_seconds, "sampling": raw.sampling_seconds, "summary": raw.summary_seconds}
         self.relabel, self.relabelled_draws = raw.relabel, raw.relabelled_draws
+        self.modes = pd.DataFrame({"flip": [m.flip for m in raw.modes], "mass": [m.mass for m in raw.modes],
+                                   "mcse": [m.mcse for m in raw.modes]})
         self.notes, self.warnings = list(raw.notes), list(raw.warnings)
         self.table = raw.table
 

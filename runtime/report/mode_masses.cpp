@@ -1,6 +1,7 @@
 #include "runtime/report/mode_masses.hpp"
 
 #include "inference/diagnostics.hpp"
+#include "inference/psis.hpp"
 #include "inference/symmetry_jump.hpp"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips) {
     // generators, else the generators alone.
     const std::size_t n = flips.size();
     const bool all = n <= inference::max_enumerated_flips;
+    out.closed = all;
     const std::size_t count = all ? (std::size_t{1} << n) - 1 : n;
     for (std::size_t c = 0; c < count; ++c) {
         const std::size_t mask = all ? c + 1 : std::size_t{1} << c;
@@ -72,13 +74,12 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips) {
     return out;
 }
 
-std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
-    std::vector<ModeMass> out;
-    if (chains.empty() || copies.negated.empty()) return out;
+Eigen::MatrixXi assign_copies(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
     const Eigen::Index m = static_cast<Eigen::Index>(copies.theta.size());
-    const Eigen::Index rows = chains.front().rows();
+    const Eigen::Index rows = chains.empty() ? 0 : chains.front().rows();
     const auto nchains = static_cast<Eigen::Index>(chains.size());
-    if (rows == 0) return out;
+    Eigen::MatrixXi copy = Eigen::MatrixXi::Zero(rows, nchains);
+    if (rows == 0 || copies.negated.empty()) return copy;
     // Start: the coordinate-wise median of every draw, unit scales.
     Eigen::VectorXd centre(m), inv_var = Eigen::VectorXd::Ones(m);
     std::vector<double> column(at(rows * nchains));
@@ -89,7 +90,6 @@ std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, co
         std::nth_element(column.begin(), mid, column.end());
         centre[j] = *mid;
     }
-    Eigen::MatrixXi copy(rows, nchains);
     Eigen::VectorXd x(m);
     // Two passes: assign, then re-centre and re-scale on the folded draws, then assign again.
     for (int pass = 0; pass < 2; ++pass) {
@@ -108,7 +108,13 @@ std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, co
         const Eigen::VectorXd var = (sum2 / n - centre.cwiseProduct(centre)).cwiseMax(1e-12);
         inv_var = var.cwiseInverse();
     }
-    Eigen::MatrixXd indicator(rows, nchains);
+    return copy;
+}
+
+std::vector<ModeMass> mode_masses_from(const Eigen::MatrixXi& copy, const FlipCopies& copies) {
+    std::vector<ModeMass> out;
+    if (copy.size() == 0 || copies.negated.empty()) return out;
+    Eigen::MatrixXd indicator(copy.rows(), copy.cols());
     for (std::size_t k = 0; k < copies.negated.size(); ++k) {
         indicator = (copy.array() == static_cast<int>(k) + 1).cast<double>();
         ModeMass mm;
@@ -121,6 +127,67 @@ std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, co
         out.push_back(std::move(mm));
     }
     return out;
+}
+
+std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
+    if (chains.empty() || copies.negated.empty() || chains.front().rows() == 0) return {};
+    return mode_masses_from(assign_copies(chains, copies), copies);
+}
+
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+                           const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
+                           const LogDensity& log_density, Eigen::Index max_evaluations) {
+    const std::size_t K = copies.negated.size();
+    if (!copies.closed || K == 0 || masses.size() != K || copy.size() == 0) return;
+    const Eigen::Index max_draws = std::max<Eigen::Index>(1, max_evaluations / static_cast<Eigen::Index>(K + 1));
+    const Eigen::Index chains = copy.cols();
+    const Eigen::Index thin = std::max<Eigen::Index>(1, (copy.size() + max_draws - 1) / max_draws);
+    const Eigen::Index rows = (copy.rows() + thin - 1) / thin;
+    // in0: the thinned draws in the major copy; log_r(t, c, k): log r_k there (0 elsewhere).
+    Eigen::MatrixXd in0 = Eigen::MatrixXd::Zero(rows, chains);
+    std::vector<Eigen::MatrixXd> log_r(K, Eigen::MatrixXd::Zero(rows, chains));
+    for (Eigen::Index c = 0; c < chains; ++c)
+        for (Eigen::Index t = 0; t < rows; ++t) {
+            if (copy(t * thin, c) != 0) continue;
+            Eigen::VectorXd theta = theta_of(static_cast<std::size_t>(c), t * thin);
+            const double lp = log_density(theta);
+            in0(t, c) = 1;
+            for (std::size_t k = 0; k < K; ++k) {
+                for (int j : copies.negated[k]) theta[copies.theta[at(j)]] = -theta[copies.theta[at(j)]];
+                log_r[k](t, c) = log_density(theta) - lp;
+                for (int j : copies.negated[k]) theta[copies.theta[at(j)]] = -theta[copies.theta[at(j)]];
+            }
+        }
+    const double share0 = in0.mean();
+    if (!(share0 > 0)) return;
+    std::vector<double> rho(K), se(K);
+    for (std::size_t k = 0; k < K; ++k) {
+        // Scaled by the largest ratio, so that no exp overflows; ρ_k carries the scale back.
+        double top = -std::numeric_limits<double>::infinity();
+        std::vector<double> logs;
+        for (Eigen::Index c = 0; c < chains; ++c)
+            for (Eigen::Index t = 0; t < rows; ++t)
+                if (in0(t, c) > 0) {
+                    top = std::max(top, log_r[k](t, c));
+                    logs.push_back(log_r[k](t, c));
+                }
+        const Eigen::MatrixXd y = in0.cwiseProduct((log_r[k].array() - top).exp().matrix());
+        const double ratio = y.mean() / share0;
+        const double s = inference::mcse_mean(y - ratio * in0) / share0;
+        rho[k] = ratio * std::exp(top);
+        se[k] = (std::isfinite(s) ? s : 0.0) * std::exp(top);
+        masses[k].importance_khat = logs.size() >= 10 ? inference::pareto_k(Eigen::Map<const Eigen::VectorXd>(
+                                                             logs.data(), static_cast<Eigen::Index>(logs.size())))
+                                                       : std::numeric_limits<double>::quiet_NaN();
+    }
+    double total = 1;
+    for (double r : rho) total += r;
+    for (std::size_t k = 0; k < K; ++k) {
+        masses[k].importance = rho[k] / total;
+        // d/dρ_k of ρ_k / (1 + Σ ρ): the other ratios' errors are left out (their covariance is
+        // not estimated); they move the total by less than their own size.
+        masses[k].importance_mcse = se[k] * (total - rho[k]) / (total * total);
+    }
 }
 
 }  // namespace vbn

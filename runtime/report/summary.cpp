@@ -173,21 +173,30 @@ std::string symmetry_line(const RunFacts& facts) {
     return fmt::format("Symmetry: {}; not relabelled{}: chains may sit in different labelings\n", facts.symmetry, why);
 }
 
-// The Minor modes line: each flipped copy some draw reached, with its share of the draws ±
-// its Monte Carlo error, then how many no draw reached (with 8 flips there are 255 copies;
-// the JSON lists every one).
+// The Minor modes line: each flipped copy some draw reached or the importance estimate
+// weighs at kMinListedMass or more, with its share of the draws ± its Monte Carlo error and
+// the importance estimate ± its own (with its k̂ where that is above 0.7, and the estimate
+// not to be trusted), then how many copies are left out (with 8 flips there are 255; the JSON
+// lists every one).
+constexpr double kMinListedMass = 0.0005;
 std::string modes_line(const std::vector<ModeMass>& modes) {
-    std::string out = "Minor modes (flipped copies, share of draws +- mcse):";
+    std::string out = "Minor modes (flipped copies: share of draws +- mcse; importance sampling +- mcse):";
     std::size_t listed = 0;
     for (const ModeMass& m : modes) {
-        if (m.mass <= 0) continue;
+        const bool weighed = std::isfinite(m.importance);
+        if (m.mass <= 0 && !(weighed && m.importance >= kMinListedMass)) continue;
         out += fmt::format("{} {} {:.2f}% +- {:.2f}%", listed++ ? ";" : "", m.flip, 100 * m.mass, 100 * m.mcse);
+        if (weighed) out += fmt::format(", {:.2f}% +- {:.2f}%", 100 * m.importance, 100 * m.importance_mcse);
+        if (weighed && m.importance_khat > 0.7) out += fmt::format(" (k-hat {:.2f}: unreliable)", m.importance_khat);
     }
     const std::size_t empty = modes.size() - listed;
     const char* copies = empty == 1 ? "copy" : "copies";
     if (empty > 0)
         out += listed == 0 ? fmt::format(" none reached ({} {})", empty, copies)
                            : fmt::format("; {} other {} not reached", empty, copies);
+    // Copies left out that importance sampling weighed: say how little they hold.
+    const bool all_weighed = std::all_of(modes.begin(), modes.end(), [](const ModeMass& m) { return std::isfinite(m.importance); });
+    if (empty > 0 && all_weighed) out += fmt::format(", each below {:.2f}% by importance sampling", 100 * kMinListedMass);
     return out + '\n';
 }
 
@@ -372,7 +381,10 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     }
     if (!facts.modes.empty()) {
         auto& modes = doc["modes"] = nlohmann::ordered_json::array();
-        for (const auto& m : facts.modes) modes.push_back({{"flip", m.flip}, {"mass", m.mass}, {"mcse", m.mcse}});
+        for (const auto& m : facts.modes)
+            modes.push_back({{"flip", m.flip}, {"mass", m.mass}, {"mcse", m.mcse}, {"importance", number_or_null(m.importance)},
+                             {"importance_mcse", number_or_null(m.importance_mcse)},
+                             {"importance_khat", number_or_null(m.importance_khat)}});
     }
     return doc;
 }

@@ -408,6 +408,7 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     if (o.on_note)
         for (const auto& n : run.r.notes) o.on_note(n);
     run_all_chains(run, *kernel, inits);
+    if (!run.r.approximate_flips.empty()) run.r.target = std::move(run.target);
     return std::move(run.r);
 }
 

@@ -123,6 +123,9 @@ struct FitResult {
     std::optional<std::uint64_t> labelings = 1;    // equivalent labelings; empty above 10^18
     // The flips the symmetry jumps propose (lang/approximate_symmetry.hpp); empty when none ran.
     std::vector<lang::ApproximateFlip> approximate_flips;
+    // The target the chains ran on, kept where the symmetry jumps ran: the summary weighs the
+    // flipped copies by importance sampling (runtime/report/mode_masses.hpp). Else null.
+    std::shared_ptr<const Target> target;
 };
 
 // The order in which parameters are reported: the model's parameters in order of use, the

@@ -39,19 +39,30 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
 }
 
 // The minor modes' masses (runtime/report/mode_masses.hpp) where the symmetry jumps ran:
-// `columns(c, theta)` gives chain c's draws (at least s.facts.draws) of the θ entries listed,
-// for each chain the summary kept.
-void add_mode_masses(const FitRun& run, FitSummary& s,
-                     const std::function<Eigen::MatrixXd(std::size_t c, const std::vector<int>& theta)>& columns) {
+// `full(c)` gives chain c's draws (at least s.facts.draws) of every θ entry, in θ's order,
+// for each chain the summary kept. The shares of the draws, then the importance estimates
+// from the target the chains ran on.
+void add_mode_masses(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
     if (run.result.approximate_flips.empty()) return;
     const FlipCopies copies = flip_copies(run.result.approximate_flips);
-    std::vector<Eigen::MatrixXd> chains;
+    std::vector<Eigen::MatrixXd> draws, columns;
     for (std::size_t c = 0; c < run.result.chains.size(); ++c) {
         const auto& ch = run.result.chains[c];
         if (!ch.ok() || ch.draws_done <= 0) continue;
-        chains.push_back(columns(c, copies.theta).topRows(s.facts.draws));
+        draws.push_back(full(c).topRows(s.facts.draws));
+        Eigen::MatrixXd& cols = columns.emplace_back(draws.back().rows(), static_cast<Eigen::Index>(copies.theta.size()));
+        for (std::size_t j = 0; j < copies.theta.size(); ++j)
+            cols.col(static_cast<Eigen::Index>(j)) = draws.back().col(copies.theta[j]);
     }
-    s.facts.modes = mode_masses(chains, copies);
+    if (columns.empty() || columns.front().rows() == 0) return;
+    const Eigen::MatrixXi copy = assign_copies(columns, copies);
+    s.facts.modes = mode_masses_from(copy, copies);
+    if (!run.result.target) return;
+    const Target& target = *run.result.target;
+    Target::Workspace ws = target.make_workspace();
+    add_importance_masses(
+        s.facts.modes, copies, copy, [&](std::size_t c, Eigen::Index i) { return Eigen::VectorXd(draws[c].row(i).transpose()); },
+        [&](const Eigen::VectorXd& theta) { return target.log_density(theta, ws); });
 }
 
 void log_failures(const FitSummary& s, const Callbacks& cb) {
@@ -98,12 +109,7 @@ bool has_draws(const FitRun& run) {
 FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy, const Callbacks& callbacks) {
     FitSummary s = summarize_fit(run.result, model, run.warmup, run.draws, keep_copy);
     s.facts.relabel = run.relabel;
-    add_mode_masses(run, s, [&](std::size_t c, const std::vector<int>& theta) {
-        const Eigen::MatrixXd& d = run.result.chains[c].draws;
-        Eigen::MatrixXd out(d.rows(), static_cast<Eigen::Index>(theta.size()));
-        for (std::size_t j = 0; j < theta.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = d.col(theta[j]);
-        return out;
-    });
+    add_mode_masses(run, s, [&](std::size_t c) { return run.result.chains[c].draws; });
     log_failures(s, callbacks);
     return s;
 }
@@ -117,13 +123,10 @@ FitSummary summarize(const FitRun& run, const std::string& model, bool keep_copy
     s.facts.relabel = run.relabel;
     // The files hold the draws in output order: each θ entry's column there, read one chain at a time.
     const std::vector<int>& order = run.result.order;
-    add_mode_masses(run, s, [&](std::size_t c, const std::vector<int>& theta) {
+    add_mode_masses(run, s, [&](std::size_t c) {
         const Eigen::MatrixXd d = draws_of(c, 0, all);
-        Eigen::MatrixXd out(d.rows(), static_cast<Eigen::Index>(theta.size()));
-        for (std::size_t j = 0; j < theta.size(); ++j) {
-            const auto pos = std::find(order.begin(), order.end(), theta[j]) - order.begin();
-            out.col(static_cast<Eigen::Index>(j)) = d.col(pos);
-        }
+        Eigen::MatrixXd out(d.rows(), d.cols());
+        for (std::size_t j = 0; j < order.size(); ++j) out.col(order[j]) = d.col(static_cast<Eigen::Index>(j));
         return out;
     });
     log_failures(s, callbacks);

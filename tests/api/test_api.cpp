@@ -631,6 +631,34 @@ TEST_CASE("api: methods() lists what FitOptions::method takes, auto first") {
     CHECK(std::any_of(all.begin(), all.end(), [](const vbn::MethodDescription& m) { return m.name == "gibbs"; }));
 }
 
+TEST_CASE("api: FitResult::modes are the summary's minor modes, counted from the draws") {
+    // examples/paper/multimodal: flipping h with w[1] keeps the likelihood but for P(h) = 0.6,
+    // and w's prior mean 3 breaks it further, so the flipped copy is a minor mode that the
+    // symmetry jumps visit. A draw belongs to the copy whose w[1] has its sign.
+    const vbn::Model m = vbn::Model::from_file(source_dir + "/examples/paper/multimodal.vbn");
+    const vbn::Dataset d = vbn::Dataset::from_csv_file(m, source_dir + "/examples/paper/multimodal.csv");
+    vbn::FitOptions o;
+    o.seed = 3;
+    o.warmup = 300;
+    o.draws = 500;
+    const vbn::FitResult r = vbn::fit(m, d, o);
+    REQUIRE(r.modes.size() == 1);
+    CHECK(r.modes[0].flip == "h");
+    const auto w1 = static_cast<Eigen::Index>(std::find(r.names.begin(), r.names.end(), "w[1]") - r.names.begin());
+    REQUIRE(w1 < static_cast<Eigen::Index>(r.names.size()));
+    double negative = 0, total = 0;
+    for (const vbn::Chain& c : r.chains) {
+        negative += (c.draws.col(w1).array() < 0).cast<double>().sum();
+        total += static_cast<double>(c.draws.rows());
+    }
+    const double minor = std::min(negative, total - negative) / total;  // the copy with fewer draws
+    CHECK(r.modes[0].mass == doctest::Approx(minor).epsilon(1e-12));
+    CHECK(r.modes[0].mass > 0.02);  // the copy is visited: the check above has something to count
+    CHECK(r.modes[0].mcse > 0);
+    CHECK(r.modes[0].mcse < r.modes[0].mass);
+    CHECK(r.table.find("Minor modes") != std::string::npos);
+}
+
 TEST_CASE("api: FitOptions::log_lik gives each row's log-likelihood at every kept draw") {
     const vbn::Model m = vbn::Model::from_string(multimodal_text, "multimodal");
     const Eigen::MatrixXd rows = multimodal_rows();

@@ -2,8 +2,9 @@
 // examples/paper/bimodal, whose minor mode is the flipped copy of the major one (flipping h
 // with w[1] leaves the likelihood unchanged but for P(h = +1) = 0.6, and the prior mean 3 of
 // w[1] breaks it further). NUTS alone rarely crosses the pass between them; with the jump the
-// reported mass of the flipped copy and the moments match the grid within 4 Monte Carlo
-// standard errors, each error small enough for the check to have power.
+// reported mass of the flipped copy (by the shares of the draws and by importance sampling)
+// and the moments match the grid within 4 Monte Carlo standard errors, each error small
+// enough for the check to have power.
 #include "inference/diagnostics.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -65,9 +67,19 @@ TEST_CASE("bimodal example: nuts with symmetry jumps reports the flipped copy's 
     const FlipCopies copies = flip_copies(r.approximate_flips);
     std::vector<Eigen::MatrixXd> chains;
     for (const auto& ch : r.chains) chains.push_back(ch.draws.leftCols(2));
-    const std::vector<ModeMass> masses = mode_masses(chains, copies);
+    const Eigen::MatrixXi copy = assign_copies(chains, copies);
+    std::vector<ModeMass> masses = mode_masses_from(copy, copies);
     REQUIRE(masses.size() == 1);
     check_within("mass of the flipped copy", masses[0].mass, masses[0].mcse, g.modes[1].mass, 0.03);
+    // The same mass by importance sampling from the major copy's draws, with the target the
+    // chains ran on (kept in the result because the jumps ran).
+    REQUIRE(r.target);
+    Target::Workspace ws = r.target->make_workspace();
+    add_importance_masses(
+        masses, copies, copy, [&](std::size_t c, Eigen::Index i) { return Eigen::VectorXd(r.chains[c].draws.row(i).transpose()); },
+        [&](const Eigen::VectorXd& x) { return r.target->log_density(x, ws); });
+    check_within("importance mass of the flipped copy", masses[0].importance, masses[0].importance_mcse, g.modes[1].mass, 0.03);
+    CHECK(masses[0].importance_khat < 0.7);
 
     for (int i = 0; i < 2; ++i) {
         const Eigen::MatrixXd xi = per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; });
@@ -91,10 +103,53 @@ TEST_CASE("mode masses: draws split between a centre and its flipped copy are co
         a.row(i) << 2 + e, 1 - e;
         b.row(i) << (i < 100 ? 2 + e : -2 - e), (i < 100 ? 1 + e : -1 + e);
     }
-    const std::vector<ModeMass> m = mode_masses({a, b}, copies);
+    const std::vector<ModeMass> m = mode_masses(std::vector<Eigen::MatrixXd>{a, b}, copies);
     REQUIRE(m.size() == 1);
     CHECK(m[0].flip == "h");
     CHECK(m[0].mass == doctest::Approx(0.25));
+}
+
+TEST_CASE("importance masses: a copy that no draw reached is weighed from the major copy's draws") {
+    // p(θ) ∝ [φ(θ0 − 3) + φ(θ0 + 3)] e^{θ0 / 2} φ(θ1): a likelihood symmetric in the sign of θ0
+    // that a prior tilts, as a prior mean breaks a flip. Tilted, the components are N(3.5, 1)
+    // and N(−2.5, 1) with weights in the ratio 1 : e^−3, so the copy θ0 < 0 holds
+    //     [Φ(−3.5) + e^−3 Φ(2.5)] / (1 + e^−3) = 4.7%.
+    // Chains that never left the major copy: independent draws of N(3.5, 1) × N(0, 1) (p given
+    // θ0 > 0, to 3·10^-4). The shares miss the copy; importance sampling weighs it.
+    lang::ApproximateFlip f;
+    f.negated = {0};
+    f.name = "h";
+    const FlipCopies copies = flip_copies({f});
+    std::mt19937_64 gen(11);
+    std::normal_distribution<double> z;
+    std::vector<Eigen::MatrixXd> chains(4, Eigen::MatrixXd(1000, 2));
+    for (auto& c : chains)
+        for (Eigen::Index i = 0; i < c.rows(); ++i) c.row(i) << 3.5 + z(gen), z(gen);
+    std::vector<Eigen::MatrixXd> flipped_columns;
+    for (const auto& c : chains) flipped_columns.push_back(c.leftCols(1));
+    const Eigen::MatrixXi copy = assign_copies(flipped_columns, copies);
+    std::vector<ModeMass> m = mode_masses_from(copy, copies);
+    REQUIRE(m.size() == 1);
+    CHECK(m[0].mass <= 0.001);
+    const auto log_p = [](const Eigen::VectorXd& t) {
+        const double a = -0.5 * (t[0] - 3) * (t[0] - 3), b = -0.5 * (t[0] + 3) * (t[0] + 3);
+        return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b))) + 0.5 * t[0] - 0.5 * t[1] * t[1];
+    };
+    int evaluations = 0;
+    add_importance_masses(
+        m, copies, copy, [&](std::size_t c, Eigen::Index i) { return Eigen::VectorXd(chains[c].row(i).transpose()); },
+        [&](const Eigen::VectorXd& t) {
+            ++evaluations;
+            return log_p(t);
+        },
+        2000);
+    const double Phi_m35 = 0.5 * std::erfc(3.5 / std::sqrt(2.0)), Phi_25 = 0.5 * std::erfc(-2.5 / std::sqrt(2.0));
+    const double truth = (Phi_m35 + std::exp(-3.0) * Phi_25) / (1 + std::exp(-3.0));
+    // Every 4th draw (1,000), two evaluations each, for those in the major copy.
+    CHECK(evaluations <= 2000);
+    CHECK(evaluations >= 1990);
+    check_within("importance mass", m[0].importance, m[0].importance_mcse, truth, 0.004);
+    CHECK(m[0].importance_khat < 0.7);
 }
 
 TEST_CASE("mode masses in the summary: the text line and the JSON's last key") {
@@ -103,9 +158,23 @@ TEST_CASE("mode masses in the summary: the text line and the JSON's last key") {
     facts.chains = 4;
     facts.draws = 1000;
     facts.modes = {{"d1", 0.0215, 0.004}, {"d2", 0.0, 0.0}, {"d1 + d2", 0.0, 0.0}};
-    const std::string text = format_summary({}, facts);
-    CHECK(text.find("Minor modes (flipped copies, share of draws +- mcse): d1 2.15% +- 0.40%; 2 other copies not reached\n") !=
-          std::string::npos);
+    std::string text = format_summary({}, facts);
+    CHECK(text.find("Minor modes (flipped copies: share of draws +- mcse; importance sampling +- mcse): d1 2.15% +- 0.40%; "
+                    "2 other copies not reached\n") != std::string::npos);
+    // With importance estimates: a copy no draw reached is listed when it weighs 0.05% or more,
+    // and an estimate whose ratios have a heavy tail says so.
+    facts.modes[0].importance = 0.0198;
+    facts.modes[0].importance_mcse = 0.0011;
+    facts.modes[0].importance_khat = 0.2;
+    facts.modes[1].importance = 0.0031;
+    facts.modes[1].importance_mcse = 0.0004;
+    facts.modes[1].importance_khat = 0.9;
+    facts.modes[2].importance = 0.0001;
+    facts.modes[2].importance_mcse = 0.00001;
+    facts.modes[2].importance_khat = 0.1;
+    text = format_summary({}, facts);
+    CHECK(text.find("importance sampling +- mcse): d1 2.15% +- 0.40%, 1.98% +- 0.11%; d2 0.00% +- 0.00%, 0.31% +- 0.04% "
+                    "(k-hat 0.90: unreliable); 1 other copy not reached, each below 0.05% by importance sampling\n") != std::string::npos);
     const nlohmann::ordered_json doc = summary_json({}, facts);
     REQUIRE(doc.contains("modes"));
     CHECK(doc.back() == doc["modes"]);  // appended after every documented key
@@ -113,6 +182,8 @@ TEST_CASE("mode masses in the summary: the text line and the JSON's last key") {
     CHECK(doc["modes"][0]["flip"] == "d1");
     CHECK(doc["modes"][0]["mass"].get<double>() == doctest::Approx(0.0215));
     CHECK(doc["modes"][2]["mcse"].get<double>() == 0.0);
+    CHECK(doc["modes"][1]["importance"].get<double>() == doctest::Approx(0.0031));
+    CHECK(doc["modes"][1]["importance_khat"].get<double>() == doctest::Approx(0.9));
     facts.modes.clear();
     CHECK_FALSE(summary_json({}, facts).contains("modes"));
     CHECK(format_summary({}, facts).find("Minor modes") == std::string::npos);
