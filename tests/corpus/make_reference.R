@@ -1,6 +1,8 @@
 # Regenerates tests/corpus/<model>/reference.json from a long Stan run of <model>/model.stan.
-# Usage: nice -n 10 Rscript tests/corpus/make_reference.R MODEL [DRAWS_PER_CHAIN] [SEED]
-# (defaults 25000 and 1). Four chains, two at a time, all started at the major mode found by
+# Usage: nice -n 10 Rscript tests/corpus/make_reference.R MODEL [DRAWS_PER_CHAIN] [SEED] [within]
+# (defaults 25000 and 1). With `within`, a symmetric model's run writes only its parameters
+# within one labeling, to <model>/within.json (for a model whose full run is too long to
+# repeat). Four chains, two at a time, all started at the major mode found by
 # optimizing() from 8 random starts; R-hat and ESS are rank-normalised (Vehtari et al. 2021).
 # Debian's r-cran-bh ships no headers (they are libboost-dev's, in /usr/include), and rstan
 # refuses to compile without BH's include folder: give it a private copy that points there.
@@ -17,6 +19,7 @@ args <- commandArgs(trailingOnly = TRUE)
 model <- args[1]
 draws <- if (length(args) > 1) as.integer(args[2]) else 25000L
 seed <- if (length(args) > 2) as.integer(args[3]) else 1L
+within_only <- length(args) > 3 && args[4] == "within"
 warmup <- 1000L                             # NUTS adapts well within 1000 on these posteriors
 here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 dir <- file.path(here, model)
@@ -53,18 +56,19 @@ fit <- sampling(sm, data = data, chains = 4, cores = 2, iter = warmup + draws, w
 seconds <- as.numeric(difftime(Sys.time(), start, units = "secs"))
 arr <- as.array(fit)                        # iterations x chains x parameters
 arr <- arr[, , dimnames(arr)[[3]] != "lp__", drop = FALSE]
-qs <- corpus_quantities(model, dimnames(arr)[[3]])
-out <- lapply(qs, function(q) {
+# Each quantity's mean, sd and diagnostics over the draws.
+summarise_quantities <- function(qs) lapply(qs, function(q) {
   x <- apply(arr[, , q$of, drop = FALSE], c(1, 2), quantity_fn(q$fn))
-  ess <- min(ess_bulk(x), ess_tail(x))
   # mcse_sd: the sd's own Monte Carlo error, large where a tail is heavy; check.py allows
   # for it (and for vbn's) when it judges an sd.
   list(name = q$name, fn = q$fn, of = as.list(q$of), mean = mean(x), sd = sd(x), rhat = Rhat(x),
        ess_bulk = ess_bulk(x), ess_tail = ess_tail(x), mcse_in_sd = 1 / sqrt(ess_bulk(x)),
        mcse_sd = posterior::mcse_sd(x))
 })
-prov <- list(model = model, command = sprintf("nice -n 10 Rscript tests/corpus/make_reference.R %s %d %d",
-                                              model, draws, seed),
+out <- summarise_quantities(corpus_quantities(model, dimnames(arr)[[3]]))
+within <- summarise_quantities(within_quantities(model, dimnames(arr)[[3]]))
+prov <- list(model = model, command = sprintf("nice -n 10 Rscript tests/corpus/make_reference.R %s %d %d%s",
+                                              model, draws, seed, if (within_only) " within" else ""),
              seed = seed, chains = 4, warmup = warmup, draws = draws,
              init = "all chains at the highest of 8 optimizing() modes",
              mode_log_density = best$value,
@@ -73,9 +77,16 @@ prov <- list(model = model, command = sprintf("nice -n 10 Rscript tests/corpus/m
              max_mcse_in_sd = max(sapply(out, `[[`, "mcse_in_sd")),
              divergent = sum(get_divergent_iterations(fit)),
              rstan = as.character(packageVersion("rstan")),
+             # Symmetric models: the largest R-hat over the parameters themselves, near 1 only
+             # when every chain stayed in the labeling it started in.
+             within_max_rhat = if (length(within)) max(sapply(within, `[[`, "rhat")) else NA,
              stan = stan_version(), sampling_seconds = round(seconds, 1))
-writeLines(jsonlite_free_json(list(provenance = prov, quantities = out)),
-           file.path(dir, "reference.json"))
+result <- if (within_only) list(provenance = prov) else list(provenance = prov, quantities = out)
+if (length(within)) result$within_labeling <- within
+writeLines(jsonlite_free_json(result), file.path(dir, if (within_only) "within.json" else "reference.json"))
 cat(sprintf("%s: max R-hat %.4f, min ESS %.0f, max MC error %.3f sd, %.0f s\n", model,
             prov$max_rhat, prov$min_ess, prov$max_mcse_in_sd, seconds))
 if (prov$max_rhat > 1.001) cat("WARNING: R-hat above 1.001: run longer\n")
+if (length(within) && prov$within_max_rhat > 1.001)
+  cat(sprintf("WARNING: R-hat %.4f over the parameters themselves: chains left their labeling\n",
+              prov$within_max_rhat))

@@ -4,7 +4,7 @@
 # |a|, |w[k]|, and for the two-layer network the row sums of |W| (permutation-free too).
 # fn: "id" (the parameter itself), "abs" (|x|), "sumabs" (sum of |x| over `of`).
 # check.py computes the same functions from vbn's draws.
-symmetric <- c("survey", "housevotes", "sbn2")
+symmetric <- c("survey", "housevotes", "sbn2", "sbn_3x8")
 
 quantity_fn <- function(fn) switch(fn, id = function(x) x[1], abs = function(x) abs(x[1]),
                                    sumabs = function(x) sum(abs(x)))
@@ -12,16 +12,25 @@ quantity_fn <- function(fn) switch(fn, id = function(x) x[1], abs = function(x) 
 corpus_quantities <- function(model, names) {
   q <- function(name, fn, of) list(name = name, fn = fn, of = of)
   if (!(model %in% symmetric)) return(lapply(names, function(n) q(n, "id", n)))
-  if (model == "sbn2") {
+  if (model %in% c("sbn2", "sbn_3x8")) {
     b <- grep("^b\\[", names, value = TRUE)
     rows <- lapply(seq_along(b), function(k) {
       of <- grep(sprintf("^W\\[%d,", k), names, value = TRUE)
       q(sprintf("sum|W[%d,]|", k), "sumabs", of)
     })
+    cs <- grep("^c\\[", names, value = TRUE)
     return(c(lapply(b, function(n) q(n, "id", n)), rows,
-             list(q("sum|c|", "sumabs", grep("^c\\[", names, value = TRUE)))))
+             if (length(cs)) list(q("sum|c|", "sumabs", cs)) else list()))
   }
   lapply(names, function(n) if (grepl("^b", n)) q(n, "id", n) else q(sprintf("|%s|", n), "abs", n))
+}
+
+# Within one labeling: every parameter itself, for symmetric models only. The reference run
+# starts all chains at one mode and stays in its labeling (its R-hat over these says so);
+# check.py maps vbn's relabelled draws onto that labeling before comparing (labelings.py).
+within_quantities <- function(model, names) {
+  if (!(model %in% symmetric)) return(list())
+  lapply(names, function(n) list(name = n, fn = "id", of = n))
 }
 
 # A minimal JSON writer (no jsonlite on the machine): lists with names -> objects.
