@@ -53,6 +53,7 @@ struct FactorLink {
     int feature = -1;   // position in the block, or -1 for a fixed term
     double coef = 0;    // the feature's sign, or the fixed term's coefficient
     // Further local variables of a product, -1 where unused (always for a single parent).
+    static_assert(ir::max_product_nodes == 4, "the initialiser below lists max_product_nodes - 1 entries");
     std::array<int, ir::max_product_nodes - 1> also{-1, -1, -1};
 
     bool product() const { return also[0] >= 0; }
