@@ -40,6 +40,15 @@ Components fixed_term_components(const ir::Graph& g) {
     std::vector<std::pair<int, int>> pins;  // (hidden element, other end not hidden)
     for (int i = 0; i < n && at(i) < g.cpds.size(); ++i) {
         for (const ir::FixedTerm& t : g.cpds[at(i)].fixed) {
+            if (!t.also.empty()) {
+                // A fixed weight on a product of parents: kept simple, it pins every hidden
+                // element it involves (some flips of several of them would keep it).
+                if (hidden_binary(g, i)) pins.emplace_back(i, 0);
+                if (hidden_binary(g, t.element)) pins.emplace_back(t.element, 0);
+                for (int e : t.also)
+                    if (hidden_binary(g, e)) pins.emplace_back(e, 0);
+                continue;
+            }
             const bool hi = hidden_binary(g, i), he = hidden_binary(g, t.element);
             if (hi && he)
                 c.root[at(find_root(c.root, i))] = find_root(c.root, t.element);
@@ -76,8 +85,10 @@ std::vector<int> negated_entries(const ir::Graph& g, const std::vector<char>& in
         const bool own = in_s[at(b.element)] != 0;
         std::vector<char> neg(at(b.size), 0);
         for (int k = 0; k < b.size; ++k) {
-            const int e = cpd.features[at(k)].element;
-            const bool parent = e >= 0 && in_s[at(e)] != 0;
+            // A product of parents flips when an odd number of its factors do.
+            const ir::Feature& f = cpd.features[at(k)];
+            bool parent = f.element >= 0 && in_s[at(f.element)] != 0;
+            for (int e : f.also) parent = parent != (in_s[at(e)] != 0);
             neg[at(k)] = own != parent;
             if (neg[at(k)]) out.push_back(b.offset + k);
         }

@@ -88,26 +88,40 @@ struct parent_ref : x3::position_tagged {
     boost::optional<int> index;
 };
 
-// `h`, `v[2]` or a bracketed list `[h, o, v[2]]`.
-struct parent_list : x3::position_tagged {
-    bool bracketed = false;
-    std::vector<parent_ref> items;
+// One entry of a parent list: a parent, or a product of parents `h * o * v[2]` whose value
+// is the product of the factors' values (an interaction).
+struct parent_product : x3::position_tagged {
+    std::vector<parent_ref> factors;
 };
 
-// The coefficient of a term: a parameter name (learned) or a constant expression (fixed).
-struct coefficient : x3::variant<identifier, expression> {
+// `h`, `v[2]`, `h * o` or a bracketed list `[h, o, h * o]`.
+struct parent_list : x3::position_tagged {
+    bool bracketed = false;
+    std::vector<parent_product> items;
+};
+
+// The coefficient of a term: a parameter name (learned), a constant expression (fixed) or
+// a vector literal of fixed weights, one per listed parent (`[1, 2] * [h, o]`).
+struct coefficient : x3::variant<identifier, expression, x3::forward_ast<array_literal>> {
     using base_type::base_type;
     using base_type::operator=;
 };
 
-// One term of a predictor sum: sign coefficient ['*' parents].
-//   `2`           constant offset           (coef = expression, no parents)
-//   `b`           learned bias              (coef = identifier, no parents)
-//   `w * [h, o]`  learned weights           (coef = identifier, parents)
-//   `0.5 * h`     fixed weight              (coef = expression, parents)
+// One term of a predictor sum: sign coefficient ['*' middle] ['*' parents].
+//   `2`              constant offset        (coef = expression, no parents)
+//   `b`              learned bias           (coef = identifier, no parents)
+//   `w * [h, o]`     learned weights        (coef = identifier, parents)
+//   `0.5 * h`        fixed weight           (coef = expression, parents)
+//   `[1, 2] * [h, o]` fixed weights         (coef = array literal, parents)
+//   `2 * w * h`      scaled learned weight  (coef = expression, middle = w, parents)
+//   `w * h * o`      learned weight on h*o  (coef = identifier, middle = h, parents = o)
+// The parser cannot tell `2 * w * h` from `2 * h * o` (names are not resolved yet), so a
+// name between two '*' is kept as `middle`; lowering decides whether it is the parameter
+// of a scaled term or the first factor of a product.
 struct term : x3::position_tagged {
     char sign = '+';
     coefficient coef;
+    identifier middle;  // empty name: none (not an optional, which a failed attempt could leave set)
     boost::optional<parent_list> parents;
 };
 

@@ -24,6 +24,13 @@ void append_term(std::string& out, double sign_times_coef, const std::string& bo
     out.append(body);
 }
 
+// `h` or, for a product of parents, `h*o`.
+std::string factors(const ir::Graph& g, int first, const std::vector<int>& also) {
+    std::string out = element(g, first).name;
+    for (int e : also) out += "*" + element(g, e).name;
+    return out;
+}
+
 std::string dot_id(const ir::Graph& g, int e) {
     std::string s = element(g, e).name;
     return fmt::format("\"{}\"", s);
@@ -35,13 +42,17 @@ std::string predictor_text(const ir::Graph& g, int e) {
     if (!c.logistic) return fmt::format("bernoulli({})", number(1.0 / (1.0 + std::exp(-c.offset))));
     std::string out;
     if (c.offset != 0) append_term(out, c.offset, number(std::abs(c.offset)));
-    for (const auto& f : c.fixed) append_term(out, f.coef, fmt::format("{}*{}", number(std::abs(f.coef)), element(g, f.element).name));
+    for (const auto& f : c.fixed)
+        append_term(out, f.coef, fmt::format("{}*{}", number(std::abs(f.coef)), factors(g, f.element, f.also)));
     if (c.block >= 0) {
         const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
         for (int k = 0; k < b.size; ++k) {
             const ir::Feature& f = c.features[static_cast<std::size_t>(k)];
             const std::string w = g.theta_name(b.offset + k);
-            append_term(out, f.sign, f.element < 0 ? w : fmt::format("{}*{}", w, element(g, f.element).name));
+            // A fixed scale (`2 * w * h`) shows as its number: 2*w*h.
+            const double scale = std::abs(f.sign);
+            const std::string ws = scale == 1 ? w : fmt::format("{}*{}", number(scale), w);
+            append_term(out, f.sign, f.element < 0 ? ws : fmt::format("{}*{}", ws, factors(g, f.element, f.also)));
         }
     }
     return fmt::format("logistic({})", out.empty() ? std::string("0") : out);
@@ -112,14 +123,20 @@ std::string to_dot(const ir::Graph& g) {
     for (std::size_t e = 0; e < g.elements.size(); ++e) {
         const ir::Cpd& c = g.cpds[e];
         const int child = static_cast<int>(e);
-        for (const auto& f : c.fixed)
+        for (const auto& f : c.fixed) {
             out += fmt::format("  {} -> {} [label=\"{}\"];\n", dot_id(g, f.element), dot_id(g, child), number(f.coef));
+            for (int e : f.also)
+                out += fmt::format("  {} -> {} [label=\"{}\"];\n", dot_id(g, e), dot_id(g, child), number(f.coef));
+        }
         if (c.block >= 0) {
             const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
             for (int k = 0; k < b.size; ++k) {
                 const ir::Feature& f = c.features[static_cast<std::size_t>(k)];
-                if (f.element >= 0)
-                    out += fmt::format("  {} -> {} [label=\"{}{}\"];\n", dot_id(g, f.element), dot_id(g, child),
+                if (f.element < 0) continue;
+                out += fmt::format("  {} -> {} [label=\"{}{}\"];\n", dot_id(g, f.element), dot_id(g, child),
+                                   f.sign < 0 ? "-" : "", g.theta_name(b.offset + k));
+                for (int e : f.also)
+                    out += fmt::format("  {} -> {} [label=\"{}{}\"];\n", dot_id(g, e), dot_id(g, child),
                                        f.sign < 0 ? "-" : "", g.theta_name(b.offset + k));
             }
         }

@@ -243,6 +243,13 @@ struct set_items {
     }
 };
 
+struct set_factors {
+    template <typename Context>
+    void operator()(Context const& context) const {
+        x3::_val(context).factors = std::move(x3::_attr(context));
+    }
+};
+
 struct set_terms {
     template <typename Context>
     void operator()(Context const& context) const {
@@ -291,6 +298,10 @@ struct array_literal_class;
 struct array_items_class;
 struct parent_ref_class;
 struct parent_items_class;
+struct parent_product_class;
+struct parent_factors_class;
+struct middle_name_class;
+struct parent_product_built_class;
 struct bracketed_parents_class;
 struct single_parent_class;
 struct parents_class;
@@ -347,7 +358,11 @@ x3::rule<array_literal_class, ast::array_literal> const array_literal = "array_l
 x3::rule<array_items_class, std::vector<ast::value>> const array_items = "array_items";
 
 x3::rule<parent_ref_class, ast::parent_ref> const parent_ref = "parent_ref";
-x3::rule<parent_items_class, std::vector<ast::parent_ref>> const parent_items = "parent_items";
+x3::rule<parent_product_class, ast::parent_product> const parent_product = "parent_product";
+x3::rule<parent_factors_class, std::vector<ast::parent_ref>> const parent_factors = "parent_factors";
+x3::rule<middle_name_class, ast::identifier> const middle_name = "middle_name";
+x3::rule<parent_product_built_class, ast::parent_product> const parent_product_built = "parent_product_built";
+x3::rule<parent_items_class, std::vector<ast::parent_product>> const parent_items = "parent_items";
 x3::rule<bracketed_parents_class, ast::parent_list> const bracketed_parents = "bracketed_parents";
 x3::rule<single_parent_class, ast::parent_list> const single_parent = "single_parent";
 x3::rule<parents_class, ast::parent_list> const parents = "parents";
@@ -455,18 +470,27 @@ auto const array_literal_def = array_literal_built;
 
 auto const element = lit('[') > expect_named("index", integer) > expect_named("index_close", lit(']'));
 auto const parent_ref_def = name >> -element;
-auto const listed_parent = expect_named("listed_parent", parent_ref);
+// A product of parents: `h * o * v[2]`, one entry of a parent list.
+auto const parent_factors_def = parent_ref >> *(lit('*') > expect_named("listed_parent", parent_ref));
+auto const parent_product_built_def = parent_factors[set_factors{}];
+auto const parent_product_def = parent_product_built;
+auto const listed_parent = expect_named("listed_parent", parent_product);
 auto const parent_items_def = listed_parent >> *(lit(',') > listed_parent);
 auto const bracketed_parents_def =
     lit('[') >> attr(true) > expect_named("listed_parent", parent_items) > expect_named("parents_close", lit(']'));
-auto const single_parent_def = attr(false) >> x3::repeat(1)[parent_ref];
+auto const single_parent_def = attr(false) >> x3::repeat(1)[parent_product];
 auto const parents_def = bracketed_parents | single_parent;
 
 // A name followed by '(' is a call of an unknown function, not a parameter.
-auto const coefficient_def = (name >> !lit('(')) | coef_product;
+auto const coefficient_def = (name >> !lit('(')) | coef_product | array_literal;
+// `2 * w * h` or `w * h * o`: a name between two '*' (ast::term says who decides what it is).
+// An empty identifier when there is none: the second alternative overwrites whatever a
+// failed first attempt left behind.
+auto const middle_name_def = lit('*') >> name >> &lit('*');
+auto const middle = middle_name | attr(ast::identifier{});
 auto const weights = -(lit('*') > expect_named("parents", parents));
-auto const term_lead_def = (char_("+-") | attr('+')) >> coefficient >> weights;
-auto const term_next_def = (char_("+-") > expect_named("term", coefficient)) >> weights;
+auto const term_lead_def = (char_("+-") | attr('+')) >> coefficient >> middle >> weights;
+auto const term_next_def = (char_("+-") > expect_named("term", coefficient)) >> middle >> weights;
 auto const terms_def = term_lead >> *term_next;
 auto const predictor_built_def = terms[set_terms{}];
 auto const predictor_def = predictor_built;
@@ -511,7 +535,8 @@ BOOST_SPIRIT_DEFINE(name_built, function_name_built, number_built, expression_bu
                     predictor_built, bernoulli_built, logistic_built)
 BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, function_name, number, integer, factor, unary, call,
                     paren, mul_op, coef_mul_op, add_op, product, coef_product, product_operand, sum, expression)
-BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_items, bracketed_parents, single_parent,
+BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_product, parent_factors, parent_product_built, middle_name,
+                    parent_items, bracketed_parents, single_parent,
                     parents, coefficient, term_lead, term_next, terms, predictor)
 BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, normal, mvnormal,
                     prior_distribution, param_list, prior_stmt, statement_rule)
@@ -544,6 +569,10 @@ struct array_literal_class : x3::annotate_on_success {};
 struct array_items_class {};
 struct parent_ref_class : x3::annotate_on_success {};
 struct parent_items_class {};
+struct parent_product_class : x3::annotate_on_success {};
+struct parent_product_built_class {};
+struct parent_factors_class {};
+struct middle_name_class {};
 struct bracketed_parents_class : x3::annotate_on_success {};
 struct single_parent_class : x3::annotate_on_success {};
 struct parents_class : x3::annotate_on_success {};

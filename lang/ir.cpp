@@ -46,10 +46,14 @@ std::vector<int> Graph::parents(int element) const {
     std::vector<int> out;
     const Cpd& c = cpds[static_cast<std::size_t>(element)];
     out.reserve(c.fixed.size() + c.features.size());
-    for (const auto& t : c.fixed)
+    for (const auto& t : c.fixed) {
         if (t.element >= 0) out.push_back(t.element);
-    for (const auto& f : c.features)
+        out.insert(out.end(), t.also.begin(), t.also.end());
+    }
+    for (const auto& f : c.features) {
         if (f.element >= 0) out.push_back(f.element);
+        out.insert(out.end(), f.also.begin(), f.also.end());
+    }
     // Each parent once, at its first place. A linear search per entry suits the usual
     // handful, but `0.3 * h` on an array of thousands gives an element thousands of fixed
     // terms, and quadratic work per element made such a model (within the language's limits)

@@ -5,7 +5,8 @@
 //     logit P(x_i = +1 | parents) = offset_i + Σ_k c_k x_{j_k} + θ_i' f_i
 // where the fixed terms c_k x_{j_k} come from `CONST * PARENTS`, f_i is the feature vector
 // (parents' values, ±1 for binary parents and real for covariates, and a constant ±1 for a
-// learned bias) and θ_i is one parameter block with a Gaussian prior N(μ_i, Σ_i).
+// learned bias; the product of parents' values for an interaction `h * o`) and θ_i is one
+// parameter block with a Gaussian prior N(μ_i, Σ_i).
 // A root with a fixed probability p has no block and offset logit p.
 //
 // The graph is immutable once lowered; indices are 0-based throughout, while names shown
@@ -43,16 +44,22 @@ struct Element {
     bool hidden = false;
 };
 
-// One entry of a node's feature vector f_i.
+// The most binary nodes in one product of parents: a product of m unobserved values links
+// m summed-out variables in one factor (runtime/target/families.hpp).
+inline constexpr int max_product_nodes = 4;
+
+// One entry of a node's feature vector f_i: sign × x_element × Π x_also.
 struct Feature {
     int element = -1;   // parent element, or -1 for the constant feature of a learned bias
-    double sign = 1.0;  // -1 when the term was subtracted (`... - w * h`)
+    double sign = 1.0;  // -1 when the term was subtracted (`... - w * h`), times a fixed scale (`2 * w * h`)
+    std::vector<int> also{};  // further factors of a product of parents (`h * o`), else empty
 };
 
-// A fixed-weight term c * x_element, part of the node's offset in every row.
+// A fixed-weight term c × x_element × Π x_also, part of the node's offset in every row.
 struct FixedTerm {
     int element = 0;
     double coef = 0;
+    std::vector<int> also{};  // further factors of a product of parents, else empty
 };
 
 // The conditional distribution of one binary element.

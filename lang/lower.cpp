@@ -124,8 +124,13 @@ void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit:
 void collect_parameter_names(Lowering& s, const ast::node_decl& d) {
     const auto* logistic = boost::get<ast::logistic_dist>(&d.dist.get());
     if (!logistic) return;
-    for (const auto& t : logistic->linear.terms)
+    for (const auto& t : logistic->linear.terms) {
         if (const auto* id = boost::get<ast::identifier>(&t.coef.get())) s.parameter_names.insert(id->name);
+        // `2 * w * h`: the name between the constant and the parents is the parameter
+        // unless it is a node or covariate (lower_nodes.cpp decides, names known by then).
+        else if (!t.middle.name.empty() && boost::get<ast::expression>(&t.coef.get()))
+            s.parameter_names.insert(t.middle.name);
+    }
 }
 
 void declare(Lowering& s, const ast::program& program) {

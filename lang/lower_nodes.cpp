@@ -4,11 +4,14 @@
 // learned features; shapes of parameters follow from the node and the parent count (§2).
 #include "lang/lower_state.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 namespace vbn::lang::lowering {
+
+namespace x3 = boost::spirit::x3;
 
 namespace {
 
@@ -24,7 +27,9 @@ std::vector<std::string> variable_names(const Lowering& s) {
 // The parents of one node, element by element, with the checks that need the whole list.
 struct NodeContext {
     int variable = 0;
-    std::set<int> seen;  // parent elements already used by an earlier term or item
+    // Entries already used by an earlier term or item: a parent {e}, or a product's
+    // factors, sorted.
+    std::set<std::vector<int>> seen;
     const ast::identifier* bias = nullptr;  // the node's first learned bias, if any
     Location bias_loc;
     double bias_sign = 1.0;
@@ -40,8 +45,11 @@ void warn_second_bias(Lowering& s, const NodeContext& node, const ast::identifie
                                     id.name, s.variable(node.variable).name, node.bias->name, node.bias_loc.line, sum));
 }
 
+// The entries of a parent list: entry q is the element elements[q] times, for a product of
+// parents, the further factors also[q].
 struct Parents {
     std::vector<int> elements;
+    std::vector<std::vector<int>> also;  // parallel to elements
     bool complete = true;  // false when an item could not be resolved
 };
 
@@ -89,20 +97,86 @@ std::vector<int> resolve_item(Lowering& s, const ast::parent_ref& r, Location lo
     return {v.first_element + index - 1};
 }
 
-Parents resolve(Lowering& s, NodeContext& node, const ast::parent_list& list, Location fallback) {
+std::string product_text(const Lowering& s, const std::vector<int>& factors) {
+    std::string out;
+    for (int e : factors) out += (out.empty() ? "" : " * ") + s.element(e).name;
+    return out;
+}
+
+// A product of parents: every factor one element (a scalar, `v[2]`), no binary node twice
+// (x * x = 1 for x = ±1: a constant, not an interaction), at most max_product_nodes
+// binary factors. Returns the factors, or nothing after an error.
+std::vector<int> resolve_product(Lowering& s, const std::vector<const ast::parent_ref*>& refs, Location loc,
+                                 bool& complete) {
+    std::vector<int> factors;
+    int binary = 0;
+    for (const ast::parent_ref* r : refs) {
+        const Location at = s.name_at(r->name, *r, loc);
+        const std::vector<int> es = resolve_item(s, *r, at, complete);
+        if (es.empty()) return {};
+        if (es.size() > 1) {
+            s.diag.error(at, fmt::format("'{}' is an array of {} elements; a product of parents takes one element of it, "
+                                         "e.g. '{}[1]'",
+                                         r->name.name, es.size(), r->name.name));
+            complete = false;
+            return {};
+        }
+        const int e = es.front();
+        if (s.element(e).binary) {
+            if (std::find(factors.begin(), factors.end(), e) != factors.end()) {
+                s.diag.error(at, fmt::format("'{}' appears twice in a product; {} * {} = 1 for a node with values ±1, so "
+                                             "the product is not an interaction: leave the repeated factor out",
+                                             s.element(e).name, s.element(e).name, s.element(e).name));
+                complete = false;
+                return {};
+            }
+            if (++binary > ir::max_product_nodes) {
+                s.diag.error(at, fmt::format("a product of parents may hold at most {} nodes", ir::max_product_nodes));
+                complete = false;
+                return {};
+            }
+        }
+        factors.push_back(e);
+    }
+    return factors;
+}
+
+// Adds one entry (a parent or a product) to out, refusing an entry used before.
+void add_entry(Lowering& s, NodeContext& node, Parents& out, std::vector<int> factors, Location loc, bool& reported) {
+    std::vector<int> key = factors;
+    std::sort(key.begin(), key.end());
+    if (!node.seen.insert(key).second && !reported) {
+        if (factors.size() == 1)
+            s.diag.error(loc, fmt::format("parent '{}' appears twice in the predictor of '{}'; list each parent once",
+                                          s.element(factors.front()).name, s.variable(node.variable).name));
+        else
+            s.diag.error(loc, fmt::format("the product '{}' appears twice in the predictor of '{}'; list each product once",
+                                          product_text(s, factors), s.variable(node.variable).name));
+        reported = true;
+    }
+    out.elements.push_back(factors.front());  // kept even when repeated, so shapes stay as written
+    out.also.emplace_back(factors.begin() + 1, factors.end());
+}
+
+// `lead`, when given, is the first factor of the list's single product (`w * h * o`).
+Parents resolve(Lowering& s, NodeContext& node, const ast::parent_list& list, Location fallback,
+                const ast::parent_ref* lead = nullptr) {
     Parents out;
     const Location list_loc = s.at(list, fallback);
-    for (const auto& r : list.items) {
-        const Location loc = s.name_at(r.name, r, s.at(r, list_loc));
+    for (const auto& item : list.items) {
+        std::vector<const ast::parent_ref*> refs;
+        if (lead) refs.push_back(lead);
+        for (const auto& r : item.factors) refs.push_back(&r);
+        if (refs.empty()) continue;
+        const ast::parent_ref& first = *refs.front();
+        const Location loc = s.name_at(first.name, first, s.at(item, s.at(first, list_loc)));
         bool reported = false;
-        for (int e : resolve_item(s, r, loc, out.complete)) {
-            if (!node.seen.insert(e).second && !reported) {
-                s.diag.error(loc, fmt::format("parent '{}' appears twice in the predictor of '{}'; list each parent once",
-                                              s.element(e).name, s.variable(node.variable).name));
-                reported = true;
-            }
-            out.elements.push_back(e);  // kept even when repeated, so shapes stay as written
+        if (refs.size() == 1) {
+            for (int e : resolve_item(s, first, loc, out.complete)) add_entry(s, node, out, {e}, loc, reported);
+            continue;
         }
+        std::vector<int> factors = resolve_product(s, refs, loc, out.complete);
+        if (!factors.empty()) add_entry(s, node, out, std::move(factors), loc, reported);
     }
     return out;
 }
@@ -118,8 +192,10 @@ void add_offset(Lowering& s, const ir::Variable& v, double c, Location loc) {
     for (int k = 0; k < v.size; ++k) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].offset += c;
 }
 
-void add_fixed(Lowering& s, const ir::Variable& v, const std::vector<int>& parents, double c, Location loc) {
-    const long added = static_cast<long>(v.size) * static_cast<long>(parents.size());
+// Fixed weights: coefs[q] on entry q of the parents.
+void add_fixed(Lowering& s, const ir::Variable& v, const Parents& parents, const std::vector<double>& coefs,
+               Location loc) {
+    const long added = static_cast<long>(v.size) * static_cast<long>(parents.elements.size());
     if (s.fixed_terms + added > max_fixed_terms) {
         s.diag.error(loc, fmt::format("the model is too large: with this term it has {} fixed weights, and at most {} fit",
                                       s.fixed_terms + added, max_fixed_terms));
@@ -127,7 +203,9 @@ void add_fixed(Lowering& s, const ir::Variable& v, const std::vector<int>& paren
     }
     s.fixed_terms += added;
     for (int k = 0; k < v.size; ++k)
-        for (int j : parents) s.g.cpds[static_cast<std::size_t>(v.first_element + k)].fixed.push_back({j, c});
+        for (std::size_t q = 0; q < parents.elements.size(); ++q)
+            s.g.cpds[static_cast<std::size_t>(v.first_element + k)].fixed.push_back(
+                {parents.elements[q], coefs[q], parents.also[q]});
 }
 
 // Whether P more learned weights per element of `v` stay within the limits on block sizes.
@@ -175,8 +253,9 @@ void add_parameter(Lowering& s, int node, const ast::identifier& id, Location lo
     for (int k = 0; k < K; ++k) {
         const auto e = static_cast<std::size_t>(v.first_element + k);
         for (int q = 0; q < P; ++q) {
-            const int parent = parents ? parents->elements[static_cast<std::size_t>(q)] : -1;
-            s.g.cpds[e].features.push_back({parent, sign});
+            const auto qq = static_cast<std::size_t>(q);
+            if (parents) s.g.cpds[e].features.push_back({parents->elements[qq], sign, parents->also[qq]});
+            else s.g.cpds[e].features.push_back({-1, sign, {}});
             s.weights[e].push_back({p, k * P + q});
         }
     }
@@ -184,21 +263,9 @@ void add_parameter(Lowering& s, int node, const ast::identifier& id, Location lo
     s.params.push_back(std::move(info));
 }
 
-void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location node_loc) {
-    const ir::Variable& v = s.variable(node.variable);
-    const double sign = t.sign == '-' ? -1.0 : 1.0;
-    const Location term_loc = s.at(t, node_loc);
-    const Parents parents = t.parents ? resolve(s, node, *t.parents, term_loc) : Parents{};
-
-    if (const auto* e = boost::get<ast::expression>(&t.coef.get())) {
-        const auto c = s.eval.expression(*e, term_loc);
-        if (!c) return;
-        if (t.parents) add_fixed(s, v, parents.elements, sign * *c, s.at(*e, term_loc));
-        else add_offset(s, v, sign * *c, s.at(*e, term_loc));
-        return;
-    }
-    const auto& id = boost::get<ast::identifier>(t.coef.get());
-    const Location loc = s.name_at(id, t, term_loc);
+// A learned term: parameter `id` with features sign × parents (or a bias without them).
+void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, const ast::term& t, Location loc,
+                   double sign, const Parents* parents) {
     if (const auto known = s.variable_by_name.find(id.name); known != s.variable_by_name.end()) {
         const char* kind = kind_word(s.variable(known->second));
         if (t.parents)
@@ -218,14 +285,104 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
                                       id.name, first.loc.line));
         return;
     }
-    add_parameter(s, node.variable, id, loc, sign, t.parents ? &parents : nullptr);
-    if (t.parents) return;
+    add_parameter(s, node.variable, id, loc, sign, parents);
+    if (parents) return;
     if (node.bias) warn_second_bias(s, node, id, loc, sign);
     else {
         node.bias = &id;
         node.bias_loc = loc;
         node.bias_sign = sign;
     }
+}
+
+// `[1, 2] * [h, o]`: one fixed weight per entry of the list, 1·h + 2·o.
+void lower_vector_weights(Lowering& s, NodeContext& node, const ast::array_literal& arr, const ast::term& t,
+                          Location term_loc, double sign) {
+    const ir::Variable& v = s.variable(node.variable);
+    if (!t.parents || !t.middle.name.empty()) {
+        s.diag.error(term_loc, "a vector of fixed weights multiplies a bracketed list of parents, one weight each, as in "
+                               "'[1, 2] * [h, o]'");
+        return;
+    }
+    const Parents parents = resolve(s, node, *t.parents, term_loc);
+    const auto lit = s.eval.value(ast::value(x3::forward_ast<ast::array_literal>(arr)), term_loc);
+    if (!lit || !parents.complete) return;
+    if (lit->shape.size() != 1) {
+        s.diag.error(lit->loc, fmt::format("fixed weights on parents are a vector, one per parent, not a {}",
+                                           shape_text(lit->shape)));
+        return;
+    }
+    const std::size_t n = parents.elements.size();
+    if (lit->values.size() != n) {
+        s.diag.error(lit->loc, fmt::format("the vector of fixed weights has {} entries, but the parents after '*' are {}; "
+                                           "give one weight per parent",
+                                           lit->values.size(), n));
+        return;
+    }
+    std::vector<double> coefs(lit->values);
+    for (double& c : coefs) c *= sign;
+    add_fixed(s, v, parents, coefs, lit->loc);
+}
+
+void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location node_loc) {
+    const ir::Variable& v = s.variable(node.variable);
+    const double sign = t.sign == '-' ? -1.0 : 1.0;
+    const Location term_loc = s.at(t, node_loc);
+    if (const auto* arr = boost::get<x3::forward_ast<ast::array_literal>>(&t.coef.get())) {
+        lower_vector_weights(s, node, arr->get(), t, term_loc, sign);
+        return;
+    }
+    // The name between two '*' (ast::term): a node or covariate starts a product of
+    // parents; after a constant anything else is the parameter of a scaled term.
+    ast::parent_ref lead;
+    const ast::parent_ref* lead_ptr = nullptr;
+    const ast::identifier* scaled = nullptr;
+    if (!t.middle.name.empty()) {
+        const Location mloc = s.name_at(t.middle, t, term_loc);
+        static_cast<x3::position_tagged&>(lead) = t;  // so name_at finds it inside the term
+        lead.name = t.middle;
+        if (s.variable_by_name.count(t.middle.name)) {
+            if (t.parents && t.parents->bracketed) {
+                s.diag.error(mloc, fmt::format("a product of parents multiplies single parents, not a list; write each "
+                                               "product in the list, e.g. '[{} * a, {} * b]'",
+                                               t.middle.name, t.middle.name));
+                return;
+            }
+            lead_ptr = &lead;
+        } else if (boost::get<ast::expression>(&t.coef.get())) {
+            scaled = &t.middle;
+        } else if (s.parameter_names.count(t.middle.name)) {
+            s.diag.error(mloc, fmt::format("'{}' is a second parameter in one term; a term has one parameter, and a fixed "
+                                           "scale goes first, as in '2 * w * h'",
+                                           t.middle.name));
+            return;
+        } else {
+            unknown_parent(s, t.middle.name, mloc);
+            return;
+        }
+    }
+    const Parents parents = t.parents ? resolve(s, node, *t.parents, term_loc, lead_ptr) : Parents{};
+
+    if (const auto* e = boost::get<ast::expression>(&t.coef.get())) {
+        const auto c = s.eval.expression(*e, term_loc);
+        if (!c) return;
+        if (scaled) {
+            // `2 * w * h`: the learned weight w on the feature 2·h.
+            // After the error the term is still lowered, so that its parameter counts as used.
+            if (*c == 0)
+                s.diag.error(s.at(*e, term_loc), fmt::format("a fixed scale of 0 makes '{}' do nothing; leave the term "
+                                                             "out or use another scale",
+                                                             scaled->name));
+            lower_learned(s, node, *scaled, t, s.name_at(*scaled, t, term_loc), sign * *c, &parents);
+            return;
+        }
+        if (t.parents)
+            add_fixed(s, v, parents, std::vector<double>(parents.elements.size(), sign * *c), s.at(*e, term_loc));
+        else add_offset(s, v, sign * *c, s.at(*e, term_loc));
+        return;
+    }
+    const auto& id = boost::get<ast::identifier>(t.coef.get());
+    lower_learned(s, node, id, t, s.name_at(id, t, term_loc), sign, t.parents ? &parents : nullptr);
 }
 
 void lower_bernoulli(Lowering& s, const ir::Variable& v, const ast::bernoulli_dist& b, Location node_loc) {

@@ -19,21 +19,35 @@ bool hidden_binary(const ir::Graph& g, int e) {
     return el.binary && el.hidden;
 }
 
-// Positions in c's block of the learned weights on element h.
+// Positions in c's block of the learned weights on element h alone (not in a product).
 std::vector<int> weights_on(const ir::Graph& g, int c, int h) {
     std::vector<int> out;
     const auto& f = cpd_of(g, c).features;
     for (std::size_t k = 0; k < f.size(); ++k)
-        if (f[k].element == h) out.push_back(static_cast<int>(k));
+        if (f[k].element == h && f[k].also.empty()) out.push_back(static_cast<int>(k));
     return out;
 }
 
-// The sum of c's fixed coefficients on h: the fixed part of h's term in c's logit.
+// The sum of c's fixed coefficients on h alone: the fixed part of h's term in c's logit.
 double fixed_on(const ir::Graph& g, int c, int h) {
     double sum = 0;
     for (const ir::FixedTerm& t : cpd_of(g, c).fixed)
-        if (t.element == h) sum += t.coef;
+        if (t.element == h && t.also.empty()) sum += t.coef;
     return sum;
+}
+
+// Whether h is a factor of a product of parents (an interaction) in c's predictor. Such a
+// term is treated as breaking every flip and swap of h: flipping h flips the product, which
+// a relabelling could follow, but checking that is left out to keep the rules simple.
+bool in_product(const ir::Graph& g, int c, int h) {
+    auto has = [h](int e, const std::vector<int>& also) {
+        return !also.empty() && (e == h || std::find(also.begin(), also.end(), h) != also.end());
+    };
+    for (const ir::FixedTerm& t : cpd_of(g, c).fixed)
+        if (has(t.element, t.also)) return true;
+    for (const ir::Feature& f : cpd_of(g, c).features)
+        if (has(f.element, f.also)) return true;
+    return false;
 }
 
 double cov(const ir::Block& b, int k, int l) {
@@ -64,10 +78,22 @@ bool prior_permutation_symmetric(const ir::Block& b, const std::vector<int>& p) 
 }
 
 bool mentions(const ir::Cpd& c, int i, int j) {
+    auto has = [i, j](int e, const std::vector<int>& also) {
+        return e == i || e == j || std::find(also.begin(), also.end(), i) != also.end() ||
+               std::find(also.begin(), also.end(), j) != also.end();
+    };
     for (const auto& t : c.fixed)
-        if (t.element == i || t.element == j) return true;
+        if (has(t.element, t.also)) return true;
     for (const auto& f : c.features)
-        if (f.element == i || f.element == j) return true;
+        if (has(f.element, f.also)) return true;
+    return false;
+}
+
+bool has_product(const ir::Cpd& c) {
+    for (const auto& t : c.fixed)
+        if (!t.also.empty()) return true;
+    for (const auto& f : c.features)
+        if (!f.also.empty()) return true;
     return false;
 }
 
@@ -76,7 +102,9 @@ bool mentions(const ir::Cpd& c, int i, int j) {
 bool same_own_cpd(const ir::Graph& g, int i, int j) {
     const ir::Cpd& a = cpd_of(g, i);
     const ir::Cpd& b = cpd_of(g, j);
-    if (a.logistic != b.logistic || a.offset != b.offset || mentions(a, i, j) || mentions(b, i, j)) return false;
+    if (a.logistic != b.logistic || a.offset != b.offset || mentions(a, i, j) || mentions(b, i, j) ||
+        has_product(a) || has_product(b))
+        return false;
     auto key = [](const ir::FixedTerm& t) { return std::pair(t.element, t.coef); };
     std::vector<std::pair<int, double>> fa, fb;
     for (const auto& t : a.fixed) fa.push_back(key(t));
@@ -96,7 +124,7 @@ bool same_own_cpd(const ir::Graph& g, int i, int j) {
 // pair up in order with equal signs, and c's prior is unchanged by the swap. Adds the swapped
 // pairs of θ entries to perm.
 bool child_swaps(const ir::Graph& g, int c, int i, int j, std::vector<int>& perm) {
-    if (fixed_on(g, c, i) != fixed_on(g, c, j)) return false;
+    if (in_product(g, c, i) || in_product(g, c, j) || fixed_on(g, c, i) != fixed_on(g, c, j)) return false;
     const std::vector<int> wi = weights_on(g, c, i);
     const std::vector<int> wj = weights_on(g, c, j);
     if (wi.size() != wj.size()) return false;
@@ -179,7 +207,7 @@ bool flip_is_exact(const ir::Graph& g, int h) {
     }
     // Each child sees h only through learned weights whose prior is symmetric in them.
     for (int c : g.children(h)) {
-        if (fixed_on(g, c, h) != 0) return false;
+        if (in_product(g, c, h) || fixed_on(g, c, h) != 0) return false;
         const std::vector<int> w = weights_on(g, c, h);
         if (!w.empty() && !prior_sign_symmetric(block_of(g, cpd_of(g, c).block), w)) return false;
     }

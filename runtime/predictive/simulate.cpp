@@ -90,12 +90,17 @@ double linear_predictor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen:
                         const std::vector<double>& x) {
     const ir::Cpd& c = g.cpds[static_cast<std::size_t>(e)];
     double eta = c.offset;
-    for (const auto& t : c.fixed) eta += t.coef * x[static_cast<std::size_t>(t.element)];
+    for (const auto& t : c.fixed) {
+        double term = t.coef * x[static_cast<std::size_t>(t.element)];
+        for (int e : t.also) term *= x[static_cast<std::size_t>(e)];  // a product of parents
+        eta += term;
+    }
     if (c.block >= 0) {
         const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
         for (std::size_t i = 0; i < c.features.size(); ++i) {
             const ir::Feature& f = c.features[i];
-            const double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
+            double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
+            for (int e : f.also) v *= x[static_cast<std::size_t>(e)];  // a product of parents
             eta += theta[b.offset + static_cast<Eigen::Index>(i)] * f.sign * v;
         }
     }

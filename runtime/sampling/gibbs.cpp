@@ -22,6 +22,8 @@ using inference::log_inv_logit_with_derivative;
 constexpr int max_term_inputs = 62;
 
 double sign_of_bit(std::uint64_t code, int bit) { return (code >> bit) & 1U ? 1.0 : -1.0; }
+// Π x over the bits of mask: −1 when an odd number of them are 0 (x = −1).
+double sign_of_mask(std::uint64_t code, std::uint64_t mask) { return __builtin_popcountll(mask & ~code) & 1U ? -1.0 : 1.0; }
 
 }  // namespace
 
@@ -65,7 +67,12 @@ GibbsModel::GibbsModel(const ir::Graph& graph, const Target& target) : target_(&
                 return static_cast<int>(t.vars.size()) - 1;
             };
             if (f.self >= 0) t.self_bit = bit_of(f.self);
-            for (const FactorLink& l : f.links) t.links.push_back({l.var, bit_of(l.var), l.feature, l.coef});
+            for (const FactorLink& l : f.links) {
+                GibbsModel::Link link{l.var, std::uint64_t{1} << bit_of(l.var), l.feature, l.coef, l.also};
+                for (int a : l.also)
+                    if (a >= 0) link.mask |= std::uint64_t{1} << bit_of(a);
+                t.links.push_back(link);
+            }
             if (static_cast<int>(t.vars.size()) > max_term_inputs)
                 throw Error(ErrorKind::limit,
                             fmt::format("line {}: a logistic term has {} unobserved inputs; the gibbs method "
@@ -156,7 +163,7 @@ void GibbsDensity::encode() {
         for (long i = 0; i < n; ++i) {
             fixed[i] = 0;
             for (const auto& link : t.links)
-                if (link.feature < 0) fixed[i] += link.coef * sign_of_bit(codes[i], link.bit);
+                if (link.feature < 0) fixed[i] += link.coef * sign_of_mask(codes[i], link.mask);
         }
     }
 }
@@ -177,7 +184,7 @@ double GibbsDensity::term_value(int ti, const Eigen::VectorXd& theta, double* gr
         const std::uint64_t code = codes[i];
         double eta = eta0 + fixed[i];
         for (std::size_t l = 0; l < t.links.size(); ++l)
-            if (t.links[l].feature >= 0) eta += coef[l] * sign_of_bit(code, t.links[l].bit);
+            if (t.links[l].feature >= 0) eta += coef[l] * sign_of_mask(code, t.links[l].mask);
         const double xj = t.value != 0 ? t.value : sign_of_bit(code, t.self_bit);
         if (!grad) {
             value += counts[i] * log_inv_logit(xj * eta);
@@ -188,7 +195,7 @@ double GibbsDensity::term_value(int ti, const Eigen::VectorXd& theta, double* gr
         const double r = counts[i] * xj * dz;
         Eigen::Map<Eigen::VectorXd>(grad, f.f.size()) += r * f.f;
         for (const auto& link : t.links)
-            if (link.feature >= 0) grad[link.feature] += r * link.coef * sign_of_bit(code, link.bit);
+            if (link.feature >= 0) grad[link.feature] += r * link.coef * sign_of_mask(code, link.mask);
     }
     return value;
 }
@@ -249,10 +256,20 @@ double GibbsDensity::log_odds(int c, long row, int k) const {
         const double* coef = coef_.data() + link_start_[sz(ti)];
         double rest = eta0_[sz(ti)], slope = 0;
         for (std::size_t l = 0; l < t.links.size(); ++l) {
-            if (t.links[l].var == k)
-                slope += coef[l];
+            const auto& link = t.links[l];
+            // A product's term is coef Π x: linear in x_k with slope coef Π_{others} x.
+            double others = 1;
+            bool has_k = link.var == k;
+            if (!has_k) others = x[link.var];
+            for (int a : link.also) {
+                if (a < 0) continue;
+                if (a == k) has_k = true;
+                else others *= x[a];
+            }
+            if (has_k)
+                slope += coef[l] * others;
             else
-                rest += coef[l] * x[t.links[l].var];
+                rest += coef[l] * others;
         }
         if (t.self == k) {
             lo += rest;  // log g(η) − log g(−η) = η; a node is never its own parent (slope = 0)
@@ -315,7 +332,7 @@ double GibbsDensity::block_newton_system(int b, const Eigen::VectorXd& theta, Ei
             feat = f.f;
             for (std::size_t l = 0; l < t.links.size(); ++l) {
                 if (t.links[l].feature < 0) continue;
-                const double xl = sign_of_bit(codes[i], t.links[l].bit);
+                const double xl = sign_of_mask(codes[i], t.links[l].mask);
                 eta += coef[l] * xl;
                 feat[t.links[l].feature] += t.links[l].coef * xl;
             }

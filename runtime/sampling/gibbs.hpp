@@ -48,9 +48,10 @@ public:
 
     struct Link {
         int var = 0;      // local variable of the component
-        int bit = 0;      // its bit in the factor's configuration code
+        std::uint64_t mask = 0;  // its bit in the factor's configuration code (a product's: all of them)
         int feature = -1; // position in the block, or -1 for a fixed coefficient
         double coef = 0;  // sign of the feature, or the fixed coefficient
+        std::array<int, ir::max_product_nodes - 1> also{-1, -1, -1};  // a product's further variables
     };
     struct Term {
         int component = 0;

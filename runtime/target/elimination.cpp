@@ -26,6 +26,12 @@ inline int sub_index(int config, const int* pos, int k) {
     return idx;
 }
 
+// Whether Π x over the variables in `mask` is −1 in configuration `config` (bit 1: x = +1):
+// an odd number of them at −1. One variable for a parent, several for a product of parents.
+inline bool odd_zeros(int config, int mask) {
+    return __builtin_popcount(static_cast<unsigned>(mask & ~config)) & 1;
+}
+
 }  // namespace
 
 Eliminator::Eliminator(const Families& families, std::vector<int> block_offsets) : offsets_(std::move(block_offsets)) {
@@ -89,7 +95,12 @@ Eliminator::Plan Eliminator::make_plan(const Component& comp) {
         for (int j : factors[sz(t)]) {
             const Factor& f = comp.factors[sz(j)];
             PlannedFactor pf{j, f.self >= 0 ? bit_of(cl, f.self) : -1, first_link[sz(j)], static_cast<int>(p.link_bits.size())};
-            for (const auto& l : f.links) p.link_bits.push_back(bit_of(cl, l.var));
+            for (const auto& l : f.links) {
+                int mask = 1 << bit_of(cl, l.var);
+                for (int a : l.also)
+                    if (a >= 0) mask |= 1 << bit_of(cl, a);
+                p.link_bits.push_back(mask);
+            }
             p.factors.push_back(pf);
         }
         b.end_factor = static_cast<int>(p.factors.size());
@@ -129,7 +140,7 @@ double Eliminator::factor_eta(const Plan& p, const PlannedFactor& pf, int config
     const int n = static_cast<int>(f.links.size());
     for (int l = 0; l < n; ++l) {
         const double c = s.coef[sz(pf.first_link + l)];
-        eta += (config >> p.link_bits[sz(pf.first_bit + l)]) & 1 ? c : -c;
+        eta += odd_zeros(config, p.link_bits[sz(pf.first_bit + l)]) ? -c : c;
     }
     x = pf.self_bit < 0 ? f.value : ((config >> pf.self_bit) & 1 ? 1.0 : -1.0);
     return eta;
@@ -205,7 +216,7 @@ void Eliminator::backward(const Plan& p, bool all_blocks, int only_block, Scratc
                 const double r = P[c] * x * (z >= 0 ? e : 1.0) / (1.0 + e);
                 s.resid[sz(pf.factor)] += r;
                 for (int l = 0; l < links; ++l)
-                    s.link_acc[sz(pf.first_link + l)] += ((c >> p.link_bits[sz(pf.first_bit + l)]) & 1 ? r : -r);
+                    s.link_acc[sz(pf.first_link + l)] += odd_zeros(c, p.link_bits[sz(pf.first_bit + l)]) ? -r : r;
             }
         }
     }

@@ -66,7 +66,7 @@ private:
         int factor = 0;      // index in the component
         int self_bit = -1;   // its own variable's bit in the bucket's clique, -1 when observed
         int first_link = 0;  // its first link in the component's links, in factor order
-        int first_bit = 0;   // into Plan::link_bits: each link's variable's bit in the clique
+        int first_bit = 0;   // into Plan::link_bits: each link's variables' bits in the clique, a mask
     };
     struct Plan {
         std::vector<Factor> factors_of;     // the component's factors (as Families holds them)

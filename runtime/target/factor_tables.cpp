@@ -19,8 +19,14 @@ constexpr int kChunk = 4096;
 // The factor's distinct link variables in order of first appearance: its scope besides itself.
 std::vector<int> link_scope(const Factor& f) {
     std::vector<int> scope;
-    for (const auto& l : f.links)
-        if (std::find(scope.begin(), scope.end(), l.var) == scope.end()) scope.push_back(l.var);
+    auto add = [&scope](int v) {
+        if (std::find(scope.begin(), scope.end(), v) == scope.end()) scope.push_back(v);
+    };
+    for (const auto& l : f.links) {
+        add(l.var);
+        for (int a : l.also)
+            if (a >= 0) add(a);
+    }
     return scope;
 }
 
@@ -59,9 +65,12 @@ int FactorTables::add_table(const Factor& f, const std::vector<int>& scope, Inde
     key.push_back(static_cast<double>(scope.size()));
     std::vector<Link> links;
     for (const auto& l : f.links) {
-        const int pos = static_cast<int>(std::find(scope.begin(), scope.end(), l.var) - scope.begin());
-        links.push_back({pos, l.feature, l.coef});
-        key.insert(key.end(), {static_cast<double>(pos), static_cast<double>(l.feature), l.coef});
+        auto pos = [&scope](int v) { return static_cast<int>(std::find(scope.begin(), scope.end(), v) - scope.begin()); };
+        int mask = 1 << pos(l.var);
+        for (int a : l.also)
+            if (a >= 0) mask |= 1 << pos(a);
+        links.push_back({mask, l.feature, l.coef});
+        key.insert(key.end(), {static_cast<double>(mask), static_cast<double>(l.feature), l.coef});
     }
     const auto [it, inserted] = index.emplace(std::move(key), tables());
     if (!inserted) return it->second;
@@ -204,7 +213,7 @@ void FactorTables::fill_table(const Table& t, In theta, Scratch& s) const {
         double eta = eta0;
         for (const auto& l : t.links) {
             const double coef = l.feature >= 0 ? th[l.feature] * l.coef : l.coef;
-            eta += (i >> l.pos) & 1 ? coef : -coef;
+            eta += l.sign(i) > 0 ? coef : -coef;
         }
         const double e = std::exp(-std::abs(eta));
         const double log1p_e = std::log1p(e);
@@ -319,7 +328,7 @@ void FactorTables::gradient(const std::vector<int>* which, int only_block, doubl
 
 // d log g(x η)/dη = x g(−x η): with e = e^{−|η|}, g(−η) = (η ≥ 0 ? e : 1) / (1 + e) and
 // g(η) = (η ≥ 0 ? 1 : e) / (1 + e). Each configuration's r = Σ_x acc · x g(−x η) times
-// ∂η/∂θ_b = f + Σ_links coef_l x_{pos_l} e_{feature_l}.
+// ∂η/∂θ_b = f + Σ_links coef_l Π_{mask_l} x e_{feature_l}.
 void FactorTables::table_gradient(const Table& t, double* grad, Scratch& s) const {
     const int configs = 1 << t.scope;
     double total = 0;
@@ -331,7 +340,7 @@ void FactorTables::table_gradient(const Table& t, double* grad, Scratch& s) cons
         const double r = s.acc[2 * at + 1] * g_neg - s.acc[2 * at] * g_pos;
         total += r;
         for (const auto& l : t.links)
-            if (l.feature >= 0) grad[l.feature] += ((i >> l.pos) & 1 ? r : -r) * l.coef;
+            if (l.feature >= 0) grad[l.feature] += (l.sign(i) > 0 ? r : -r) * l.coef;
     }
     Eigen::Map<Eigen::VectorXd>(grad, t.f.size()) += total * t.f;
 }

@@ -66,11 +66,13 @@ public:
 
 private:
     struct Link {
-        int pos = 0;      // which scope variable: bit pos + 1 of an entry's index
+        int mask = 0;     // its scope variables (bit k: scope variable k, bit k + 1 of an entry's index)
         int feature = -1; // position in the block, or -1 for a fixed term
         double coef = 0;  // as FactorLink::coef
+        // Π x over the mask in configuration i: −1 when an odd number of its bits are 0.
+        double sign(int i) const { return __builtin_popcount(static_cast<unsigned>(mask & ~i)) & 1 ? -1.0 : 1.0; }
     };
-    // One distinct factor: η(scope) = base + θ_b' f + Σ_links coef_l x_{pos_l}.
+    // One distinct factor: η(scope) = base + θ_b' f + Σ_links coef_l Π_{k ∈ mask_l} x_k.
     struct Table {
         int block = -1;
         double base = 0;

@@ -22,6 +22,30 @@
 
 namespace vbn {
 
+namespace {
+
+// A product of parents x_first Π x_also in a row: the observed factors' values multiplied
+// into `value`, the unobserved ones (local[e] >= 0) listed in link.var and link.also.
+// Returns whether any factor is unobserved.
+bool split_product(int first, const std::vector<int>& also, const std::vector<double>& x,
+                   const std::vector<int>& local, double& value, FactorLink& link) {
+    int n = 0;
+    auto take = [&](int e) {
+        if (local[sz(e)] < 0) {
+            value *= x[sz(e)];
+        } else {
+            if (n == 0) link.var = local[sz(e)];
+            else link.also[sz(n - 1)] = local[sz(e)];
+            ++n;
+        }
+    };
+    take(first);
+    for (int e : also) take(e);
+    return n > 0;
+}
+
+}  // namespace
+
 void fold_cpd(const ir::Graph& g, int element, const std::vector<double>& x, const std::vector<int>& local,
               Factor& out) {
     const ir::Cpd& cpd = g.cpds[sz(element)];
@@ -30,27 +54,52 @@ void fold_cpd(const ir::Graph& g, int element, const std::vector<double>& x, con
     out.base = cpd.offset;
     out.links.clear();
     for (const auto& t : cpd.fixed) {
-        if (local[sz(t.element)] >= 0)
+        if (!t.also.empty()) {
+            FactorLink link;
+            double value = t.coef;
+            if (split_product(t.element, t.also, x, local, value, link)) {
+                link.coef = value;
+                out.links.push_back(link);
+            } else {
+                out.base += value;
+            }
+        } else if (local[sz(t.element)] >= 0) {
             out.links.push_back({local[sz(t.element)], -1, t.coef});
-        else
+        } else {
             out.base += t.coef * x[sz(t.element)];
+        }
     }
     out.f.setZero(static_cast<Eigen::Index>(cpd.features.size()));
     for (std::size_t k = 0; k < cpd.features.size(); ++k) {
         const auto& ft = cpd.features[k];
-        if (ft.element < 0)
+        if (!ft.also.empty()) {
+            FactorLink link;
+            link.feature = static_cast<int>(k);
+            double value = ft.sign;
+            if (split_product(ft.element, ft.also, x, local, value, link)) {
+                link.coef = value;
+                out.links.push_back(link);
+            } else {
+                out.f[static_cast<Eigen::Index>(k)] = value;
+            }
+        } else if (ft.element < 0) {
             out.f[static_cast<Eigen::Index>(k)] = ft.sign;
-        else if (local[sz(ft.element)] >= 0)
+        } else if (local[sz(ft.element)] >= 0) {
             out.links.push_back({local[sz(ft.element)], static_cast<int>(k), ft.sign});
-        else
+        } else {
             out.f[static_cast<Eigen::Index>(k)] = ft.sign * x[sz(ft.element)];
+        }
     }
 }
 
 std::vector<int> factor_scope(const Factor& f) {
     std::vector<int> s;
     if (f.self >= 0) s.push_back(f.self);
-    for (const auto& l : f.links) s.push_back(l.var);
+    for (const auto& l : f.links) {
+        s.push_back(l.var);
+        for (int a : l.also)
+            if (a >= 0) s.push_back(a);
+    }
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
     return s;
@@ -162,7 +211,8 @@ void read_values(const ir::Graph& g, const Dataset& d, int pattern, std::vector<
 }
 
 // The key that makes two components the same case: elements, then per factor its node,
-// value, base and observed features (links follow from the graph and the elements).
+// value, base and observed features (links follow from the graph and the elements, but for
+// the observed factors of a product).
 void component_key(const Component& c, std::vector<double>& key) {
     key.clear();
     key.push_back(c.size());
@@ -173,6 +223,8 @@ void component_key(const Component& c, std::vector<double>& key) {
         key.push_back(f.value);
         key.push_back(f.base);
         key.insert(key.end(), f.f.data(), f.f.data() + f.f.size());
+        // A product's link coefficient holds its observed factors' values, which vary by row.
+        for (const auto& l : f.links) key.push_back(l.coef);
     }
 }
 
@@ -387,7 +439,11 @@ private:
             }
         } else {
             double a = cpd.offset;
-            for (const auto& ft : cpd.fixed) a += ft.coef * x_[sz(ft.element)];
+            for (const auto& ft : cpd.fixed) {
+                double t = ft.coef * x_[sz(ft.element)];
+                for (int e : ft.also) t *= x_[sz(e)];
+                a += t;
+            }
             const double l = fixed_logs_.at(e, x_[sz(e)] * a);
             out_.fixed_log_likelihood += w * l;
             pattern_fixed_ += l;

@@ -22,6 +22,8 @@
 
 #include <Eigen/Core>
 
+#include <array>
+
 #include <string>
 #include <vector>
 
@@ -44,10 +46,25 @@ struct CompleteFamily {
 // An unobserved parent's term in a factor's linear predictor: coef * x_var, where
 // x_var is the component's local variable `var`, and coef = θ_i[feature] * sign for a
 // learned weight (feature >= 0) or the fixed coefficient for a fixed term (feature = -1).
+// For a product of parents (an interaction `h * o`) with several unobserved factors the
+// term is coef * x_var * Π x_also, and coef includes the observed factors' values.
 struct FactorLink {
     int var = 0;        // local index into Component::elements
     int feature = -1;   // position in the block, or -1 for a fixed term
     double coef = 0;    // the feature's sign, or the fixed term's coefficient
+    // Further local variables of a product, -1 where unused (always for a single parent).
+    static_assert(ir::max_product_nodes == 4, "the initialiser below lists max_product_nodes - 1 entries");
+    std::array<int, ir::max_product_nodes - 1> also{-1, -1, -1};
+
+    bool product() const { return also[0] >= 0; }
+    // x_var Π x_also for the values x of the component's local variables.
+    template <typename Values>
+    double value(const Values& x) const {
+        double v = x[var];
+        for (int a : also)
+            if (a >= 0) v *= x[a];
+        return v;
+    }
 };
 
 // One CPD inside an enumerated component, with everything observed already folded in:

@@ -1037,7 +1037,7 @@ double Target::component_term(int c, double weight, In theta, double* grad, int 
         for (int j = 0; j < nf; ++j) {
             const Factor& f = comp.factors[sz(j)];
             double eta = ws.eta0_[j];
-            for (const auto& l : f.links) eta += ws.coef_[li++] * ws.x_[l.var];
+            for (const auto& l : f.links) eta += ws.coef_[li++] * l.value(ws.x_);
             const double xj = f.value != 0 ? f.value : ws.x_[f.self];
             const double z = xj * eta;
             const double e = std::exp(-std::abs(z));
@@ -1067,7 +1067,7 @@ double Target::component_term(int c, double weight, In theta, double* grad, int 
             for (int j = 0; j < nf; ++j) {
                 const double r = p * ws.factor_resid_[j];
                 ws.resid_acc_[j] += r;
-                for (const auto& l : comp.factors[sz(j)].links) ws.link_acc_[li++] += r * ws.x_[l.var];
+                for (const auto& l : comp.factors[sz(j)].links) ws.link_acc_[li++] += r * l.value(ws.x_);
             }
         }
     }

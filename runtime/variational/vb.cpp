@@ -40,16 +40,28 @@ struct MfLink {
     std::vector<std::pair<int, double>> g;
 };
 
+// A term of a factor with a product of parents (an interaction): it adds
+// π (c + θ' g) to η, π = Π_{v ∈ vars} x_v, g sparse over the block's features.
+struct MfProduct {
+    std::vector<int> vars;  // sorted, distinct
+    double c = 0;
+    std::vector<std::pair<int, double>> g;
+};
+
 struct MfFactor {
     const Factor* src = nullptr;  // base, observed features, value or self, block
     std::vector<MfLink> links;
+    // A factor with a product of unobserved parents keeps every link here instead (a single
+    // parent as a product of one) and takes the general path (product_moments).
+    std::vector<MfProduct> products;
 };
 
-// Where an unobserved element enters a factor: as the factor's own node (link < 0) or
-// through one of its links.
+// Where an unobserved element enters a factor: as the factor's own node (link < 0, not
+// product) or through one of its links, or through a term of a factor on the general path.
 struct Touch {
     int factor = 0;
     int link = -1;
+    bool product = false;
 };
 
 struct MfComponent {
@@ -74,6 +86,7 @@ struct Problem {
     std::vector<std::vector<std::pair<int, int>>> factors_of_block;  // (component, factor)
     int max_features = 0;
     int max_links = 0;
+    int max_products = 0;
 };
 
 std::string block_label(const ir::Graph& g, int b) {
@@ -110,6 +123,32 @@ PriorBlock make_prior(const ir::Graph& g, int b) {
     return p;
 }
 
+// The terms of a factor with a product of unobserved parents, merged by variable set.
+std::vector<MfProduct> product_terms(const Factor& f) {
+    std::vector<MfProduct> out;
+    for (const FactorLink& l : f.links) {
+        std::vector<int> vars{l.var};
+        for (int a : l.also)
+            if (a >= 0) vars.push_back(a);
+        std::sort(vars.begin(), vars.end());
+        auto it = std::find_if(out.begin(), out.end(), [&](const MfProduct& p) { return p.vars == vars; });
+        if (it == out.end()) {
+            out.push_back({vars, 0.0, {}});
+            it = std::prev(out.end());
+        }
+        if (l.feature < 0) {
+            it->c += l.coef;
+            continue;
+        }
+        auto gk = std::find_if(it->g.begin(), it->g.end(), [&](const auto& e) { return e.first == l.feature; });
+        if (gk == it->g.end())
+            it->g.emplace_back(l.feature, l.coef);
+        else
+            gk->second += l.coef;
+    }
+    return out;
+}
+
 MfComponent make_component(const Component& c) {
     MfComponent mc;
     mc.src = &c;
@@ -117,6 +156,18 @@ MfComponent make_component(const Component& c) {
     for (const Factor& f : c.factors) {
         MfFactor mf;
         mf.src = &f;
+        if (std::any_of(f.links.begin(), f.links.end(), [](const FactorLink& l) { return l.product(); })) {
+            mf.products = product_terms(f);
+            const int fi = static_cast<int>(mc.factors.size());
+            if (f.self >= 0) mc.touches[sz(f.self)].push_back({fi, -1, false});
+            std::vector<int> vars;
+            for (const MfProduct& p : mf.products) vars.insert(vars.end(), p.vars.begin(), p.vars.end());
+            std::sort(vars.begin(), vars.end());
+            vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+            for (int v : vars) mc.touches[sz(v)].push_back({fi, -1, true});
+            mc.factors.push_back(std::move(mf));
+            continue;
+        }
         for (const FactorLink& l : f.links) {
             auto it = std::find_if(mf.links.begin(), mf.links.end(), [&](const MfLink& m) { return m.var == l.var; });
             if (it == mf.links.end()) {
@@ -164,6 +215,7 @@ Problem make_problem(const ir::Graph& g, const Families& fam) {
         for (int fi = 0; fi < static_cast<int>(mc.factors.size()); ++fi) {
             const Factor& f = *mc.factors[sz(fi)].src;
             p.max_links = std::max(p.max_links, static_cast<int>(mc.factors[sz(fi)].links.size()));
+            p.max_products = std::max(p.max_products, static_cast<int>(mc.factors[sz(fi)].products.size()));
             if (f.block < 0) continue;
             if (f.block >= nb || f.f.size() != g.blocks[sz(f.block)].size)
                 throw Error(ErrorKind::data, "a summed-out factor does not match its parameter block");
@@ -214,6 +266,10 @@ struct ComponentState {
 struct Workspace {
     Vec fbar, sf;
     std::vector<double> r, q;
+    // The general path (product_moments), per product term L: E[π_L], r̄_L = c_L + μ'g_L,
+    // and C_LM = Cov(π_L, π_M).
+    Vec pi, rbar;
+    Mat cov;
 };
 
 struct State {
@@ -240,7 +296,79 @@ struct Moments {
     double ex = 0;
 };
 
+// E_q[x_v] with x_u taken as mu instead when u >= 0 (product_moments' slope in m_u).
+double mean_of(const ComponentState& cs, int v, int u, double mu) { return v == u ? mu : cs.m[v]; }
+
+// The product terms' E[π_L] and covariances under mean field: x_v² = 1, so
+// E[π_L π_M] = Π_{v ∈ L △ M} m_v, and C_LM = E[π_L π_M] − E[π_L] E[π_M].
+void product_covariance(const MfFactor& mf, const ComponentState& cs, int u, double mu, Workspace& w) {
+    const auto n = static_cast<Eigen::Index>(mf.products.size());
+    for (Eigen::Index a = 0; a < n; ++a) {
+        double e = 1;
+        for (int v : mf.products[sz(static_cast<int>(a))].vars) e *= mean_of(cs, v, u, mu);
+        w.pi[a] = e;
+    }
+    for (Eigen::Index a = 0; a < n; ++a)
+        for (Eigen::Index b = 0; b <= a; ++b) {
+            const auto& la = mf.products[sz(static_cast<int>(a))].vars;
+            const auto& lb = mf.products[sz(static_cast<int>(b))].vars;
+            double both = 1;
+            std::size_t i = 0, j = 0;  // the symmetric difference of two sorted lists
+            while (i < la.size() || j < lb.size()) {
+                if (j == lb.size() || (i < la.size() && la[i] < lb[j])) both *= mean_of(cs, la[i++], u, mu);
+                else if (i == la.size() || lb[j] < la[i]) both *= mean_of(cs, lb[j++], u, mu);
+                else ++i, ++j;
+            }
+            w.cov(a, b) = w.cov(b, a) = both - w.pi[a] * w.pi[b];
+        }
+}
+
+// factor_moments for a factor with product terms: η = a + θ'f + Σ_L π_L (c_L + θ'g_L),
+//   E[η²] = E[η]² + F̄'ΣF̄ + Σ_LM C_LM (r̄_L r̄_M + g_L'Σg_M),  F̄ = f + Σ_L E[π_L] g_L,
+// the single-parent formula of factor_moments with the diagonal C replaced by the full one.
+// With u >= 0, m_u is taken as mu: the bound is affine in m_u, so two values give its slope.
+Moments product_moments(const MfFactor& mf, const ComponentState& cs, const BlockState* bs, Workspace& w, int u = -1,
+                        double mu = 0) {
+    const Factor& f = *mf.src;
+    const Eigen::Index k = f.f.size();
+    const auto n = static_cast<Eigen::Index>(mf.products.size());
+    product_covariance(mf, cs, u, mu, w);
+    auto fbar = w.fbar.head(k);
+    fbar = f.f;
+    double a = f.base;
+    for (Eigen::Index l = 0; l < n; ++l) {
+        const MfProduct& p = mf.products[sz(static_cast<int>(l))];
+        a += w.pi[l] * p.c;
+        for (const auto& [j, s] : p.g) fbar[j] += w.pi[l] * s;
+        double r = p.c;
+        if (k > 0)
+            for (const auto& [j, s] : p.g) r += bs->mu[j] * s;
+        w.rbar[l] = r;
+    }
+    Moments out;
+    out.e_eta = a;
+    if (k > 0) {
+        auto sf = w.sf.head(k);
+        sf.noalias() = bs->sigma * fbar;
+        out.e_eta += bs->mu.dot(fbar);
+        out.e_eta2 = fbar.dot(sf);
+    }
+    out.e_eta2 += out.e_eta * out.e_eta;
+    for (Eigen::Index l = 0; l < n; ++l)
+        for (Eigen::Index m = 0; m < n; ++m) {
+            if (w.cov(l, m) == 0) continue;
+            double gsg = 0;
+            if (k > 0)
+                for (const auto& [i, si] : mf.products[sz(static_cast<int>(l))].g)
+                    for (const auto& [j, sj] : mf.products[sz(static_cast<int>(m))].g) gsg += si * sj * bs->sigma(i, j);
+            out.e_eta2 += w.cov(l, m) * (w.rbar[l] * w.rbar[m] + gsg);
+        }
+    out.ex = f.self >= 0 ? mean_of(cs, f.self, u, mu) : f.value;
+    return out;
+}
+
 Moments factor_moments(const MfFactor& mf, const ComponentState& cs, const BlockState* bs, Workspace& w) {
+    if (!mf.products.empty()) return product_moments(mf, cs, bs, w);
     const Factor& f = *mf.src;
     const Eigen::Index k = f.f.size();
     auto fbar = w.fbar.head(k);
@@ -295,6 +423,38 @@ const BlockState* block_of(const State& s, const Factor& f) {
     return f.block >= 0 ? &s.blocks[sz(f.block)] : nullptr;
 }
 
+// A factor with product terms in the update of q(θ_i): E[F F'] = F̄F̄' + Σ_LM C_LM g_L g_M'
+// and E[A F] = a F̄ + Σ_LM C_LM c_L g_M, A = base + Σ_L π_L c_L, F = f + Σ_L π_L g_L.
+void add_products_to_block(const MfFactor& mf, const ComponentState& cs, double weight, double lam, BlockState& bs,
+                           Workspace& w) {
+    const Factor& f = *mf.src;
+    const auto n = static_cast<Eigen::Index>(mf.products.size());
+    product_covariance(mf, cs, -1, 0, w);
+    auto fbar = w.fbar.head(f.f.size());
+    fbar = f.f;
+    double a = f.base;
+    for (Eigen::Index l = 0; l < n; ++l) {
+        const MfProduct& p = mf.products[sz(static_cast<int>(l))];
+        a += w.pi[l] * p.c;
+        for (const auto& [j, s] : p.g) fbar[j] += w.pi[l] * s;
+    }
+    const double ex = f.self >= 0 ? cs.m[f.self] : f.value;
+    bs.precision.selfadjointView<Eigen::Lower>().rankUpdate(fbar, 2.0 * weight * lam);
+    bs.h += weight * (0.5 * ex - 2.0 * lam * a) * fbar;
+    for (Eigen::Index l = 0; l < n; ++l)
+        for (Eigen::Index m = 0; m < n; ++m) {
+            const double c = w.cov(l, m);
+            if (c == 0) continue;
+            const MfProduct& pl = mf.products[sz(static_cast<int>(l))];
+            const MfProduct& pm = mf.products[sz(static_cast<int>(m))];
+            for (const auto& [j, sj] : pm.g) {
+                bs.h[j] -= weight * 2.0 * lam * c * pl.c * sj;
+                for (const auto& [i, si] : pl.g)
+                    if (j >= i) bs.precision(j, i) += 2.0 * weight * lam * c * sj * si;
+            }
+        }
+}
+
 // q(θ_i) given ξ and q(h): the Gaussian that maximises the bound,
 //   Σ^{-1} = Σ0^{-1} + 2 Σ_t w_t λ(ξ_t) E[f f'],
 //   Σ^{-1} μ = Σ0^{-1} μ0 + Σ_t w_t E[(x_t/2 − 2λ(ξ_t) a_t) f_t]
@@ -328,6 +488,10 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
         for (const MfLink& l : mf.links) {
             a += cs.m[l.var] * l.c;
             for (const auto& [j, sj] : l.g) fbar[j] += cs.m[l.var] * sj;
+        }
+        if (!mf.products.empty()) {
+            add_products_to_block(mf, cs, weight, lam, bs, w);
+            continue;
         }
         const double ex = f.self >= 0 ? cs.m[f.self] : f.value;
         bs.precision.selfadjointView<Eigen::Lower>().rankUpdate(fbar, 2.0 * weight * lam);
@@ -408,6 +572,15 @@ void sweep_component(const Problem& p, State& s, int ci) {
         double grad = 0;
         for (const Touch& t : mc.touches[sz(u)]) {
             const MfFactor& mf = mc.factors[sz(t.factor)];
+            if (t.product) {
+                // Affine in m_u: the slope is the difference between m_u = 1 and m_u = 0.
+                const BlockState* bs = block_of(s, *mf.src);
+                const Moments one = product_moments(mf, cs, bs, w, u, 1.0);
+                const Moments zero = product_moments(mf, cs, bs, w, u, 0.0);
+                grad += 0.5 * one.ex * (one.e_eta - zero.e_eta) -
+                        jj_lambda(cs.xi[sz(t.factor)]) * (one.e_eta2 - zero.e_eta2);
+                continue;
+            }
             const Moments mo = factor_moments(mf, cs, block_of(s, *mf.src), w);
             if (t.link < 0) {
                 grad += 0.5 * mo.e_eta;
@@ -496,6 +669,9 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
     s.w.sf.setZero(p.max_features);
     s.w.r.assign(sz(p.max_links), 0.0);
     s.w.q.assign(sz(p.max_links), 0.0);
+    s.w.pi.setZero(p.max_products);
+    s.w.rbar.setZero(p.max_products);
+    s.w.cov.setZero(p.max_products, p.max_products);
     inference::Rng rng(seed, static_cast<std::uint64_t>(restart));
     for (const MfComponent& mc : p.components) {
         ComponentState cs;
@@ -510,7 +686,7 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
                 d = inference::logit(rng.uniform());
             } else {
                 for (const Touch& t : mc.touches[sz(u)]) {
-                    if (t.link >= 0) continue;
+                    if (t.link >= 0 || t.product) continue;
                     const Factor& f = *mc.factors[sz(t.factor)].src;
                     d = f.base + (f.block >= 0 ? s.blocks[sz(f.block)].mu.dot(f.f) : 0.0);
                 }

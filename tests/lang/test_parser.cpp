@@ -63,8 +63,12 @@ std::string show(const ast::value& v) {
 std::string show(const ast::parent_list& p) {
     std::string out = p.bracketed ? "[" : "";
     for (std::size_t i = 0; i < p.items.size(); ++i) {
-        out += (i ? ", " : "") + p.items[i].name.name;
-        if (p.items[i].index) out += "[" + std::to_string(*p.items[i].index) + "]";
+        out += i ? ", " : "";
+        for (std::size_t f = 0; f < p.items[i].factors.size(); ++f) {
+            const auto& r = p.items[i].factors[f];
+            out += (f ? " * " : "") + r.name.name;
+            if (r.index) out += "[" + std::to_string(*r.index) + "]";
+        }
     }
     return out + (p.bracketed ? "]" : "");
 }
@@ -73,8 +77,12 @@ std::string show(const ast::term& t) {
     struct visitor {
         std::string operator()(const ast::identifier& i) const { return "param " + i.name; }
         std::string operator()(const ast::expression& e) const { return "const " + show(e); }
+        std::string operator()(const ast::x3::forward_ast<ast::array_literal>& a) const {
+            return "consts " + show(ast::value(a));
+        }
     };
     std::string out = std::string("(") + t.sign + " " + boost::apply_visitor(visitor{}, t.coef.get());
+    if (!t.middle.name.empty()) out += " * middle " + t.middle.name;
     if (t.parents) out += " * " + show(*t.parents);
     return out + ")";
 }
@@ -504,11 +512,27 @@ TEST_CASE("parents: a name, an element, a bracketed list of both") {
     REQUIRE(t.size() == 3);
     CHECK_FALSE(t[0].parents->bracketed);
     CHECK(t[0].parents->items.size() == 1);
-    CHECK_FALSE(t[0].parents->items[0].index.has_value());
-    REQUIRE(t[1].parents->items[0].index.has_value());
-    CHECK(*t[1].parents->items[0].index == 2);
+    CHECK_FALSE(t[0].parents->items[0].factors[0].index.has_value());
+    REQUIRE(t[1].parents->items[0].factors[0].index.has_value());
+    CHECK(*t[1].parents->items[0].factors[0].index == 2);
     CHECK(t[2].parents->bracketed);
     CHECK(show(*t[2].parents) == "[h, v[1], o]");
+}
+
+TEST_CASE("products of parents, scaled terms and vectors of fixed weights") {
+    CHECK(statement_of("node y ~ logistic(w * [h, o, h * o]);") == "node y ~ logistic (+ param w * [h, o, h * o])");
+    CHECK(statement_of("node y ~ logistic(w * h * v[2] * x);") ==
+          "node y ~ logistic (+ param w * middle h * v[2] * x)");
+    CHECK(statement_of("node y ~ logistic(w * v[2] * o);") == "node y ~ logistic (+ param w * v[2] * o)");
+    CHECK(statement_of("node y ~ logistic(2 * w * h - 0.5 * w2 * [a, b]);") ==
+          "node y ~ logistic (+ const 2 * middle w * h) (- const 0.5 * middle w2 * [a, b])");
+    CHECK(statement_of("node y ~ logistic([1, 2] * [h, o]);") == "node y ~ logistic (+ consts {1, 2} * [h, o])");
+    CHECK(statement_of("node y ~ logistic(0.5 * h * o + b);") ==
+          "node y ~ logistic (+ const 0.5 * middle h * o) (+ param b)");
+    // A name followed by no further '*' is the parents, not a middle name.
+    CHECK(statement_of("node y ~ logistic(w * h);") == "node y ~ logistic (+ param w * h)");
+    CHECK(statement_of("node y ~ logistic(w * v * h + u * o - 2 * z);") ==
+          "node y ~ logistic (+ param w * middle v * h) (+ param u * o) (- const 2 * z)");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -540,7 +564,7 @@ TEST_CASE("nodes of the tree map back to their line and column") {
     CHECK(at(p.map.where(w)) == "2:25");
     CHECK(p.map.where(*t[1].parents).column == 29);
     CHECK(p.map.where(t[1].parents->items[1]).column == 33);
-    CHECK(p.map.where(t[1].parents->items[1].name).column == 33);
+    CHECK(p.map.where(t[1].parents->items[1].factors[0].name).column == 33);
 
     const auto& prior = boost::get<ast::prior_stmt>(p.program.statements[2].get());
     CHECK(at(p.map.where(prior.params[1])) == "3:4");

@@ -150,10 +150,15 @@ template <class Values>
 double eta_of(const ir::Graph& g, int e, const Values& x, const Eigen::Ref<const Eigen::VectorXd>& theta) {
     const ir::Cpd& c = g.cpds[static_cast<std::size_t>(e)];
     double eta = c.offset;
-    for (const auto& ft : c.fixed) eta += ft.coef * x[static_cast<std::size_t>(ft.element)];
+    for (const auto& ft : c.fixed) {
+        double t = ft.coef * x[static_cast<std::size_t>(ft.element)];
+        for (int a : ft.also) t *= x[static_cast<std::size_t>(a)];  // a product of parents
+        eta += t;
+    }
     for (std::size_t k = 0; k < c.features.size(); ++k) {
         const auto& f = c.features[k];
-        const double v = f.element < 0 ? f.sign : f.sign * x[static_cast<std::size_t>(f.element)];
+        double v = f.element < 0 ? f.sign : f.sign * x[static_cast<std::size_t>(f.element)];
+        for (int a : f.also) v *= x[static_cast<std::size_t>(a)];
         eta += theta[g.blocks[static_cast<std::size_t>(c.block)].offset + static_cast<Eigen::Index>(k)] * v;
     }
     return eta;
