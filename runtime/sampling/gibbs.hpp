@@ -77,7 +77,14 @@ public:
     long hidden_values() const { return hidden_values_; }  // Σ rows × size
     long code_slots() const { return code_slots_; }        // Σ over terms of their case's rows
     int max_links() const { return max_links_; }
-    // Block b's prior precision Σ₀⁻¹ and Σ₀⁻¹ μ₀.
+    // A Student-t entry of a block's prior (ir::Block::prior_df): local index, location, ν, s².
+    struct HeavyEntry {
+        int index = 0;
+        double mean = 0, nu = 0, scale2 = 0;
+    };
+    const std::vector<HeavyEntry>& heavy_entries(int b) const { return heavy_[static_cast<std::size_t>(b)]; }
+    // Block b's prior precision Σ₀⁻¹ and Σ₀⁻¹ μ₀ over its Gaussian entries (rows and columns
+    // of Student-t entries are 0).
     const Eigen::MatrixXd& prior_precision(int b) const { return prior_precision_[static_cast<std::size_t>(b)]; }
     const Eigen::VectorXd& prior_shift(int b) const { return prior_shift_[static_cast<std::size_t>(b)]; }
 
@@ -85,6 +92,7 @@ private:
     const Target* target_;
     std::vector<Eigen::MatrixXd> prior_precision_;
     std::vector<Eigen::VectorXd> prior_shift_;
+    std::vector<std::vector<HeavyEntry>> heavy_;
     std::vector<Case> cases_;
     std::vector<Term> terms_;
     std::vector<std::vector<int>> terms_of_block_;
