@@ -109,6 +109,7 @@ public:
     int dim() const override { return model_->target().dim(); }
     double log_density(const Eigen::VectorXd& x) override;
     double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override;
+    const GibbsModel& model() const { return *model_; }
     int block_count() const override { return model_->target().blocks(); }
     inference::BlockRange block(int b) const override {
         return {model_->target().block_offset(b), model_->target().block_size(b)};
@@ -126,9 +127,12 @@ public:
 
     // The gradient and the negative Hessian over block b of the block's complete-data log
     // conditional at theta (prior, complete families, terms at the current hidden values):
-    // a logistic regression, concave, so neg_hessian is positive definite.
+    // a logistic regression, concave, so neg_hessian is positive definite. A Student-t
+    // prior entry contributes the scale mixture's curvature, positive everywhere, or with
+    // exact_prior_curvature its exact one, negative in the tails (for the proposal's
+    // covariance at the mode, where the whole stays positive definite as a rule).
     double block_newton_system(int b, const Eigen::VectorXd& theta, Eigen::Ref<Eigen::VectorXd> grad,
-                               Eigen::Ref<Eigen::MatrixXd> neg_hessian);
+                               Eigen::Ref<Eigen::MatrixXd> neg_hessian, bool exact_prior_curvature = false);
 
     // The hidden values, ±1: case c, row r, local variable k at cases()[c].offset + r·size + k.
     const std::vector<std::int8_t>& hidden() const { return hidden_; }
