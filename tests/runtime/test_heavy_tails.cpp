@@ -156,6 +156,20 @@ TEST_CASE("heavy-tailed priors: the variational bound never decreases over EM it
         for (std::size_t k = 1; k < trace.size(); ++k)
             CHECK(trace[k] >= trace[k - 1] - 1e-12 * std::abs(trace[k - 1]));
     }
+    // With a hidden node (q(h) in the EM as well): every restart's bound is monotone too.
+    {
+        const std::string dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+        std::string text = read_file(dir + "multimodal.vbn");
+        const std::string normal = "w ~ normal(3, sqrt(10));";
+        REQUIRE(text.find(normal) != std::string::npos);
+        text.replace(text.find(normal), normal.size(), "w ~ cauchy(3, sqrt(10));");
+        const ir::Graph hg = compile_model(text, "multimodal_cauchy.vbn");
+        const VbResult r = variational(hg, load_csv(hg, dir + "multimodal.csv"));
+        REQUIRE(r.fits.size() > 1);
+        for (const VbFit& f : r.fits)
+            for (std::size_t k = 1; k < f.elbo_trace.size(); ++k)
+                CHECK(f.elbo_trace[k] >= f.elbo_trace[k - 1] - 1e-12 * std::abs(f.elbo_trace[k - 1]));
+    }
     // As ν grows the Student-t prior becomes the normal, and so does the fit.
     const Small t = small("b ~ student_t(1e7, 0, 2);\nw ~ student_t(1e7, 0, 2);");
     const Small n = small("b ~ normal(0, 2);\nw ~ normal(0, 2);");
