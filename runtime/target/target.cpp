@@ -433,6 +433,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         // Gaussian normaliser -½ (d log 2π + log det Σ), dropped from log_density.
         log_constant_ += -0.5 * (b.size * log_2pi + log_det);
         if (b.heavy_tailed()) log_constant_ += add_heavy_entries(b, graph, p);
+        heavy_tailed_ = heavy_tailed_ || !p.heavy.empty();
         max_block_ = std::max(max_block_, b.size);
         blocks_.push_back(std::move(p));
     }
@@ -928,7 +929,7 @@ void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, 
 // Σ_b⁻¹ (diagonal, or L⁻ᵀ L⁻¹ from the prior's Cholesky factor), plus per chunk of merged
 // rows the rank update X X' with columns x_t = √(w_t g(η_t) g(−η_t)) f_t, g(η) g(−η) =
 // e / (1 + e)² with e = exp(−|η|).
-Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws) const {
+Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature) const {
     check_theta(theta);
     if (!complete_block(b))
         throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no exact Hessian here", b));
@@ -944,11 +945,13 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         p.chol.triangularView<Eigen::Lower>().solveInPlace(inv_l);
         h.noalias() = inv_l.transpose() * inv_l;
     }
-    // Student-t entries: the scale mixture's curvature E[λ | w]/s² (target.hpp).
+    // Student-t entries: the scale mixture's curvature E[λ | w]/s², or the exact one (target.hpp).
     for (std::size_t j = 0; j < p.heavy.size(); ++j) {
         const int i = p.heavy[j];
         const double r = theta[p.offset + i] - p.mean[i];
-        h(i, i) += (p.nu[j] + 1) / (p.nu[j] * p.scale2[j] + r * r) - p.gauss_precision[j];
+        const double nu = p.nu[j], s2 = p.scale2[j], denom = nu * s2 + r * r;
+        h(i, i) += (exact_prior_curvature ? (nu + 1) * (nu * s2 - r * r) / (denom * denom) : (nu + 1) / denom) -
+                   p.gauss_precision[j];
     }
     build_eta_tables(m, theta.segment(p.offset, k), ws);
     Eigen::MatrixXd x(k, std::min(n, chunk_rows));

@@ -127,7 +127,11 @@ public:
     // the scale mixture's E[λ | w]/s² = (ν+1)/(ν s² + (w−μ)²) > 0, so the matrix stays positive
     // definite: Newton then still stops where the exact gradient is zero, and a proposal built
     // from it is corrected by the exact target. Throws for a block that is not complete.
-    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws) const;
+    // With exact_prior_curvature, the Student-t entries' exact curvature instead (for the
+    // Laplace covariance at a mode, where the whole is positive definite as a rule).
+    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature = false) const;
+    // True when some weight has a Student-t prior (ir::Block::prior_df).
+    bool heavy_tailed_prior() const { return heavy_tailed_; }
     // For such a block at its mode θ̂ with Laplace covariance Σ = L L' (L lower, block_size(b)
     // square): the first correction of the mode towards the posterior mean,
     // E[θ_b] − θ̂_b ≈ ½ Σ T[Σ] (the next term of the Laplace expansion), with T the third derivative of the log
@@ -223,6 +227,7 @@ private:
     std::vector<char> direct_;  // per component: 1 when summed by component_term
     int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
     bool sum_out_ = true;
+    bool heavy_tailed_ = false;
     bool pattern_terms_ = false;
     std::vector<int> family_first_;  // per block: its first row in Workspace::family_logs_
 
