@@ -99,6 +99,24 @@ public:
         }
     }
 
+    // Gamma(shape, 1), shape > 0, by Marsaglia & Tsang (2000): for shape ≥ 1, d = shape − 1/3,
+    // x = d (1 + z/√(9d))³ with z normal, accepted when log u < z²/2 + d − d v + d log v
+    // (v = (1 + z/√(9d))³); below 1, Gamma(shape + 1) · u^(1/shape).
+    double gamma(double shape) {
+        if (shape < 1) {
+            const double x = gamma(shape + 1);
+            return x * std::exp(std::log(uniform()) / shape);
+        }
+        const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9 * d);
+        for (;;) {
+            const double z = normal();
+            const double t = 1 + c * z;
+            if (t <= 0) continue;
+            const double v = t * t * t;
+            if (std::log(uniform()) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v;
+        }
+    }
+
     // true with probability p.
     bool bernoulli(double p) { return uniform() < p; }
 

@@ -64,7 +64,8 @@ Components fixed_term_components(const ir::Graph& g) {
 
 double cov(const ir::Block& b, int k, int l) { return b.prior_cov[at(k * b.size + l)]; }
 
-// N(μ, Σ) of block b is unchanged by negating the entries flagged in `neg` (local indices).
+// N(μ, Σ) of block b is unchanged by negating the entries flagged in `neg` (local indices);
+// so is a Student-t entry's prior (ir::Block::prior_df), symmetric about a location of 0.
 bool prior_unchanged(const ir::Block& b, const std::vector<char>& neg) {
     for (int k = 0; k < b.size; ++k) {
         if (!neg[at(k)]) continue;

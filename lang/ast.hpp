@@ -171,12 +171,26 @@ struct mvnormal_prior : x3::position_tagged {
     value cov;
 };
 
-struct prior_distribution : x3::variant<normal_prior, mvnormal_prior> {
+// student_t(NU, MEAN, SCALE): independent Student-t weights, each argument a scalar
+// expression or a vector literal like normal's
+struct student_t_prior : x3::position_tagged {
+    value nu;
+    value mean;
+    value scale;
+};
+
+// cauchy(MEAN, SCALE): student_t with NU = 1
+struct cauchy_prior : x3::position_tagged {
+    value mean;
+    value scale;
+};
+
+struct prior_distribution : x3::variant<normal_prior, mvnormal_prior, student_t_prior, cauchy_prior> {
     using base_type::base_type;
     using base_type::operator=;
 };
 
-// PARAM [, PARAM]* '~' normal(...) ';'   or   PARAM '~' mvnormal(...) ';'
+// PARAM [, PARAM]* '~' normal(...) | student_t(...) | cauchy(...) ';'   or   PARAM '~' mvnormal(...) ';'
 struct prior_stmt : x3::position_tagged {
     std::vector<identifier> params;
     prior_distribution dist;

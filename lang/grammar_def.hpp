@@ -317,6 +317,8 @@ struct node_decl_class;
 struct covariate_decl_class;
 struct normal_class;
 struct mvnormal_class;
+struct student_t_class;
+struct cauchy_class;
 struct prior_distribution_class;
 struct param_list_class;
 struct prior_stmt_class;
@@ -379,6 +381,8 @@ x3::rule<node_decl_class, ast::node_decl> const node_decl = "node_decl";
 x3::rule<covariate_decl_class, ast::covariate_decl> const covariate_decl = "covariate_decl";
 x3::rule<normal_class, ast::normal_prior> const normal = "normal";
 x3::rule<mvnormal_class, ast::mvnormal_prior> const mvnormal = "mvnormal";
+x3::rule<student_t_class, ast::student_t_prior> const student_t = "student_t";
+x3::rule<cauchy_class, ast::cauchy_prior> const cauchy = "cauchy";
 x3::rule<prior_distribution_class, ast::prior_distribution> const prior_distribution = "prior_distribution";
 x3::rule<param_list_class, std::vector<ast::identifier>> const param_list = "param_list";
 x3::rule<prior_stmt_class, ast::prior_stmt> const prior_stmt = "prior_stmt";
@@ -524,7 +528,14 @@ auto const normal_def = keyword("normal") > expect_named("normal_open", lit('(')
 auto const mvnormal_def = keyword("mvnormal") > expect_named("mvnormal_open", lit('(')) >
                           expect_named("mean_vector", value) > expect_named("mvnormal_comma", lit(',')) >
                           expect_named("covariance", value) > expect_named("mvnormal_close", lit(')'));
-auto const prior_distribution_def = normal | mvnormal;
+auto const student_t_def = keyword("student_t") > expect_named("student_t_open", lit('(')) > expect_named("nu", value) >
+                           expect_named("student_t_comma", lit(',')) > expect_named("location", value) >
+                           expect_named("location_comma", lit(',')) > expect_named("scale", value) >
+                           expect_named("student_t_close", lit(')'));
+auto const cauchy_def = keyword("cauchy") > expect_named("cauchy_open", lit('(')) > expect_named("location", value) >
+                        expect_named("location_comma", lit(',')) > expect_named("scale", value) >
+                        expect_named("cauchy_close", lit(')'));
+auto const prior_distribution_def = normal | mvnormal | student_t | cauchy;
 auto const param_list_def = name >> *(lit(',') > param_name);
 // No expectation before '~': a line that is not a prior is reported as "not a statement".
 auto const prior_stmt_def = param_list >> lit('~') > expect_named("prior", prior_distribution) > semicolon;
@@ -538,7 +549,7 @@ BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, function_name, 
 BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_product, parent_factors, parent_product_built, middle_name,
                     parent_items, bracketed_parents, single_parent,
                     parents, coefficient, term_lead, term_next, terms, predictor)
-BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, normal, mvnormal,
+BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, normal, mvnormal, student_t, cauchy,
                     prior_distribution, param_list, prior_stmt, statement_rule)
 
 // ---------------------------------------------------------------------------------------
@@ -588,6 +599,8 @@ struct node_decl_class : x3::annotate_on_success {};
 struct covariate_decl_class : x3::annotate_on_success {};
 struct normal_class : x3::annotate_on_success {};
 struct mvnormal_class : x3::annotate_on_success {};
+struct student_t_class : x3::annotate_on_success {};
+struct cauchy_class : x3::annotate_on_success {};
 struct prior_distribution_class {};
 struct param_list_class {};
 struct prior_stmt_class : x3::annotate_on_success {};

@@ -6,7 +6,8 @@
 // where the fixed terms c_k x_{j_k} come from `CONST * PARENTS`, f_i is the feature vector
 // (parents' values, ±1 for binary parents and real for covariates, and a constant ±1 for a
 // learned bias; the product of parents' values for an interaction `h * o`) and θ_i is one
-// parameter block with a Gaussian prior N(μ_i, Σ_i).
+// parameter block with a Gaussian prior N(μ_i, Σ_i), or with some weights independent
+// Student-t (Block::prior_df).
 // A root with a fixed probability p has no block and offset logit p.
 //
 // The graph is immutable once lowered; indices are 0-based throughout, while names shown
@@ -79,6 +80,14 @@ struct Block {
     std::vector<double> prior_mean;  // μ_i, size entries
     std::vector<double> prior_cov;   // Σ_i, size × size, row-major, symmetric positive definite
     bool prior_diagonal = true;      // Σ_i diagonal (normal priors only)
+    // Heavy-tailed weights (student_t, cauchy): empty when every weight is Gaussian; else one
+    // entry per weight, 0 for a Gaussian one and ν > 0 for a Student-t one with location
+    // prior_mean[k] and scale² prior_cov[k, k], uncorrelated with the rest of the block.
+    // Code that needs a Gaussian prior uses the scale mixture w | λ ~ N(μ, s²/λ),
+    // λ ~ Gamma(ν/2, ν/2), so prior_cov alone is the covariance at λ = 1 (docs/methods.md).
+    std::vector<double> prior_df;
+
+    bool heavy_tailed() const { return !prior_df.empty(); }
 };
 
 // A user-visible parameter (`w`, `b`, `W`) and where its elements live in θ.

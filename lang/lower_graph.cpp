@@ -192,6 +192,10 @@ void build_blocks(Lowering& s) {
                 b.offset + static_cast<int>(a);
             const auto ea = static_cast<std::size_t>(w[a].element);
             b.prior_cov[a * m + a] = pa.var[ea];
+            if (!pa.df.empty()) {
+                if (b.prior_df.empty()) b.prior_df.assign(m, 0.0);
+                b.prior_df[a] = pa.df[ea];
+            }
             if (pa.cov.empty()) continue;
             for (std::size_t c = 0; c < m; ++c) {
                 if (c == a || w[c].param != w[a].param) continue;

@@ -9,6 +9,10 @@
 // parameter's length and a square matrix of that size (a scalar parameter also accepts a
 // scalar mean and variance).
 //
+// student_t(NU, MEAN, SCALE) and cauchy(MEAN, SCALE) (NU = 1) give independent heavy-tailed
+// elements, with arguments shaped as normal's: the IR holds MEAN, SCALE² on the diagonal of
+// the covariance and NU in ir::Block::prior_df.
+//
 // ir::Parameter::prior is the prior with its arguments evaluated and printed with six
 // significant digits, e.g. `normal(3, 3.16228)` for `normal(3, sqrt(10))`.
 #include "lang/lower_state.hpp"
@@ -28,7 +32,8 @@ constexpr double symmetry_tolerance = 1e-9;
 
 // The checked arguments of one prior statement, shared by all the parameters it names.
 struct PriorArgs {
-    bool normal = true;
+    bool normal = true;               // normal, student_t or cauchy: independent elements
+    std::optional<Literal> nu;        // student_t and cauchy: degrees of freedom
     std::optional<Literal> mean;
     std::optional<Literal> spread;  // SD of normal, covariance of mvnormal
     bool valid = false;
@@ -37,17 +42,23 @@ struct PriorArgs {
 
 // Each SD entry must be positive: a zero SD is a point mass, not a Gaussian prior. Its
 // square, the variance the IR holds, must be a positive finite double too.
-bool check_sd(Lowering& s, const Literal& sd) {
+// The same for the scale of student_t and cauchy (`what` names it: "the scale of cauchy").
+bool check_sd(Lowering& s, const Literal& sd, const char* what = nullptr) {
     bool ok = true;
     for (std::size_t k = 0; k < sd.values.size(); ++k) {
         const double x = sd.values[k];
         if (!(x > 0)) {
-            s.diag.error(sd.places[k], fmt::format("the standard deviation of normal must be positive, found {}", format_number(x)));
+            s.diag.error(sd.places[k], what ? fmt::format("{} must be positive, found {}", what, format_number(x))
+                                            : fmt::format("the standard deviation of normal must be positive, found {}",
+                                                          format_number(x)));
             ok = false;
         } else if (!(x * x > 0) || !std::isfinite(x * x)) {
-            s.diag.error(sd.places[k], fmt::format("the standard deviation {} is out of range: its square, the variance, must "
-                                                   "be a positive finite number",
-                                                   format_number(x)));
+            s.diag.error(sd.places[k], what ? fmt::format("the scale {} is out of range: its square must be a positive "
+                                                          "finite number",
+                                                          format_number(x))
+                                            : fmt::format("the standard deviation {} is out of range: its square, the "
+                                                          "variance, must be a positive finite number",
+                                                          format_number(x)));
             ok = false;
         }
     }
@@ -111,8 +122,55 @@ bool check_cov(Lowering& s, Literal& cov) {
     return true;
 }
 
+// Degrees of freedom must be positive and finite (an infinite NU is the normal prior: write
+// normal(MEAN, SCALE) instead).
+bool check_nu(Lowering& s, const Literal& nu, const char* dist) {
+    bool ok = true;
+    for (std::size_t k = 0; k < nu.values.size(); ++k) {
+        const double x = nu.values[k];
+        if (!(x > 0) || !std::isfinite(x)) {
+            s.diag.error(nu.places[k], fmt::format("the degrees of freedom of {} must be positive and finite, found {}", dist,
+                                                   format_number(x)));
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+// student_t(NU, MEAN, SCALE) or cauchy(MEAN, SCALE), which is NU = 1.
+void evaluate_heavy(Lowering& s, const ast::prior_stmt& ps, Location stmt_loc, PriorArgs& args) {
+    if (const auto* t = boost::get<ast::student_t_prior>(&ps.dist.get())) {
+        const Location loc = s.at(*t, stmt_loc);
+        args.nu = s.eval.value(t->nu, loc);
+        args.mean = s.eval.value(t->mean, loc);
+        args.spread = s.eval.value(t->scale, loc);
+        const bool nu_ok = args.nu && check_nu(s, *args.nu, "student_t");
+        const bool scale_ok = args.spread && check_sd(s, *args.spread, "the scale of student_t");
+        args.valid = nu_ok && scale_ok && args.mean;
+        if (args.valid)
+            args.text = fmt::format("student_t({}, {}, {})", format_literal(*args.nu), format_literal(*args.mean),
+                                    format_literal(*args.spread));
+        return;
+    }
+    const auto& c = boost::get<ast::cauchy_prior>(ps.dist.get());
+    const Location loc = s.at(c, stmt_loc);
+    args.mean = s.eval.value(c.mean, loc);
+    args.spread = s.eval.value(c.scale, loc);
+    args.valid = args.mean && args.spread && check_sd(s, *args.spread, "the scale of cauchy");
+    if (!args.valid) return;
+    args.nu = Literal{};
+    args.nu->values = {1.0};
+    args.nu->places = {loc};
+    args.nu->loc = loc;
+    args.text = fmt::format("cauchy({}, {})", format_literal(*args.mean), format_literal(*args.spread));
+}
+
 PriorArgs evaluate(Lowering& s, const ast::prior_stmt& ps, Location stmt_loc) {
     PriorArgs args;
+    if (!boost::get<ast::normal_prior>(&ps.dist.get()) && !boost::get<ast::mvnormal_prior>(&ps.dist.get())) {
+        evaluate_heavy(s, ps, stmt_loc, args);
+        return args;
+    }
     if (const auto* n = boost::get<ast::normal_prior>(&ps.dist.get())) {
         const Location loc = s.at(*n, stmt_loc);
         args.mean = s.eval.value(n->mean, loc);
@@ -165,13 +223,16 @@ bool check_mean(Lowering& s, const Literal& mean_lit, double mean, double sd) {
 }
 
 bool apply_normal(Lowering& s, ParamInfo& p, const PriorArgs& args) {
-    const auto mean = per_element(s, p, *args.mean, "mean");
-    const auto sd = per_element(s, p, *args.spread, "standard deviation");
-    if (!mean || !sd) return false;
+    const bool heavy = args.nu.has_value();
+    const auto mean = per_element(s, p, *args.mean, heavy ? "location" : "mean");
+    const auto sd = per_element(s, p, *args.spread, heavy ? "scale" : "standard deviation");
+    const auto nu = heavy ? per_element(s, p, *args.nu, "degrees of freedom") : std::optional<std::vector<double>>();
+    if (!mean || !sd || (heavy && !nu)) return false;
     const auto n = static_cast<std::size_t>(p.size());
     for (std::size_t k = 0; k < n; ++k)
         if (!check_mean(s, *args.mean, (*mean)[k], (*sd)[k])) return false;
     p.mean = *mean;
+    if (heavy) p.df = *nu;
     p.var.resize(n);
     for (std::size_t k = 0; k < n; ++k) p.var[k] = (*sd)[k] * (*sd)[k];
     return true;

@@ -42,7 +42,8 @@ struct ParamInfo {
     Location prior_loc;
     bool prior_ok = false;       // mean and cov hold a checked prior
     std::vector<double> mean;    // one per element
-    std::vector<double> var;     // one per element: the diagonal of the covariance
+    std::vector<double> var;     // one per element: the diagonal of the covariance (student_t: scale²)
+    std::vector<double> df;      // student_t and cauchy only: degrees of freedom per element
     std::vector<double> cov;     // mvnormal only: elements × elements, row-major
     std::string prior_text;
 

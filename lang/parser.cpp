@@ -94,7 +94,7 @@ constexpr std::array phrases{
     phrase{"inner_expression", "expected an expression after '('"},
     phrase{"paren_close", "expected ')' to close '('"},
     phrase{"exponent_digits", "expected the digits of the exponent, e.g. 1e-3"},
-    phrase{"prior", "expected a prior: normal(mean, sd) or mvnormal(mean, cov)"},
+    phrase{"prior", "expected a prior: normal(mean, sd), mvnormal(mean, cov), student_t(nu, mu, s) or cauchy(mu, s)"},
     phrase{"normal_open", "expected '(' after 'normal'"},
     phrase{"mean", "expected the mean, a constant expression or a vector like [0, 1]"},
     phrase{"normal_comma", "expected ',' and the standard deviation after the mean"},
@@ -105,6 +105,15 @@ constexpr std::array phrases{
     phrase{"mvnormal_comma", "expected ',' and the covariance matrix after the mean"},
     phrase{"covariance", "expected the covariance matrix, e.g. [[1, 0.5], [0.5, 1]]"},
     phrase{"mvnormal_close", "expected ')' to close mvnormal(...)"},
+    phrase{"student_t_open", "expected '(' after 'student_t'"},
+    phrase{"nu", "expected the degrees of freedom, a constant expression or a vector like [3, 3]"},
+    phrase{"student_t_comma", "expected ',' and the location after the degrees of freedom"},
+    phrase{"location", "expected the location, a constant expression or a vector like [0, 1]"},
+    phrase{"location_comma", "expected ',' and the scale after the location"},
+    phrase{"scale", "expected the scale, a constant expression or a vector like [1, 2.5]"},
+    phrase{"student_t_close", "expected ')' to close student_t(...)"},
+    phrase{"cauchy_open", "expected '(' after 'cauchy'"},
+    phrase{"cauchy_close", "expected ')' to close cauchy(...)"},
     phrase{"array_item", "expected a value (a constant expression or an array like [1, 2])"},
     phrase{"array_close", "expected ',' or ']' in the array"},
 };
@@ -151,18 +160,20 @@ std::string token_words(std::string_view which, iterator_type where, iterator_ty
         return token != end && *token == '~'
                    ? "a covariate has no distribution: declare it as `covariate x;` and use it as a parent"
                    : words_for("semicolon");
-    if (which == "distribution" && (word == "normal" || word == "mvnormal"))
+    if (which == "distribution" && (word == "normal" || word == "mvnormal" || word == "student_t" || word == "cauchy"))
         return fmt::format("{} is a prior for parameters, not a distribution of a node; expected bernoulli(p) or "
                            "logistic(...)",
                            quoted(word));
     if (which == "distribution" && !word.empty())
         return fmt::format("unknown distribution {}; expected bernoulli(p) or logistic(...)", quoted(word));
     if (which == "prior" && (word == "bernoulli" || word == "logistic"))
-        return fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd) or "
-                           "mvnormal(mean, cov)",
+        return fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd), "
+                           "mvnormal(mean, cov), student_t(nu, mu, s) or cauchy(mu, s)",
                            quoted(word));
     if (which == "prior" && !word.empty())
-        return fmt::format("unknown prior {}; expected normal(mean, sd) or mvnormal(mean, cov)", quoted(word));
+        return fmt::format("unknown prior {}; expected normal(mean, sd), mvnormal(mean, cov), student_t(nu, mu, s) or "
+                           "cauchy(mu, s)",
+                           quoted(word));
     if (which == "node_tilde" && (word == "bernoulli" || word == "logistic"))
         return "expected '~' before the node's distribution";
     if (which == "node_tilde" && !word.empty() && !reserved_word)

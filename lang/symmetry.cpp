@@ -54,8 +54,12 @@ double cov(const ir::Block& b, int k, int l) {
     return b.prior_cov[static_cast<std::size_t>(k * b.size + l)];
 }
 
+// The degrees of freedom of entry k's prior: 0 for a Gaussian entry.
+double df(const ir::Block& b, int k) { return b.heavy_tailed() ? b.prior_df[static_cast<std::size_t>(k)] : 0.0; }
+
 // N(μ, Σ) of block b is unchanged by negating the entries in `neg` (sorted): those means are
-// 0 and they have no covariance with the other entries.
+// 0 and they have no covariance with the other entries. The same holds for Student-t entries,
+// which are independent of the rest and symmetric about their location.
 bool prior_sign_symmetric(const ir::Block& b, const std::vector<int>& neg) {
     for (int k : neg) {
         if (b.prior_mean[static_cast<std::size_t>(k)] != 0) return false;
@@ -69,7 +73,8 @@ bool prior_sign_symmetric(const ir::Block& b, const std::vector<int>& neg) {
 bool prior_permutation_symmetric(const ir::Block& b, const std::vector<int>& p) {
     for (int k = 0; k < b.size; ++k) {
         if (b.prior_mean[static_cast<std::size_t>(p[static_cast<std::size_t>(k)])] !=
-            b.prior_mean[static_cast<std::size_t>(k)])
+                b.prior_mean[static_cast<std::size_t>(k)] ||
+            df(b, p[static_cast<std::size_t>(k)]) != df(b, k))
             return false;
         for (int l = 0; l < b.size; ++l)
             if (cov(b, p[static_cast<std::size_t>(k)], p[static_cast<std::size_t>(l)]) != cov(b, k, l)) return false;
@@ -117,7 +122,7 @@ bool same_own_cpd(const ir::Graph& g, int i, int j) {
     if (a.block < 0) return true;
     const ir::Block& ba = block_of(g, a.block);
     const ir::Block& bb = block_of(g, b.block);
-    return ba.prior_mean == bb.prior_mean && ba.prior_cov == bb.prior_cov;
+    return ba.prior_mean == bb.prior_mean && ba.prior_cov == bb.prior_cov && ba.prior_df == bb.prior_df;
 }
 
 // In child c, swapping the terms on i and j: their fixed parts are equal, their learned weights

@@ -37,6 +37,18 @@ GibbsModel::GibbsModel(const ir::Graph& graph, const Target& target) : target_(&
         const Eigen::LLT<Eigen::MatrixXd> llt(cov);  // the Target has checked it is positive definite
         prior_precision_.push_back(llt.solve(Eigen::MatrixXd::Identity(blk.size, blk.size)));
         prior_shift_.push_back(llt.solve(Eigen::Map<const Eigen::VectorXd>(blk.prior_mean.data(), blk.size)));
+        // Student-t entries are uncorrelated with the rest: their Gaussian rows and columns
+        // come out, and block_newton_system adds their exact terms instead.
+        std::vector<HeavyEntry> heavy;
+        for (int k = 0; blk.heavy_tailed() && k < blk.size; ++k) {
+            const double nu = blk.prior_df[sz(k)];
+            if (nu == 0) continue;
+            heavy.push_back({k, blk.prior_mean[sz(k)], nu, blk.prior_cov[sz(k * blk.size + k)]});
+            prior_precision_.back().row(k).setZero();
+            prior_precision_.back().col(k).setZero();
+            prior_shift_.back()[k] = 0;
+        }
+        heavy_.push_back(std::move(heavy));
     }
     terms_of_block_.resize(sz(target.blocks()));
     for (int c = 0; c < static_cast<int>(fam.components.size()); ++c) {
@@ -300,7 +312,7 @@ void GibbsDensity::sweep(const Eigen::VectorXd& theta, inference::Rng& rng) {
 }
 
 double GibbsDensity::block_newton_system(int b, const Eigen::VectorXd& theta, Eigen::Ref<Eigen::VectorXd> grad,
-                                         Eigen::Ref<Eigen::MatrixXd> neg_hessian) {
+                                         Eigen::Ref<Eigen::MatrixXd> neg_hessian, bool exact_prior_curvature) {
     const Target& target = model_->target();
     const int offset = target.block_offset(b), d = target.block_size(b);
     const auto th = theta.segment(offset, d);
@@ -308,6 +320,16 @@ double GibbsDensity::block_newton_system(int b, const Eigen::VectorXd& theta, Ei
     neg_hessian = precision;
     grad = model_->prior_shift(b);
     grad.noalias() -= precision * th;
+    // Student-t entries: the exact gradient −(ν+1) r/(ν s² + r²), and for Newton the scale
+    // mixture's curvature E[λ | w]/s² = (ν+1)/(ν s² + r²) > 0 in place of the exact
+    // (ν+1)(ν s² − r²)/(ν s² + r²)², which is negative in the tails: Newton still stops at the
+    // exact conditional mode, and the MH step uses the exact density.
+    for (const GibbsModel::HeavyEntry& h : model_->heavy_entries(b)) {
+        const double r = th[h.index] - h.mean, denom = h.nu * h.scale2 + r * r;
+        grad[h.index] -= (h.nu + 1) * r / denom;
+        neg_hessian(h.index, h.index) +=
+            exact_prior_curvature ? (h.nu + 1) * (h.nu * h.scale2 - r * r) / (denom * denom) : (h.nu + 1) / denom;
+    }
     auto add = [&](double w, double y, double eta, const auto& features) {
         double dz = 0;
         log_inv_logit_with_derivative(y * eta, dz);
@@ -412,6 +434,17 @@ void ConditionalLaplaceMH::fit_block(Block& blk, int b, GibbsDensity& density) {
         }
     }
     seg = blk.mode;
+    // With Student-t prior entries the proposal takes the exact curvature at the mode where it
+    // is positive definite: the mixture's, larger, made the proposal too narrow for a long
+    // tail (on tests/corpus/cauchy_logit, the slope's sd 15% low at 8,000 draws).
+    if (!density.model().heavy_entries(b).empty()) {
+        density.block_newton_system(b, theta_, blk.grad, blk.hessian, true);
+        blk.llt.compute(blk.hessian);
+        if (blk.llt.info() != Eigen::Success) {
+            density.block_newton_system(b, theta_, blk.grad, blk.hessian);
+            blk.llt.compute(blk.hessian);
+        }
+    }
     blk.cov.setIdentity();
     blk.llt.solveInPlace(blk.cov);
     blk.cov *= inflation_;

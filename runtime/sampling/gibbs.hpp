@@ -78,7 +78,14 @@ public:
     long hidden_values() const { return hidden_values_; }  // Σ rows × size
     long code_slots() const { return code_slots_; }        // Σ over terms of their case's rows
     int max_links() const { return max_links_; }
-    // Block b's prior precision Σ₀⁻¹ and Σ₀⁻¹ μ₀.
+    // A Student-t entry of a block's prior (ir::Block::prior_df): local index, location, ν, s².
+    struct HeavyEntry {
+        int index = 0;
+        double mean = 0, nu = 0, scale2 = 0;
+    };
+    const std::vector<HeavyEntry>& heavy_entries(int b) const { return heavy_[static_cast<std::size_t>(b)]; }
+    // Block b's prior precision Σ₀⁻¹ and Σ₀⁻¹ μ₀ over its Gaussian entries (rows and columns
+    // of Student-t entries are 0).
     const Eigen::MatrixXd& prior_precision(int b) const { return prior_precision_[static_cast<std::size_t>(b)]; }
     const Eigen::VectorXd& prior_shift(int b) const { return prior_shift_[static_cast<std::size_t>(b)]; }
 
@@ -86,6 +93,7 @@ private:
     const Target* target_;
     std::vector<Eigen::MatrixXd> prior_precision_;
     std::vector<Eigen::VectorXd> prior_shift_;
+    std::vector<std::vector<HeavyEntry>> heavy_;
     std::vector<Case> cases_;
     std::vector<Term> terms_;
     std::vector<std::vector<int>> terms_of_block_;
@@ -102,6 +110,7 @@ public:
     int dim() const override { return model_->target().dim(); }
     double log_density(const Eigen::VectorXd& x) override;
     double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override;
+    const GibbsModel& model() const { return *model_; }
     int block_count() const override { return model_->target().blocks(); }
     inference::BlockRange block(int b) const override {
         return {model_->target().block_offset(b), model_->target().block_size(b)};
@@ -119,9 +128,12 @@ public:
 
     // The gradient and the negative Hessian over block b of the block's complete-data log
     // conditional at theta (prior, complete families, terms at the current hidden values):
-    // a logistic regression, concave, so neg_hessian is positive definite.
+    // a logistic regression, concave, so neg_hessian is positive definite. A Student-t
+    // prior entry contributes the scale mixture's curvature, positive everywhere, or with
+    // exact_prior_curvature its exact one, negative in the tails (for the proposal's
+    // covariance at the mode, where the whole stays positive definite as a rule).
     double block_newton_system(int b, const Eigen::VectorXd& theta, Eigen::Ref<Eigen::VectorXd> grad,
-                               Eigen::Ref<Eigen::MatrixXd> neg_hessian);
+                               Eigen::Ref<Eigen::MatrixXd> neg_hessian, bool exact_prior_curvature = false);
 
     // The hidden values, ±1: case c, row r, local variable k at cases()[c].offset + r·size + k.
     const std::vector<std::int8_t>& hidden() const { return hidden_; }

@@ -71,6 +71,7 @@ std::unique_ptr<inference::Kernel> mode_mixture_kernel(const ir::Graph& graph, c
     inference::Rng rng(o.seed, 3);
     PmcOptions po;
     po.threads = o.threads;
+    po.prior_df = heavy_prior_df(graph);
     PmcFit f = fit_pmc_mixture(target, modes, prior_mean, prior_cov, mode_proposal_df, mode_proposal_inflation, rng, po);
     notes.push_back(fmt::format("varmix: independence proposal from a mixture of {} t's and the prior, fitted to the exact "
                                 "posterior by population Monte Carlo ({} round{}) from {}; importance ESS {:.0f}% of the "

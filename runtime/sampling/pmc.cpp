@@ -264,6 +264,14 @@ Eigen::VectorXd prior_mean(const ir::Graph& graph) {
     return mean;
 }
 
+double heavy_prior_df(const ir::Graph& graph) {
+    double df = std::numeric_limits<double>::infinity();
+    for (const ir::Block& b : graph.blocks)
+        for (double nu : b.prior_df)
+            if (nu > 0) df = std::min(df, nu);
+    return df;
+}
+
 void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov) {
     mean = prior_mean(graph);
     cov = Mat::Zero(graph.dim, graph.dim);
@@ -298,7 +306,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     if (modes.empty()) throw std::invalid_argument("fit_pmc_mixture: no modes");
     if (o.components_per_mode < 1 || o.max_components < 1 || o.draws_per_dim < 1 || o.rounds < 0 || o.min_rounds < 0 ||
         o.em_iterations < 1 || !(o.df > 0) || !(o.widen >= 1) || !std::isfinite(o.widen) ||
-        !(o.prior_weight > 0 && o.prior_weight < 1))
+        !(o.prior_weight > 0 && o.prior_weight < 1) || !(o.prior_df > 0))
         throw std::invalid_argument("fit_pmc_mixture: bad options");
     const Eigen::Index d = target.dim();
     const auto n = static_cast<std::size_t>(o.draws_per_dim * (d + 2));
@@ -316,7 +324,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
         adaptive.parts.push_back(std::move(c));
     }
     TComponent prior;
-    prior.df = std::numeric_limits<double>::infinity();
+    prior.df = o.prior_df;
     prior.mean = prior_mean;
     if (prior_mean.size() != d || !cholesky(prior_cov, prior.lower))
         throw std::invalid_argument("fit_pmc_mixture: the prior is not a Gaussian of the target's dimension");

@@ -21,6 +21,7 @@
 
 #include <Eigen/Core>
 
+#include <limits>
 #include <vector>
 
 namespace vbn {
@@ -30,8 +31,11 @@ namespace ir {
 struct Graph;
 }
 
-// The prior of θ, N(mean, cov) with cov block diagonal (each block's prior is a Gaussian).
+// The prior of θ, N(mean, cov) with cov block diagonal (each block's prior is a Gaussian;
+// Student-t entries at their scale mixture's λ = 1, N(μ, s²)).
 void prior_gaussian(const ir::Graph& graph, Eigen::VectorXd& mean, Eigen::MatrixXd& cov);
+// The smallest ν of the prior's Student-t entries (ir::Block::prior_df), ∞ if it has none.
+double heavy_prior_df(const ir::Graph& graph);
 // Its mean alone (no dense covariance, for models of any size).
 Eigen::VectorXd prior_mean(const ir::Graph& graph);
 
@@ -46,6 +50,10 @@ struct PmcOptions {
     double df = 8;                 // the fitted components' degrees of freedom
     double widen = 1.15;           // the fitted components' scales × widen² in the proposal
     double prior_weight = 0.05;    // the prior's share: p / q ≤ 1 / (prior_weight × p(x))
+    // The prior component's degrees of freedom: ∞ (a Gaussian, the prior itself) unless the
+    // prior has Student-t entries, whose tails a t with their smallest ν covers
+    // (heavy_prior_df).
+    double prior_df = std::numeric_limits<double>::infinity();
     int threads = 1;               // for the densities and EM; the result does not depend on it
 };
 

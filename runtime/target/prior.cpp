@@ -11,6 +11,13 @@ Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng) {
     for (const auto& b : graph.blocks) {
         Eigen::VectorXd z(b.size);
         for (int k = 0; k < b.size; ++k) z[k] = rng.normal();
+        // A Student-t entry as the scale mixture μ + s z / √λ, λ ~ Gamma(ν/2, rate ν/2); it is
+        // uncorrelated with the rest of the block, so scaling z_k scales its entry alone.
+        if (b.heavy_tailed())
+            for (int k = 0; k < b.size; ++k) {
+                const double nu = b.prior_df[static_cast<std::size_t>(k)];
+                if (nu > 0) z[k] /= std::sqrt(rng.gamma(0.5 * nu) / (0.5 * nu));
+            }
         const Eigen::VectorXd mean = Eigen::Map<const Eigen::VectorXd>(b.prior_mean.data(), b.size);
         if (b.prior_diagonal) {
             for (int k = 0; k < b.size; ++k)

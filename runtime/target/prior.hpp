@@ -1,4 +1,5 @@
-// The prior over the weights that the model declares: one Gaussian N(μ_b, Σ_b) per block.
+// The prior over the weights that the model declares: one Gaussian N(μ_b, Σ_b) per block,
+// with Student-t entries where ir::Block::prior_df says so.
 #pragma once
 
 #include "inference/rng.hpp"
@@ -8,7 +9,7 @@
 
 namespace vbn {
 
-// θ drawn from the prior N(μ_b, Σ_b) of every block.
+// θ drawn from the prior of every block (Student-t entries as scale mixtures of normals).
 Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng);
 
 }  // namespace vbn

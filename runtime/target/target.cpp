@@ -362,6 +362,29 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     return m;
 }
 
+// The Student-t entries of block b into p. The Gaussian normaliser counted N(μ, s²) for
+// each; returns what turns that into Student-t's log Γ((ν+1)/2) − log Γ(ν/2) − ½ log(νπ) −
+// log s.
+double Target::add_heavy_entries(const ir::Block& b, const ir::Graph& graph, BlockPrior& p) {
+    double change = 0;
+    for (int k = 0; k < b.size; ++k) {
+        const double nu = b.prior_df[sz(k)];
+        if (nu == 0) continue;
+        const double s2 = b.prior_cov[sz(k * b.size + k)];
+        if (!(nu > 0) || !std::isfinite(nu))
+            throw Error(ErrorKind::model, fmt::format("model '{}': the degrees of freedom of {}'s prior must be positive",
+                                                      graph.name, graph.theta_name(b.offset + k)));
+        p.heavy.push_back(k);
+        p.nu.push_back(nu);
+        p.scale2.push_back(s2);
+        p.gauss_precision.push_back(p.diagonal ? 0.0 : 1.0 / s2);
+        if (p.diagonal) p.precision[k] = 0;
+        change += inference::log_gamma(0.5 * (nu + 1)) - inference::log_gamma(0.5 * nu) -
+                  0.5 * std::log(nu * std::numbers::pi) + 0.5 * std::log(2 * std::numbers::pi);
+    }
+    return change;
+}
+
 Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options)
     : dim_(graph.dim), sum_out_(options.sum_out), pattern_terms_(options.pattern_terms) {
     if (sum_out_ && (options.max_enumerated < 0 || options.max_enumerated > 30))
@@ -409,6 +432,8 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         }
         // Gaussian normaliser -½ (d log 2π + log det Σ), dropped from log_density.
         log_constant_ += -0.5 * (b.size * log_2pi + log_det);
+        if (b.heavy_tailed()) log_constant_ += add_heavy_entries(b, graph, p);
+        heavy_tailed_ = heavy_tailed_ || !p.heavy.empty();
         max_block_ = std::max(max_block_, b.size);
         blocks_.push_back(std::move(p));
     }
@@ -501,15 +526,30 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
     const BlockPrior& p = blocks_[sz(b)];
     auto c = ws.centred_.head(p.size);
     c.noalias() = theta.segment(p.offset, p.size) - p.mean;
+    const double heavy = p.heavy.empty() ? 0.0 : heavy_term(p, theta, grad);
     if (p.diagonal) {
         if (grad) Eigen::Map<Eigen::VectorXd>(grad, p.size) -= p.precision.cwiseProduct(c);
-        return -0.5 * c.cwiseAbs2().dot(p.precision);
+        return -0.5 * c.cwiseAbs2().dot(p.precision) + heavy;
     }
     p.chol.triangularView<Eigen::Lower>().solveInPlace(c);
     const double value = -0.5 * c.squaredNorm();
     if (grad) {
         p.chol.transpose().triangularView<Eigen::Upper>().solveInPlace(c);
         Eigen::Map<Eigen::VectorXd>(grad, p.size) -= c;
+    }
+    return value + heavy;
+}
+
+// log t_ν(w; μ, s) + const = −(ν+1)/2 log(1 + r²/(ν s²)), r = w − μ, with gradient
+// −(ν+1) r / (ν s² + r²); in the full case plus ½ r²/s² and r/s², which take back the
+// N(μ, s²) the Cholesky term counted for this independent entry.
+double Target::heavy_term(const BlockPrior& p, In theta, double* grad) {
+    double value = 0;
+    for (std::size_t j = 0; j < p.heavy.size(); ++j) {
+        const int k = p.heavy[j];
+        const double r = theta[p.offset + k] - p.mean[k], nu = p.nu[j], s2 = p.scale2[j];
+        value += -0.5 * (nu + 1) * std::log1p(r * r / (nu * s2)) + 0.5 * r * r * p.gauss_precision[j];
+        if (grad) grad[k] += -(nu + 1) * r / (nu * s2 + r * r) + r * p.gauss_precision[j];
     }
     return value;
 }
@@ -889,7 +929,7 @@ void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, 
 // Σ_b⁻¹ (diagonal, or L⁻ᵀ L⁻¹ from the prior's Cholesky factor), plus per chunk of merged
 // rows the rank update X X' with columns x_t = √(w_t g(η_t) g(−η_t)) f_t, g(η) g(−η) =
 // e / (1 + e)² with e = exp(−|η|).
-Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws) const {
+Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature) const {
     check_theta(theta);
     if (!complete_block(b))
         throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no exact Hessian here", b));
@@ -904,6 +944,14 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         Eigen::MatrixXd inv_l = Eigen::MatrixXd::Identity(k, k);
         p.chol.triangularView<Eigen::Lower>().solveInPlace(inv_l);
         h.noalias() = inv_l.transpose() * inv_l;
+    }
+    // Student-t entries: the scale mixture's curvature E[λ | w]/s², or the exact one (target.hpp).
+    for (std::size_t j = 0; j < p.heavy.size(); ++j) {
+        const int i = p.heavy[j];
+        const double r = theta[p.offset + i] - p.mean[i];
+        const double nu = p.nu[j], s2 = p.scale2[j], denom = nu * s2 + r * r;
+        h(i, i) += (exact_prior_curvature ? (nu + 1) * (nu * s2 - r * r) / (denom * denom) : (nu + 1) / denom) -
+                   p.gauss_precision[j];
     }
     build_eta_tables(m, theta.segment(p.offset, k), ws);
     Eigen::MatrixXd x(k, std::min(n, chunk_rows));

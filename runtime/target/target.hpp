@@ -123,15 +123,24 @@ public:
     bool complete_block(int b) const;
     // For such a block, −∇² block_log_density over block b, exact (block_size(b) square):
     // Σ_b⁻¹ + Σ_t w_t g(η_t) g(−η_t) f_t f_t' (d²/dη² log g(yη) = −g(η) g(−η) for y = ±1).
-    // Throws for a block that is not complete.
-    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws) const;
+    // A Student-t weight's prior curvature, which is negative in its tails, is replaced by
+    // the scale mixture's E[λ | w]/s² = (ν+1)/(ν s² + (w−μ)²) > 0, so the matrix stays positive
+    // definite: Newton then still stops where the exact gradient is zero, and a proposal built
+    // from it is corrected by the exact target. Throws for a block that is not complete.
+    // With exact_prior_curvature, the Student-t entries' exact curvature instead (for the
+    // Laplace covariance at a mode, where the whole is positive definite as a rule).
+    Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature = false) const;
+    // True when some weight has a Student-t prior (ir::Block::prior_df).
+    bool heavy_tailed_prior() const { return heavy_tailed_; }
     // For such a block at its mode θ̂ with Laplace covariance Σ = L L' (L lower, block_size(b)
     // square): the first correction of the mode towards the posterior mean,
     // E[θ_b] − θ̂_b ≈ ½ Σ T[Σ] (the next term of the Laplace expansion), with T the third derivative of the log
     // density (the Gaussian prior's is zero): T[Σ]_i = Σ_t w_t c(η_t) f_ti (f_t' Σ f_t), where
     // c = d³/dη³ log g(yη) = −g(η) g(−η) (1 − 2 g(η)) for y = ±1. It is O(1/rows), and moves the
     // centre of a skewed posterior's Laplace fit from its mode to near its mean without
-    // sampling noise. Throws for a block that is not complete.
+    // sampling noise. A Student-t prior's third derivative is left out (the proposal's centre
+    // only; the correction against the exact target keeps draws exact). Throws for a block
+    // that is not complete.
     Eigen::VectorXd complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const;
     // The same block's third derivatives in the coordinates y = L⁻¹(θ_b − θ̂_b): out[k](i, j) =
     // Σ_t w_t c(η_t) x_tk x_ti x_tj with x_t = L' f_t (c as above), symmetric in k, i, j; the
@@ -173,12 +182,21 @@ private:
         int size = 0;
         bool diagonal = true;
         Eigen::VectorXd mean;
-        Eigen::VectorXd precision;  // diagonal case: 1 / σ²
+        Eigen::VectorXd precision;  // diagonal case: 1 / σ² (0 for a Student-t entry)
         Eigen::MatrixXd chol;       // full case: lower L with L L' = Σ
+        // Student-t entries (ir::Block::prior_df), local indices, with their ν and scale²;
+        // in the full case the Gaussian term above holds them as N(μ, s²), which their
+        // term removes again (gauss_precision = 1/s², 0 in the diagonal case).
+        std::vector<int> heavy;
+        std::vector<double> nu, scale2, gauss_precision;
     };
+
+    // The Student-t entries' share of prior_term: value, and gradient added into grad.
+    static double heavy_term(const BlockPrior& p, In theta, double* grad);
 
     void check_theta(In theta) const;
     void check_summed_out() const;
+    static double add_heavy_entries(const ir::Block& b, const ir::Graph& graph, BlockPrior& p);
     void check_block(int b) const;
     double prior_term(int b, In theta, double* grad, Workspace& ws) const;
     double complete_term(int b, In theta, double* grad, Workspace& ws) const;
@@ -209,6 +227,7 @@ private:
     std::vector<char> direct_;  // per component: 1 when summed by component_term
     int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
     bool sum_out_ = true;
+    bool heavy_tailed_ = false;
     bool pattern_terms_ = false;
     std::vector<int> family_first_;  // per block: its first row in Workspace::family_logs_
 

@@ -70,12 +70,17 @@ struct MfComponent {
     std::vector<std::vector<Touch>> touches;  // per local variable
 };
 
+// Student-t entries enter as scale mixtures w_j | λ_j ~ N(μ_j, s_j²/λ_j), λ_j ~ Gamma(ν_j/2,
+// ν_j/2) (Bishop 2006, eq. 2.161; Tipping 2001 for the same step in ARD): cov and precision
+// hold them at λ_j = 1, and each fit keeps a mean-field q(λ_j) (HeavyFit).
 struct PriorBlock {
     Vec mean;
     Mat cov;
     Mat precision;       // Σ0^{-1}, needed entrywise in the posterior precision
     Vec precision_mean;  // Σ0^{-1} μ0
     double log_det = 0;  // log |Σ0|
+    std::vector<int> heavy;       // Student-t entries (local), uncorrelated with the rest
+    std::vector<double> nu, scale2;
 };
 
 struct Problem {
@@ -117,6 +122,12 @@ PriorBlock make_prior(const ir::Graph& g, int b) {
     p.precision = llt.solve(Mat::Identity(k, k));
     p.precision_mean = llt.solve(p.mean);
     p.log_det = 2.0 * llt.matrixLLT().diagonal().array().log().sum();
+    for (int j = 0; blk.heavy_tailed() && j < k; ++j)
+        if (blk.prior_df[sz(j)] > 0) {
+            p.heavy.push_back(j);
+            p.nu.push_back(blk.prior_df[sz(j)]);
+            p.scale2.push_back(blk.prior_cov[sz(j * k + j)]);
+        }
     if (!p.precision.allFinite() || !std::isfinite(p.log_det))
         throw Error(ErrorKind::inference,
                     fmt::format("the prior of {} is too wide or too narrow to compute with", block_label(g, b)));
@@ -228,6 +239,20 @@ Problem make_problem(const ir::Graph& g, const Families& fam) {
 // ---------------------------------------------------------------------------------------
 // The state of one fit: q(θ) per block, q(h) per component, ξ per factor.
 
+// q(λ_j) = Gamma(shape_j, rate_j) of each Student-t entry of a block, with E[λ_j] and
+// E[log λ_j] = ψ(shape_j) − log rate_j.
+struct HeavyFit {
+    Vec shape, rate, e_lambda, e_log_lambda;
+
+    void set(std::size_t j, double a, double b) {
+        const auto i = static_cast<Eigen::Index>(j);
+        shape[i] = a;
+        rate[i] = b;
+        e_lambda[i] = a / b;
+        e_log_lambda[i] = inference::digamma(a) - std::log(b);
+    }
+};
+
 // q(θ_i) and the ξ of its complete patterns: what an accelerated step saves and restores.
 struct BlockFit {
     Vec mu;
@@ -235,6 +260,7 @@ struct BlockFit {
     double log_det = 0;  // log |Σ|
     // Complete-family patterns: ξ, λ(ξ), log g(ξ), E[η], E[η²], one entry per pattern.
     Vec xi, lambda, log_g, e_eta, e_eta2;
+    HeavyFit heavy;  // q(λ) of the Student-t entries (none for a Gaussian prior)
 };
 
 // λ(ξ) and log g(ξ) of every complete pattern, computed once per new ξ: the next q(θ_i) and
@@ -455,6 +481,18 @@ void add_products_to_block(const MfFactor& mf, const ComponentState& cs, double 
         }
 }
 
+// q(λ_j) given q(θ_i): the Gamma that maximises the bound,
+//   q(λ_j) = Gamma((ν_j + 1)/2, (ν_j + E[(w_j − μ_j)²]/s_j²)/2)
+// (Bishop 2006, eq. 10.29–10.30 for one weight; ARD's update of Tipping 2001, eq. 20).
+void update_heavy(const PriorBlock& pr, BlockFit& bs) {
+    for (std::size_t j = 0; j < pr.heavy.size(); ++j) {
+        const int k = pr.heavy[j];
+        const double d = bs.mu[k] - pr.mean[k];
+        const double e_sq = d * d + bs.sigma(k, k);
+        bs.heavy.set(j, 0.5 * (pr.nu[j] + 1), 0.5 * (pr.nu[j] + e_sq / pr.scale2[j]));
+    }
+}
+
 // q(θ_i) given ξ and q(h): the Gaussian that maximises the bound,
 //   Σ^{-1} = Σ0^{-1} + 2 Σ_t w_t λ(ξ_t) E[f f'],
 //   Σ^{-1} μ = Σ0^{-1} μ0 + Σ_t w_t E[(x_t/2 − 2λ(ξ_t) a_t) f_t]
@@ -466,6 +504,14 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
     const CompleteFamily& cf = p.families->complete[sz(b)];
     bs.precision = pr.precision;
     bs.h = pr.precision_mean;
+    // A Student-t entry's Gaussian prior given q(λ_j): precision E[λ_j]/s_j² (its prior row and
+    // column are 0 elsewhere).
+    for (std::size_t j = 0; j < pr.heavy.size(); ++j) {
+        const int k = pr.heavy[j];
+        const double prec = bs.heavy.e_lambda[static_cast<Eigen::Index>(j)] / pr.scale2[j];
+        bs.precision(k, k) = prec;
+        bs.h[k] = prec * pr.mean[k];
+    }
     if (cf.patterns() > 0) {
         for (Eigen::Index t = 0; t < cf.w.size(); ++t) bs.coef[t] = cf.w[t] * bs.lambda[t];
         bs.scaled = cf.f.array().colwise() * (2.0 * bs.coef.array()).sqrt();
@@ -522,6 +568,7 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
                     fmt::format("variational EM, iteration {}: the posterior of {} is no longer finite "
                                 "(the prior may be too wide for data that separate perfectly)",
                                 iteration, block_label(*p.graph, b)));
+    update_heavy(pr, bs);
 }
 
 // E[η] and E[η²] = E[η]² + f'Σf of every complete pattern under the current q(θ_i).
@@ -597,14 +644,29 @@ void sweep_component(const Problem& p, State& s, int ci) {
     }
 }
 
-// −KL(q(θ_i) ‖ p0(θ_i)) = E_q[log p0(θ_i)] + H[q(θ_i)], constants included.
+// −KL(q(θ_i) ‖ p0(θ_i)) = E_q[log p0(θ_i)] + H[q(θ_i)], constants included. With Student-t
+// entries, −KL(q(θ_i) q(λ) ‖ p0(θ_i | λ) p(λ)): E_q[log p0(θ_i | λ)] is the Gaussian term with
+// λ_j/s_j² replaced by E[λ_j]/s_j² in the quadratic and trace, and log s_j² by
+// log s_j² − E[log λ_j] in log |Σ0|; each λ_j adds E[log Gamma(λ_j; ν/2, ν/2)] + H[q(λ_j)].
 double neg_kl(const PriorBlock& pr, BlockState& bs) {
     bs.diff = bs.mu - pr.mean;
     bs.pdiff.noalias() = pr.precision * bs.diff;
-    const double trace = pr.precision.cwiseProduct(bs.sigma).sum();
+    double trace = pr.precision.cwiseProduct(bs.sigma).sum();
+    double log_det = pr.log_det, gamma_terms = 0;
+    for (std::size_t j = 0; j < pr.heavy.size(); ++j) {
+        const int k = pr.heavy[j];
+        const auto i = static_cast<Eigen::Index>(j);
+        const double el = bs.heavy.e_lambda[i], ell = bs.heavy.e_log_lambda[i];
+        const double a = bs.heavy.shape[i], rate = bs.heavy.rate[i], half = 0.5 * pr.nu[j];
+        bs.pdiff[k] *= el;
+        trace += (el - 1) * bs.sigma(k, k) / pr.scale2[j];
+        log_det -= ell;
+        gamma_terms += half * std::log(half) - inference::log_gamma(half) + (half - 1) * ell - half * el;  // E log p(λ)
+        gamma_terms += a - std::log(rate) + inference::log_gamma(a) + (1 - a) * inference::digamma(a);  // H[q(λ)]
+    }
     const double quad = bs.diff.dot(bs.pdiff);
     const double k = static_cast<double>(bs.mu.size());
-    return -0.5 * (trace + quad - k + pr.log_det - bs.log_det);
+    return -0.5 * (trace + quad - k + log_det - bs.log_det) + gamma_terms;
 }
 
 // A block's share of the bound: −KL of q(θ_i) and the expected log ξ-bounds of its
@@ -662,6 +724,11 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
         bs.fs.resize(n, k);
         bs.linv.resize(k, k);
         bs.llt.compute(p.priors[b].precision);  // q(θ_i) = prior until the first update
+        // q(λ_j) = its prior Gamma(ν/2, ν/2) until then.
+        const auto nh = static_cast<Eigen::Index>(p.priors[b].heavy.size());
+        for (Vec* v : {&bs.heavy.shape, &bs.heavy.rate, &bs.heavy.e_lambda, &bs.heavy.e_log_lambda}) v->resize(nh);
+        for (std::size_t j = 0; j < p.priors[b].heavy.size(); ++j)
+            bs.heavy.set(j, 0.5 * p.priors[b].nu[j], 0.5 * p.priors[b].nu[j]);
         s.blocks.push_back(std::move(bs));
         complete_moments(p, s, static_cast<int>(b));
     }

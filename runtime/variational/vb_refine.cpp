@@ -117,7 +117,7 @@ long draw_round(const Target& target, inference::MixtureProposal& q, const Refin
 
 }  // namespace
 
-Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& ws) {
+Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& ws, bool exact_prior_curvature) {
     const auto d = static_cast<Eigen::Index>(target.dim());
     Mat h = Mat::Zero(d, d);
     Vec xp = theta, xm = theta, gp(d), gm(d);
@@ -125,7 +125,8 @@ Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& 
         const int offset = target.block_offset(b), size = target.block_size(b);
         // A complete block's terms involve no other block: its Hessian is block-diagonal and exact.
         if (target.complete_block(b)) {
-            h.block(offset, offset, size, size) = target.complete_block_negative_hessian(b, theta, ws);
+            h.block(offset, offset, size, size) =
+                target.complete_block_negative_hessian(b, theta, ws, exact_prior_curvature);
             continue;
         }
         for (Eigen::Index k = offset; k < offset + size; ++k) {
@@ -141,6 +142,21 @@ Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& 
     }
     return 0.5 * (h + h.transpose());
 }
+
+namespace {
+// The Laplace covariance at a mode from Newton's factorised negative Hessian. Where the prior
+// has Student-t entries Newton used the scale mixture's curvature, larger than the exact one
+// away from the location; the exact negative Hessian is taken when it is positive definite
+// (as at a strict mode), so the proposal is not too narrow in a long tail.
+Mat laplace_cov(const Target& target, const Vec& mode, const Eigen::LLT<Mat>& newton, Target::Workspace& ws) {
+    const Mat identity = Mat::Identity(mode.size(), mode.size());
+    if (target.heavy_tailed_prior()) {
+        const Eigen::LLT<Mat> exact(negative_hessian(target, mode, ws, true));
+        if (exact.info() == Eigen::Success) return exact.solve(identity);
+    }
+    return newton.solve(identity);
+}
+}  // namespace
 
 NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterations) {
     auto ws = target.make_workspace();
@@ -167,7 +183,7 @@ NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterat
         step = llt.solve(grad);
         const double decrement = grad.dot(step);  // ≈ twice the gain of a full step
         if (shift == 0 && decrement <= 1e-14 * std::max(1.0, static_cast<double>(d))) {
-            out.cov = llt.solve(identity);
+            out.cov = laplace_cov(target, out.mode, llt, ws);
             out.converged = out.cov.allFinite();
             return out;
         }
@@ -182,7 +198,7 @@ NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterat
             // No ascent along the Newton direction. When its predicted gain is below what a
             // double can resolve in log p, the mode is found to rounding; otherwise give up.
             if (shift == 0 && decrement <= 256 * std::numeric_limits<double>::epsilon() * (1 + std::abs(lp))) {
-                out.cov = llt.solve(identity);
+                out.cov = laplace_cov(target, out.mode, llt, ws);
                 out.converged = out.cov.allFinite();
             }
             return out;

@@ -65,12 +65,15 @@ struct RefineOptions {
 
 // −∇² log p(θ | x_v) at theta, symmetrised: exact over blocks no summed-out component
 // involves (Target::complete_block_negative_hessian), by central differences of the analytic
-// gradient in the columns of the other blocks.
-Eigen::MatrixXd negative_hessian(const Target& target, const Eigen::VectorXd& theta, Target::Workspace& ws);
+// gradient in the columns of the other blocks. Student-t prior entries of the former take the
+// scale mixture's positive curvature, or with exact_prior_curvature the exact one.
+Eigen::MatrixXd negative_hessian(const Target& target, const Eigen::VectorXd& theta, Target::Workspace& ws,
+                                 bool exact_prior_curvature = false);
 
 struct NewtonMode {
     Eigen::VectorXd mode;
-    Eigen::MatrixXd cov;     // the Laplace covariance (inverse negative Hessian) at the mode
+    Eigen::MatrixXd cov;     // the Laplace covariance (inverse negative Hessian) at the mode,
+                             // with Student-t priors' exact curvature where that is positive definite
     int iterations = 0;
     bool converged = false;  // a stationary point with a positive definite negative Hessian
 };

@@ -102,6 +102,19 @@ def chain_hmm(rng, n=700):
     write("chain_hmm", ["y%d[%d]" % (s + 1, j + 1) for s in range(3) for j in range(3)], rows)
 
 
+def cauchy_logit(rng, n=40):
+    """Nearly separated data, made without randomness: x evenly spaced and scaled to sd 0.5
+    (Gelman et al. 2008), y = 1 above 0.1 except the third case above and the third below."""
+    del rng
+    xs = [-1 + 2 * k / (n - 1) for k in range(n)]
+    sd = math.sqrt(sum(x * x for x in xs) / n)
+    rows = [[0.5 * x / sd, 1 if 0.5 * x / sd > 0.1 else -1] for x in xs]
+    above = [i for i, r in enumerate(rows) if r[1] == 1]
+    below = [i for i, r in enumerate(rows) if r[1] == -1]
+    rows[above[2]][1], rows[below[-3]][1] = -1, 1
+    write("cauchy_logit", ["x", "y"], [[float("%.4f" % x), y] for x, y in rows])
+
+
 if __name__ == "__main__":
-    for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm], 1):
+    for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit], 1):
         make(random.Random(20261127 + seed))

@@ -101,6 +101,12 @@ std::string show(const ast::statement& s) {
         std::string operator()(const ast::mvnormal_prior& n) const {
             return "mvnormal(" + show(n.mean) + ", " + show(n.cov) + ")";
         }
+        std::string operator()(const ast::student_t_prior& t) const {
+            return "student_t(" + show(t.nu) + ", " + show(t.mean) + ", " + show(t.scale) + ")";
+        }
+        std::string operator()(const ast::cauchy_prior& c) const {
+            return "cauchy(" + show(c.mean) + ", " + show(c.scale) + ")";
+        }
     };
     struct visitor {
         std::string operator()(const ast::node_decl& n) const {
@@ -605,7 +611,8 @@ TEST_CASE("syntax errors say what was expected, where") {
     CHECK(messages_of("node y ~ 3;") ==
           std::vector<std::string>{"1:10 expected a distribution: bernoulli(p) or logistic(...)"});
     CHECK(messages_of("w ~ gamma(2, 1);") ==
-          std::vector<std::string>{"1:5 unknown prior 'gamma'; expected normal(mean, sd) or mvnormal(mean, cov)"});
+          std::vector<std::string>{"1:5 unknown prior 'gamma'; expected normal(mean, sd), mvnormal(mean, cov), "
+                                   "student_t(nu, mu, s) or cauchy(mu, s)"});
     CHECK(messages_of("@ node y ~ bernoulli(0.5);") ==
           std::vector<std::string>{
               "1:1 expected a statement: node, covariate or a prior `name ~ normal(...)`"});

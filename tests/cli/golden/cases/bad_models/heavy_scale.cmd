@@ -1,0 +1,1 @@
+vbn check inputs/models/heavy_scale.vbn
