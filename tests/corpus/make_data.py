@@ -115,6 +115,17 @@ def cauchy_logit(rng, n=40):
     write("cauchy_logit", ["x", "y"], [[float("%.4f" % x), y] for x, y in rows])
 
 
+def interaction_logit(rng, n=150):
+    """A treatment (±0.5) whose effect grows with a covariate (scaled to sd 0.5, Gelman et al.
+    2008): logit P(y) = -0.3 + 1.0 x1 + 0.8 x2 + 2.0 x1 x2."""
+    rows = []
+    for _ in range(n):
+        x1, x2 = round(0.5 * rng.gauss(0, 1), 4), rng.choice((-0.5, 0.5))
+        rows.append([x1, x2, bern(rng, -0.3 + 1.0 * x1 + 0.8 * x2 + 2.0 * x1 * x2)])
+    write("interaction_logit", ["x[1]", "x[2]", "y"], rows)
+
+
 if __name__ == "__main__":
-    for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit], 1):
+    for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit,
+                                 interaction_logit], 1):
         make(random.Random(20261127 + seed))
