@@ -134,6 +134,21 @@ PriorBlock make_prior(const ir::Graph& g, int b) {
     return p;
 }
 
+// Adds link l to a term (MfLink or MfProduct): a fixed term's coefficient to c, a learned
+// weight's sign to its feature's entry of g.
+template <class Term>
+void add_link_coef(Term& t, const FactorLink& l) {
+    if (l.feature < 0) {
+        t.c += l.coef;
+        return;
+    }
+    auto gk = std::find_if(t.g.begin(), t.g.end(), [&](const auto& e) { return e.first == l.feature; });
+    if (gk == t.g.end())
+        t.g.emplace_back(l.feature, l.coef);
+    else
+        gk->second += l.coef;
+}
+
 // The terms of a factor with a product of unobserved parents, merged by variable set.
 std::vector<MfProduct> product_terms(const Factor& f) {
     std::vector<MfProduct> out;
@@ -147,15 +162,7 @@ std::vector<MfProduct> product_terms(const Factor& f) {
             out.push_back({vars, 0.0, {}});
             it = std::prev(out.end());
         }
-        if (l.feature < 0) {
-            it->c += l.coef;
-            continue;
-        }
-        auto gk = std::find_if(it->g.begin(), it->g.end(), [&](const auto& e) { return e.first == l.feature; });
-        if (gk == it->g.end())
-            it->g.emplace_back(l.feature, l.coef);
-        else
-            gk->second += l.coef;
+        add_link_coef(*it, l);
     }
     return out;
 }
@@ -185,15 +192,7 @@ MfComponent make_component(const Component& c) {
                 mf.links.push_back({l.var, 0.0, {}});
                 it = std::prev(mf.links.end());
             }
-            if (l.feature < 0) {
-                it->c += l.coef;
-                continue;
-            }
-            auto gk = std::find_if(it->g.begin(), it->g.end(), [&](const auto& e) { return e.first == l.feature; });
-            if (gk == it->g.end())
-                it->g.emplace_back(l.feature, l.coef);
-            else
-                gk->second += l.coef;
+            add_link_coef(*it, l);
         }
         const int fi = static_cast<int>(mc.factors.size());
         if (f.self >= 0) mc.touches[sz(f.self)].push_back({fi, -1});
