@@ -60,16 +60,6 @@ FitResult run(const GridExample& e, const std::string& method, int draws) {
 
 using test::per_chain;
 
-// Failures of |estimate - truth| ≤ z · mcse, and of mcse ≤ floor (power).
-std::string check(const std::string& what, const Eigen::MatrixXd& series, double truth, double floor, double z = 4) {
-    const double est = series.mean();
-    const double se = inference::mcse_mean(series);
-    std::string out;
-    if (!(std::abs(est - truth) <= z * se))
-        out += fmt::format("{}: {:.4g} vs exact {:.4g}, {:.2f} mcse (mcse {:.3g})\n", what, est, truth, std::abs(est - truth) / se, se);
-    if (!(se <= floor)) out += fmt::format("{}: mcse {:.3g} above {:.3g}: too few effective draws to check\n", what, se, floor);
-    return out;
-}
 
 }  // namespace
 
@@ -121,10 +111,10 @@ TEST_CASE("multimodal example: mean and covariance of each method against the gr
         const FitResult r = run(e, method, 10000);
         std::string failures;
         for (int i = 0; i < 2; ++i) {
-            failures += check(fmt::format("mean[{}]", i), per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }), g.mean[i],
+            failures += test::check_moment(fmt::format("mean[{}]", i), per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }), g.mean[i],
                               0.1 * std::sqrt(g.cov(i, i)));
             for (int j = 0; j <= i; ++j)
-                failures += check(fmt::format("cov[{},{}]", i, j),
+                failures += test::check_moment(fmt::format("cov[{},{}]", i, j),
                                   per_chain(r, [&](const Eigen::Vector2d& x) { return (x[i] - g.mean[i]) * (x[j] - g.mean[j]); }),
                                   g.cov(i, j), 0.2 * std::sqrt(g.cov(i, i) * g.cov(j, j)));
         }
@@ -144,7 +134,7 @@ void check_mode_masses(const GridExample& e, const std::string& method) {
     const FitResult r = run(e, method, 10000);
     std::string failures;
     for (int k = 0; k < 2; ++k)
-        failures += check(fmt::format("mass of mode {}", k),
+        failures += test::check_moment(fmt::format("mass of mode {}", k),
                           per_chain(r, [&](const Eigen::Vector2d& x) { return g.basin_of(x) == k ? 1.0 : 0.0; }),
                           g.modes[static_cast<std::size_t>(k)].mass, mass_mcse_floor);
     CHECK_MESSAGE(failures.empty(), failures);

@@ -52,16 +52,6 @@ Dataset interaction_data(const ir::Graph& g) {
     return load_csv(g, data, "interaction.csv");
 }
 
-std::string check(const std::string& what, const Eigen::MatrixXd& series, double truth, double floor) {
-    const double est = series.mean();
-    const double se = inference::mcse_mean(series);
-    std::string out;
-    if (!(std::abs(est - truth) <= 4 * se))
-        out += fmt::format("{}: {:.4g} vs exact {:.4g}, {:.2f} mcse (mcse {:.3g})\n", what, est, truth,
-                           std::abs(est - truth) / se, se);
-    if (!(se <= floor)) out += fmt::format("{}: mcse {:.3g} above {:.3g}: too few effective draws\n", what, se, floor);
-    return out;
-}
 
 }  // namespace
 
@@ -83,10 +73,10 @@ TEST_CASE("an interaction with a hidden factor: MCMC means and covariances again
         const FitResult r = fit(g, data, o);
         std::string failures;
         for (int i = 0; i < 2; ++i) {
-            failures += check(fmt::format("mean[{}]", i), test::per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }),
+            failures += test::check_moment(fmt::format("mean[{}]", i), test::per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }),
                               grid.mean[i], 0.1 * std::sqrt(grid.cov(i, i)));
             for (int j = 0; j <= i; ++j)
-                failures += check(fmt::format("cov[{},{}]", i, j), test::per_chain(r, [&](const Eigen::Vector2d& x) {
+                failures += test::check_moment(fmt::format("cov[{},{}]", i, j), test::per_chain(r, [&](const Eigen::Vector2d& x) {
                                       return (x[i] - grid.mean[i]) * (x[j] - grid.mean[j]);
                                   }),
                                   grid.cov(i, j), 0.2 * std::sqrt(grid.cov(i, i) * grid.cov(j, j)));

@@ -156,16 +156,16 @@ double log_prior(const ir::Graph& g, const Vec& theta) {
 }
 
 // The exact posterior on a regular grid (rectangle rule: the integrand is smooth and
-// negligible at the edges, which grid_posterior checks): log evidence, mean and sd.
-struct GridPosterior {
+// negligible at the edges, which rows_grid checks): log evidence, mean and sd.
+struct RowsGrid {
     double log_evidence = 0;
     Vec mean, sd;
     double edge = 0;  // largest log density on the grid's boundary relative to its maximum
     double top = 0;   // largest log density on the grid
 };
 
-GridPosterior grid_posterior(const ir::Graph& g, const std::vector<Row>& rows, const Vec& lo, const Vec& hi,
-                             int points) {
+RowsGrid rows_grid(const ir::Graph& g, const std::vector<Row>& rows, const Vec& lo, const Vec& hi,
+                 int points) {
     const ExactLikelihood likelihood(g, rows);
     const int d = static_cast<int>(lo.size());
     REQUIRE((d == 1 || d == 2));
@@ -183,7 +183,7 @@ GridPosterior grid_posterior(const ir::Graph& g, const std::vector<Row>& rows, c
             at.push_back(th);
             boundary.push_back(i == 0 || i == points - 1 || (d == 2 && (j == 0 || j == points - 1)));
         }
-    GridPosterior out;
+    RowsGrid out;
     const double cell = d == 2 ? step[0] * step[1] : step[0];
     const double lz = log_sum_exp(logp.begin(), logp.end());
     out.log_evidence = lz + std::log(cell);
@@ -299,7 +299,7 @@ TEST_CASE("one parameter, fully observed: VB against the exact posterior on a gr
     const auto rows = simulate(m.g, Vec::Constant(1, 1.5), 40, rng);
     const VbResult res = variational(m.g, make_data(m.g, rows));
     const VbFit& f = res.best_fit();
-    const GridPosterior gp = grid_posterior(m.g, rows, Vec::Constant(1, -10), Vec::Constant(1, 10), 4001);
+    const RowsGrid gp = rows_grid(m.g, rows, Vec::Constant(1, -10), Vec::Constant(1, 10), 4001);
     INFO("VB mean " << f.mean[0] << " sd " << sd_of(f, 0) << " ELBO " << f.elbo << "; exact mean " << gp.mean[0]
                     << " sd " << gp.sd[0] << " log evidence " << gp.log_evidence);
     REQUIRE(gp.edge < -30);
@@ -319,7 +319,7 @@ TEST_CASE("two parameters, fully observed: VB against the exact posterior on a g
     truth << -0.5, 1.0;
     const auto rows = simulate(m.g, truth, 60, rng);
     const VbFit f = variational(m.g, make_data(m.g, rows)).best_fit();
-    const GridPosterior gp = grid_posterior(m.g, rows, Vec::Constant(2, -6), Vec::Constant(2, 6), 401);
+    const RowsGrid gp = rows_grid(m.g, rows, Vec::Constant(2, -6), Vec::Constant(2, 6), 401);
     INFO("VB mean " << f.mean.transpose() << " sd " << sd_of(f, 0) << " " << sd_of(f, 1) << " ELBO " << f.elbo
                     << "; exact mean " << gp.mean.transpose() << " sd " << gp.sd.transpose() << " log evidence "
                     << gp.log_evidence);
@@ -344,7 +344,7 @@ TEST_CASE("missing parent entries: VB against the exact posterior on a grid") {
     auto rows = simulate(m.g, Vec::Constant(1, 1.5), 50, rng);
     drop(rows, x, 0.3, rng);
     const VbFit f = variational(m.g, make_data(m.g, rows)).best_fit();
-    const GridPosterior gp = grid_posterior(m.g, rows, Vec::Constant(1, -20), Vec::Constant(1, 20), 8001);
+    const RowsGrid gp = rows_grid(m.g, rows, Vec::Constant(1, -20), Vec::Constant(1, 20), 8001);
     INFO("VB mean " << f.mean[0] << " sd " << sd_of(f, 0) << " ELBO " << f.elbo << "; exact mean " << gp.mean[0]
                     << " sd " << gp.sd[0] << " log evidence " << gp.log_evidence);
     REQUIRE(gp.edge < -30);
@@ -411,7 +411,7 @@ TEST_CASE("the multimodal model of Variational MCMC Sec. 5.2: VB against the exa
     const auto rows = simulate(m.g, truth, 50, rng);
     const VbResult res = variational(m.g, make_data(m.g, rows), VbOptions{.restarts = 4});
     const VbFit& f = res.best_fit();
-    const GridPosterior gp = grid_posterior(m.g, rows, Vec::Constant(2, -26), Vec::Constant(2, 36), 621);
+    const RowsGrid gp = rows_grid(m.g, rows, Vec::Constant(2, -26), Vec::Constant(2, 36), 621);
     INFO("VB mean " << f.mean.transpose() << " sd " << sd_of(f, 0) << " " << sd_of(f, 1) << " ELBO " << f.elbo
                     << "; exact mean " << gp.mean.transpose() << " sd " << gp.sd.transpose() << " log evidence "
                     << gp.log_evidence);
@@ -560,7 +560,7 @@ TEST_CASE("a node missing in every row is summed out like a hidden one") {
     auto rows = simulate(m.g, Vec::Constant(1, 1.5), 30, rng);
     drop(rows, x, 1.0, rng);
     const VbFit f = variational(m.g, make_data(m.g, rows)).best_fit();
-    const GridPosterior gp = grid_posterior(m.g, rows, Vec::Constant(1, -20), Vec::Constant(1, 20), 8001);
+    const RowsGrid gp = rows_grid(m.g, rows, Vec::Constant(1, -20), Vec::Constant(1, 20), 8001);
     REQUIRE(gp.edge < -30);
     CHECK(f.converged);
     check_monotone(f);
@@ -785,7 +785,7 @@ TEST_CASE("an interaction with a hidden factor: VB's bound lies below the exact 
     auto rows = simulate(g, truth, 60, rng);
     drop(rows, 1, 0.3, rng);  // o missing: h * o has two summed-out factors
     const VbResult res = variational(g, make_data(g, rows), VbOptions{.restarts = 4});
-    const GridPosterior gp = grid_posterior(g, rows, Vec::Constant(2, -16), Vec::Constant(2, 16), 401);
+    const RowsGrid gp = rows_grid(g, rows, Vec::Constant(2, -16), Vec::Constant(2, 16), 401);
     const VbFit& f = res.best_fit();
     INFO("VB mean " << f.mean.transpose() << " ELBO " << f.elbo << "; exact mean " << gp.mean.transpose() << " sd "
                     << gp.sd.transpose() << " log evidence " << gp.log_evidence);
