@@ -333,7 +333,8 @@ void add_summary(const services::FitRun& run, const std::string& model, const se
     for (const auto& row : s.rows)
         out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});
     out.acceptance = acceptance(s.facts.kernels);
-    for (const auto& mm : s.facts.modes) out.modes.push_back({mm.flip, mm.mass, mm.mcse});
+    for (const auto& mm : s.facts.modes)
+        out.modes.push_back({mm.flip, mm.mass, mm.mcse, mm.importance, mm.importance_mcse, mm.importance_khat});
     for (const auto& w : vbn::summary_warnings(s.rows, s.facts)) cb.warning(w);
     out.table = vbn::format_summary(s.rows, s.facts);
 }

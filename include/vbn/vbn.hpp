@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -254,6 +255,12 @@ struct ModeMass {
     std::string flip;   // the nodes flipped in this copy: "d1", "d1 + d2"
     double mass = 0;    // its share of the kept draws, all chains
     double mcse = 0;    // the share's Monte Carlo standard error
+    // The copy's mass by importance sampling from the major copy's draws (docs/methods.md,
+    // "Weighing the modes"), its Monte Carlo standard error and the Pareto k-hat of the
+    // ratios (reliable below 0.7); NaN where it was not computed.
+    double importance = std::numeric_limits<double>::quiet_NaN();
+    double importance_mcse = std::numeric_limits<double>::quiet_NaN();
+    double importance_khat = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct FitResult {

@@ -194,7 +194,10 @@ void bind_fit_results(py::module_& m) {
     py::class_<vbn::ModeMass>(m, "ModeMass")
         .def_readonly("flip", &vbn::ModeMass::flip)
         .def_readonly("mass", &vbn::ModeMass::mass)
-        .def_readonly("mcse", &vbn::ModeMass::mcse);
+        .def_readonly("mcse", &vbn::ModeMass::mcse)
+        .def_readonly("importance", &vbn::ModeMass::importance)
+        .def_readonly("importance_mcse", &vbn::ModeMass::importance_mcse)
+        .def_readonly("importance_khat", &vbn::ModeMass::importance_khat);
     py::class_<vbn::Acceptance>(m, "Acceptance")
         .def_readonly("kernel", &vbn::Acceptance::kernel)
         .def_readonly("proposed", &vbn::Acceptance::proposed)

@@ -1,6 +1,7 @@
 """Model.fit: shapes, the command line's draws at the same seed, an exact posterior mean,
 progress and interruption."""
 
+import math
 import os
 import signal
 import subprocess
@@ -173,19 +174,26 @@ def test_the_default_progress_prints_as_vbn_fit_does_off_a_terminal(wells, capfd
         assert line in err.splitlines()
 
 
+COLUMNS = ["flip", "mass", "mcse", "importance", "importance_mcse", "importance_khat"]
+
+
 def test_modes_give_the_minor_copy_share_of_the_draws(root):
     # examples/paper/multimodal: the copy with h flipped (w[1] negated) is a minor mode that
     # the symmetry jumps visit; a draw is in the copy whose w[1] has its sign.
     m = vbn.Model.from_file(root / "examples/paper/multimodal.vbn")
     fit = m.fit(root / "examples/paper/multimodal.csv", warmup=300, draws=500, seed=3, quiet=True)
-    assert list(fit.modes.columns) == ["flip", "mass", "mcse"]
+    assert list(fit.modes.columns) == COLUMNS
     assert list(fit.modes.flip) == ["h"]
     negative = float((fit.draws["w"][:, :, 0] < 0).mean())
     assert fit.modes.mass[0] == pytest.approx(min(negative, 1 - negative), rel=1e-12)
     assert 0 < fit.modes.mcse[0] < fit.modes.mass[0]
+    # weighed again by importance sampling from the major copy: it agrees within the errors
+    row = fit.modes.iloc[0]
+    assert row.importance_mcse > 0 and row.importance_khat < 0.7
+    assert abs(row.importance - row.mass) < 4 * math.hypot(row.mcse, row.importance_mcse)
 
 
 def test_no_modes_without_an_approximate_symmetry(wells):
     model, frame = wells
     fit = model.fit(frame, chains=2, warmup=100, draws=100, seed=1, quiet=True)
-    assert fit.modes.empty and list(fit.modes.columns) == ["flip", "mass", "mcse"]
+    assert fit.modes.empty and list(fit.modes.columns) == COLUMNS

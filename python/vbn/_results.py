@@ -110,7 +110,9 @@ class FitResult:
     (chain, draw, row) with log_lik=True, else None; and the facts of the run: method,
     kernel, seed, chains, notes, warnings, acceptance, variational, times, table; and modes, a
     DataFrame of the minor modes the symmetry jumps visited (flip, mass, mcse: one row per
-    copy of the major mode with those hidden nodes' signs flipped; no rows when none ran)."""
+    copy of the major mode with those hidden nodes' signs flipped; no rows when none ran),
+    with each copy's mass by importance sampling from the major copy's draws (importance,
+    importance_mcse, and importance_khat, reliable below 0.7; NaN where not computed)."""
 
     def __init__(self, raw, seed, options, observed=None):
         self.observed = observed  # {column: array} of the data, ±1 / NaN for nodes
@@ -138,7 +140,10 @@ class FitResult:
                       "warmup": raw.warmup_seconds, "sampling": raw.sampling_seconds, "summary": raw.summary_seconds}
         self.relabel, self.relabelled_draws = raw.relabel, raw.relabelled_draws
         self.modes = pd.DataFrame({"flip": [m.flip for m in raw.modes], "mass": [m.mass for m in raw.modes],
-                                   "mcse": [m.mcse for m in raw.modes]})
+                                   "mcse": [m.mcse for m in raw.modes],
+                                   "importance": [m.importance for m in raw.modes],
+                                   "importance_mcse": [m.importance_mcse for m in raw.modes],
+                                   "importance_khat": [m.importance_khat for m in raw.modes]})
         self.notes, self.warnings = list(raw.notes), list(raw.warnings)
         self.table = raw.table
 

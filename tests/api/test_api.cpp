@@ -6,6 +6,7 @@
 #include "../support/quadrature.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
@@ -657,6 +658,14 @@ TEST_CASE("api: FitResult::modes are the summary's minor modes, counted from the
     CHECK(r.modes[0].mcse > 0);
     CHECK(r.modes[0].mcse < r.modes[0].mass);
     CHECK(r.table.find("Minor modes") != std::string::npos);
+    // The same copy weighed by importance sampling from the major copy's draws: a second,
+    // independent estimate of its mass, which must agree with the share within their errors.
+    const vbn::ModeMass& mm = r.modes[0];
+    REQUIRE(std::isfinite(mm.importance));
+    CHECK(mm.importance_mcse > 0);
+    CHECK(mm.importance_khat < 0.7);
+    CHECK(std::abs(mm.importance - mm.mass) < 4 * std::hypot(mm.mcse, mm.importance_mcse));
+    CHECK(r.table.find(fmt::format("{:.2f}% +- {:.2f}%", 100 * mm.importance, 100 * mm.importance_mcse)) != std::string::npos);
 }
 
 TEST_CASE("api: FitOptions::log_lik gives each row's log-likelihood at every kept draw") {
