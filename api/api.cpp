@@ -429,7 +429,7 @@ EvidenceResult evidence(const Model& model, const Dataset& data, const EvidenceO
     return typed_errors([&] {
         const services::EvidenceRun run = services::evidence(m.graph, data.impl().data, settings);
         const vbn::Evidence& e = run.evidence;
-        return EvidenceResult{e.log_evidence, e.se, e.pareto_k, run.elbo, e.draws, e.from_mode};
+        return EvidenceResult{e.log_evidence, e.se, e.pareto_k, run.elbo, e.draws, e.from_mode, e.tempered, e.runs_rhat};
     });
 }
 

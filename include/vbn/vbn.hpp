@@ -356,6 +356,11 @@ struct EvidenceResult {
     double elbo = 0;          // the variational lower bound on log p(data)
     long draws = 0;           // 0 when exact
     bool from_mode = false;   // the proposal sat at the exact posterior mode (else at the fit)
+    // k-hat above 0.7 sent the estimate to tempering (docs/methods.md, "The tempered
+    // correction"): log_evidence and se are then the tempered runs', and runs_rhat (reliable
+    // below 1.01) says whether they agree.
+    bool tempered = false;
+    double runs_rhat = 0;
 };
 
 // Throws UsageError (bad options), LimitError (exact summation would be exponential),

@@ -263,7 +263,9 @@ void bind_other_results(py::module_& m) {
         .def_readonly("pareto_k", &vbn::EvidenceResult::pareto_k)
         .def_readonly("elbo", &vbn::EvidenceResult::elbo)
         .def_readonly("draws", &vbn::EvidenceResult::draws)
-        .def_readonly("from_mode", &vbn::EvidenceResult::from_mode);
+        .def_readonly("from_mode", &vbn::EvidenceResult::from_mode)
+        .def_readonly("tempered", &vbn::EvidenceResult::tempered)
+        .def_readonly("runs_rhat", &vbn::EvidenceResult::runs_rhat);
     py::class_<vbn::SimulateResult>(m, "SimulateResult")
         .def_readonly("columns", &vbn::SimulateResult::columns)
         .def_readonly("parameters", &vbn::SimulateResult::parameters)

@@ -160,14 +160,15 @@ class Model:
 
     def evidence(self, data, draws=4000, seed=None, *, restarts=0, quiet=False):
         """log p(data) as `vbn compare` estimates it: a dict with log_evidence, se, pareto_k,
-        elbo, draws, from_mode."""
+        elbo, draws, from_mode, and tempered and runs_rhat (where k-hat is above 0.7 the
+        estimate comes from tempering, reliable while runs_rhat is below 1.01)."""
         o = _vbn.EvidenceOptions()
         o.draws = draws
         o.seed = _seed(seed, quiet)
         o.variational = _variational_options(restarts, o.seed)
         r = _vbn.evidence(self._raw, self._data(data, quiet), o)
         return dict(log_evidence=r.log_evidence, se=r.se, pareto_k=r.pareto_k, elbo=r.elbo, draws=r.draws,
-                    from_mode=r.from_mode)
+                    from_mode=r.from_mode, tempered=r.tempered, runs_rhat=r.runs_rhat)
 
     def simulate(self, rows, seed=None, params=None, *, include_hidden=False, quiet=False):
         """`vbn simulate`: parameters from their priors (or `params`, {"w": [2, -1], ...}; any

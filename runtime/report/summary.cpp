@@ -429,6 +429,7 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
     if (facts.correction) doc["correction"] = *facts.correction;
     if (facts.correction_draws) doc["correction_draws"] = *facts.correction_draws;
     if (facts.correction_ess) doc["correction_ess"] = number_or_null(*facts.correction_ess);
+    if (facts.correction_rhat) doc["correction_rhat"] = number_or_null(*facts.correction_rhat);
     return doc;
 }
 

@@ -122,9 +122,10 @@ struct VbFacts {
     bool converged = false;
     std::optional<double> seconds;
     std::optional<double> log_evidence, log_evidence_se, pareto_k;
-    std::optional<std::string> correction;  // "importance" when the corrected_* keys are there
+    std::optional<std::string> correction;  // "importance" or "tempering" when the corrected_* keys are there
     std::optional<double> correction_ess;
     std::optional<long> correction_draws;
+    std::optional<double> correction_rhat;  // tempering: its runs' R-hat
 };
 nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts);
 

@@ -30,7 +30,10 @@ std::optional<RefinedPosterior> correct(const ir::Graph& graph, const Dataset& d
         cb.note("the numbers below are the raw variational fit");
         return std::nullopt;
     }
-    return refine(*target, q, ro);
+    RefineOptions o = ro;
+    o.interrupt = cb.interrupt;
+    o.note = [&cb](const std::string& message) { cb.note(message); };
+    return refine(*target, q, o);
 }
 
 }  // namespace
@@ -47,7 +50,15 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
             !w.empty())
             callbacks.warning(w);
     // Interrupted, the best fit so far is the answer: the correction (seconds of work) is skipped.
-    if (settings.correct && !run.result.interrupted) run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
+    if (settings.correct && !run.result.interrupted) {
+        try {
+            run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
+        } catch (const Error& e) {
+            // Interrupted while tempering (which takes as long as sampling): the VB fit stands.
+            if (e.kind() != ErrorKind::cancelled) throw;
+            run.result.interrupted = true;
+        }
+    }
     return run;
 }
 

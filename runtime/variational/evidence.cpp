@@ -31,6 +31,8 @@ Evidence estimate_evidence(const Target& target, const VbFit& q, const EvidenceO
     e.pareto_k = r.pareto_k;
     e.draws = r.draws;
     e.from_mode = r.from_mode;
+    e.tempered = r.tempered;
+    e.runs_rhat = r.runs_rhat;
     return e;
 }
 

@@ -33,6 +33,11 @@ struct Evidence {
     double pareto_k = 0;      // PSIS k̂ of the importance weights
     long draws = 0;           // 0 when the model has no parameters: then the value is exact, k̂ NaN
     bool from_mode = false;   // the proposal sat at the exact posterior mode (else at the VB fit)
+    // k̂ ≥ 0.7 sent the estimate to tempering (runtime/variational/tempered.hpp): log_evidence and
+    // se are then the tempered runs', whose agreement runs_rhat measures (reliable below 1.01).
+    bool tempered = false;
+    double runs_rhat = 0;
+    bool reliable() const { return tempered ? runs_rhat < 1.01 : pareto_k <= 0.7; }
 };
 
 // Estimates log p(x_v) for the target's data. Throws vbn::Error (usage for bad options,

@@ -156,6 +156,51 @@ Mat laplace_cov(const Target& target, const Vec& mode, const Eigen::LLT<Mat>& ne
     }
     return newton.solve(identity);
 }
+
+// The weighted 5%, 50% and 95% quantiles of every parameter over the columns of draws.
+void fill_quantiles(const Eigen::Ref<const Mat>& draws, const Vec& w, RefinedPosterior& r) {
+    const Eigen::Index d = draws.rows();
+    r.q5.resize(d);
+    r.q50.resize(d);
+    r.q95.resize(d);
+    std::vector<Eigen::Index> order(sz(draws.cols()));
+    for (Eigen::Index k = 0; k < d; ++k) {
+        const Vec values = draws.row(k).transpose();
+        r.q5[k] = weighted_quantile(values, w, order, 0.05);
+        r.q50[k] = weighted_quantile(values, w, order, 0.5);
+        r.q95[k] = weighted_quantile(values, w, order, 0.95);
+    }
+}
+
+// The tempered runs' answer in place of the importance weights': moments of the pooled
+// particles, each mean's Monte Carlo error from the spread of the runs' means (the particles of
+// a run are correlated by resampling), and the evidence as the mean of the runs' estimates.
+void take_tempered(const Target& target, const TemperedDraws& td, RefinedPosterior& r) {
+    const auto runs = static_cast<double>(td.run_means.size());
+    const Eigen::Index n = td.draws.cols();
+    r.mean = td.draws.rowwise().mean();
+    const Mat centred = td.draws.colwise() - r.mean;
+    r.cov = centred * centred.transpose() / static_cast<double>(n);
+    Vec spread = Vec::Zero(r.mean.size());
+    for (const Vec& m : td.run_means) spread += (m - r.mean).cwiseAbs2();
+    r.mcse = (spread / (runs - 1) / runs).cwiseSqrt();
+    const double top = *std::max_element(td.run_log_evidence.begin(), td.run_log_evidence.end());
+    Vec z(static_cast<Eigen::Index>(td.run_log_evidence.size()));
+    for (std::size_t i = 0; i < td.run_log_evidence.size(); ++i) z[static_cast<Eigen::Index>(i)] = std::exp(td.run_log_evidence[i] - top);
+    const double mean_z = z.mean();
+    r.log_evidence = target.log_constant() + top + std::log(mean_z);
+    // delta method: se(log Z̄) = sd(Z_r) / (√R Z̄)
+    r.log_evidence_se = std::sqrt((z.array() - mean_z).square().sum() / (runs - 1) / runs) / mean_z;
+    r.tempered = true;
+    r.temperatures = td.temperatures;
+    r.runs = static_cast<int>(td.run_means.size());
+    r.particles = static_cast<int>(n / td.run_means.size());
+    r.runs_rhat = td.max_rhat;
+    r.acceptance = td.acceptance;
+    r.sweeps = td.sweeps;
+    r.gradients = td.gradients;
+    r.ess = static_cast<double>(n);
+}
 }  // namespace
 
 NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterations) {
@@ -275,15 +320,28 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         centred = draws.leftCols(s).colwise() - r.mean;
         r.mcse = (centred.array().square().matrix() * w.cwiseAbs2()).cwiseSqrt();
     }
-    r.q5.resize(d);
-    r.q50.resize(d);
-    r.q95.resize(d);
-    std::vector<Eigen::Index> order(sz(s));
-    for (Eigen::Index k = 0; k < d; ++k) {
-        const Vec values = draws.row(k).head(s).transpose();
-        r.q5[k] = weighted_quantile(values, w, order, 0.05);
-        r.q50[k] = weighted_quantile(values, w, order, 0.5);
-        r.q95[k] = weighted_quantile(values, w, order, 0.95);
+    const bool tempering = options.temper == RefineOptions::Temper::always ||
+                        (options.temper == RefineOptions::Temper::when_needed && !(r.pareto_k < 0.7));
+    if (tempering) {
+        TemperOptions t = options.tempering;
+        t.seed = options.seed;
+        t.threads = threads;
+        t.interrupt = options.interrupt;
+        if (options.note)
+            options.note(fmt::format("the importance correction's k-hat is {:.2f}{}: correcting by tempering instead ({} runs of "
+                                     "{} particles)",
+                                     r.pareto_k, r.pareto_k < 0.7 ? "" : " (above 0.7)", t.runs, t.particles));
+        try {
+            const TemperedDraws td = temper(target, q->component(0), t);
+            take_tempered(target, td, r);
+            fill_quantiles(td.draws, Vec::Constant(td.draws.cols(), 1.0 / static_cast<double>(td.draws.cols())), r);
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::limit) throw;
+            r.tempering_stopped = e.what();  // the importance answer stands, flagged by its k̂
+            fill_quantiles(draws.leftCols(s), w, r);
+        }
+    } else {
+        fill_quantiles(draws.leftCols(s), w, r);
     }
     r.seconds = inference::seconds_since(start);
     return r;
@@ -298,12 +356,21 @@ std::string describe(const RefinedPosterior& r, const RefineOptions& options) {
         options.defensive > 0 ? fmt::format(" ({:g}% from a t({}) at scale x {})", 100 * options.defensive, options.defensive_df,
                                             options.defensive_widen)
                               : "";
+    if (r.tempered)
+        return fmt::format("corrected posterior by tempering: importance sampling from a t({}) at {} gave k-hat {:.2f}{}, so {} "
+                           "runs of {} particles were carried from a t({}) there, scale x {}, to the exact posterior in up to {} "
+                           "temperatures by HMC moves ({} sweeps, acceptance {:.0f}%, {} gradients); the runs {} (R-hat {:.3f})",
+                           options.df, centre, r.pareto_k, r.pareto_k < 0.7 ? "" : " (above 0.7)", r.runs, r.particles,
+                           options.tempering.start_df, options.tempering.start_widen, r.temperatures, r.sweeps,
+                           100 * r.acceptance, r.gradients,
+                           r.runs_rhat < 1.01 ? "agree" : "DISAGREE: the corrected numbers are NOT reliable", r.runs_rhat);
     const std::string until = options.ess > 0 ? fmt::format(" (until ESS {:g}, at most {})", options.ess, options.draws) : "";
+    const std::string stopped = r.tempering_stopped.empty() ? "" : fmt::format(" ({}; run vbn fit)", r.tempering_stopped);
     return fmt::format("importance-corrected posterior: {} draws{} from a t({}) at {}, scale x {}{}; Pareto-smoothed weights, "
-                       "k-hat {:.2f} ({}), ESS {:.0f}{}",
+                       "k-hat {:.2f} ({}), ESS {:.0f}{}{}",
                        r.draws, until, options.df, centre, options.widen, defensive, r.pareto_k,
                        r.pareto_k < 0.7 ? "reliable below 0.7" : "ABOVE 0.7: the corrected numbers are NOT reliable", r.ess,
-                       r.rounds > 1 ? fmt::format(" (round {}: proposal moved to the weighted mean)", r.rounds) : "");
+                       r.rounds > 1 ? fmt::format(" (round {}: proposal moved to the weighted mean)", r.rounds) : "", stopped);
 }
 
 }  // namespace vbn

@@ -13,7 +13,10 @@
 //     Hessian), mixed with a wider, heavy-tailed defensive t at the same centre so that the
 //     weights stay bounded (inference::MixtureProposal), the weights Pareto-smoothed (PSIS,
 //     Vehtari et al. 2024; inference/psis.hpp);
-//  3. from the smoothed weights: the posterior mean, covariance and marginal quantiles, their
+//  3. where the weights' k̂ stays at or above 0.7 (a long tail or ridge the t misses), tempering
+//     instead (runtime/variational/tempered.hpp): particles carried by HMC from a wide t at
+//     the same centre to the exact posterior, in several independent runs;
+//  4. from the smoothed weights (or the tempered particles): the posterior mean, covariance and marginal quantiles, their
 //     Monte Carlo errors, the estimate of log p(x_v) (the mean weight) and the Pareto k̂ of
 //     the weights' tail, the estimate's own diagnostic: below 0.7 the estimates are reliable.
 //
@@ -21,11 +24,14 @@
 #pragma once
 
 #include "runtime/target/target.hpp"
+#include "runtime/variational/tempered.hpp"
 #include "runtime/variational/vb.hpp"
 
 #include <Eigen/Core>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace vbn {
@@ -61,6 +67,16 @@ struct RefineOptions {
     // on one thread and each weight depends on its draw alone, so the result does not
     // depend on the number of threads.
     int threads = 0;
+    // Where the weights' k̂ stays at or above 0.7 after the rounds (when_needed), or always, the
+    // answer comes instead from tempering (runtime/variational/tempered.hpp) started from the
+    // last round's proposal; never: the importance weights' answer, flagged by its k̂.
+    enum class Temper { when_needed, always, never };
+    Temper temper = Temper::when_needed;
+    TemperOptions tempering{};  // its seed and threads are the ones above
+    // Set: tempering stops with ErrorKind::cancelled (the importance rounds take seconds).
+    const std::atomic<bool>* interrupt = nullptr;
+    // Told before tempering starts (it takes as long as sampling).
+    std::function<void(const std::string&)> note{};
 };
 
 // −∇² log p(θ | x_v) at theta, symmetrised: exact over blocks no summed-out component
@@ -98,6 +114,20 @@ struct RefinedPosterior {
     bool from_mode = false;      // proposal centred on the exact mode (else on the VB fit)
     NewtonMode mode;          // the Newton result (mode.converged tells if it was used)
     double seconds = 0;
+    // Set when k̂ ≥ 0.7 sent the correction to tempering: mean, cov, quantiles and the evidence
+    // are then the tempered runs' (mcse: the spread of the runs' means), pareto_k stays the
+    // importance weights' and ess is the particles' count.
+    bool tempered = false;
+    int temperatures = 0;         // the most any run needed
+    int runs = 0, particles = 0;  // particles per run
+    double runs_rhat = 0;         // the runs taken as chains: above 1.01 they disagree
+    double acceptance = 0;        // of the HMC moves
+    long sweeps = 0;              // HMC sweeps over all particles, every run and temperature
+    long gradients = 0;           // the tempered runs' log density gradients
+    std::string tempering_stopped;  // why tempering gave up (its budget), leaving the importance answer
+
+    // Whether the numbers can be trusted: k̂ < 0.7, or tempered runs that agree.
+    bool reliable() const { return tempered ? runs_rhat < 1.01 : pareto_k < 0.7; }
 };
 
 // Throws vbn::Error (usage) on bad options or a target without parameters, and (inference) when the proposal cannot be

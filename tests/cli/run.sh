@@ -142,7 +142,7 @@ if diff <(grep -E '"(mean|sd|q5|q50|q95)":' "$tmp/vbc.json" | tr -d ,) <(grep -E
 printf 'node a ~ bernoulli(0.3);\nnode b ~ logistic(0.5 + 1 * a);\n' > "$tmp/fixed.vbn"; printf 'a,b\n1,1\n-1,1\n' > "$tmp/fixed.csv"
 run "vb without parameters" 0 -- "$vbn" vb "$tmp/fixed.vbn" --data "$tmp/fixed.csv" --seed 1 && expect "no parameters: raw table" out "^name +mean +sd +5%"
 run "vb bad correction" 1 -- "$vbn" vb "$ex/paper/unimodal_d5.vbn" --data "$ex/paper/unimodal_d5.csv" --correction maybe &&
-  expect "vb bad correction" err "--correction: maybe not in \{importance,none\}"
+  expect "vb bad correction" err "--correction: maybe not in \{auto,importance,tempering,none\}"
 
 # --- fit and summary ---------------------------------------------------------------------
 m=$ex/paper/unimodal_d1.vbn
@@ -256,7 +256,15 @@ run "vb evidence" 0 -- "$vbn" vb "$ex/paper/unimodal_d1.vbn" --data "$ex/paper/u
   expect "k-hat good" out "k-hat -?[0-9.]+ \(reliable below 0\.7\)"
 if grep -q '"log_evidence": *-[0-9]' "$tmp/vbe.json" && grep -q '"log_evidence_se": *[0-9]' "$tmp/vbe.json" &&
   grep -q '"pareto_k": *-\?[0-9]' "$tmp/vbe.json"; then ok; else bad "vb summary json has the evidence keys"; fi
-run "vb evidence multimodal" 0 -- "$vbn" vb "$mm" --data "$mmd" --seed 1 && expect "k-hat unreliable" out "k-hat [0-9.]+ \(ABOVE 0\.7: the corrected numbers are NOT reliable\)"
+run "vb evidence multimodal, importance alone" 0 -- "$vbn" vb "$mm" --data "$mmd" --seed 1 --correction importance &&
+  expect "k-hat unreliable" out "k-hat [0-9.]+ \(ABOVE 0\.7: the corrected numbers are NOT reliable\)" &&
+  expect "k-hat warning" err "^warning: importance-correction k-hat"
+run "vb evidence multimodal, tempered" 0 -- "$vbn" vb "$mm" --data "$mmd" --seed 1 --summary-json "$tmp/vbt.json" &&
+  expect "tempering said" err "^note: the importance correction's k-hat is [0-9.]+ \(above 0\.7\): correcting by tempering" &&
+  expect "tempered line" out "^corrected posterior by tempering: .* the runs agree \(R-hat 1\.0[0-9]+\)$" &&
+  expect "tempered evidence" out "^log p\(data\) ~ -[0-9.]+ \+- [0-9.]+ \(tempering\)"
+if grep -q '"correction": *"tempering"' "$tmp/vbt.json" && grep -q '"correction_rhat": *[01]\.' "$tmp/vbt.json"; then ok; else bad "vb summary json names the tempering"; fi
+if grep -q '^warning' "$tmp/err"; then bad "a tempered correction whose runs agree draws no warning"; else ok; fi
 run "vb no evidence" 0 -- "$vbn" vb "$mm" --data "$mmd" --correction none --summary-json "$tmp/vb0.json"
 if grep -q '^log p(data) ~' "$tmp/out" || grep -q '"pareto_k"' "$tmp/vb0.json"; then bad "--correction none skips the estimate"; else ok; fi
 
@@ -282,7 +290,7 @@ run "predict bad row" 1 -- "$vbn" predict "$mm" --data "$tmp/newbad.csv" --vb --
 printf 'node o ~ bernoulli(0.5);\nnode y ~ logistic(b + w * o);\nb, w ~ normal(0, 3);\n' >"$tmp/direct.vbn"
 run "compare" 0 -- "$vbn" compare "$mm" "$tmp/direct.vbn" --data "$mmd" --evidence-draws 2000 --seed 1 &&
   expect "compare table" out "^model +ELBO +log evidence +se +k-hat$" && expect "compare row" out "direct\.vbn +-[0-9.]+ +-[0-9.]+ +[0-9.]+ +-?[0-9.]+$" &&
-  expect "bayes factor" out "^log Bayes factor .* = -?[0-9.]+ ± [0-9.]+$" && expect "compare warns on k-hat" out "^warning: .*multimodal\.vbn: Pareto k-hat"
+  expect "bayes factor" out "^log Bayes factor .* = -?[0-9.]+ ± [0-9.]+$" && expect "compare notes the tempering" out "^note: .*multimodal\.vbn: Pareto k-hat [0-9.]+ is above 0\.7, so its log evidence comes from tempering"
 # compare's log evidence is vbn vb's, for the same draws and seed
 cmp_le=$(awk '$1 ~ /direct\.vbn$/ {print $3 " " $4}' "$tmp/out")
 run "vb evidence as compare" 0 -- "$vbn" vb "$tmp/direct.vbn" --data "$mmd" --correction-draws 2000 --seed 1

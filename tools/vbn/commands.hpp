@@ -41,7 +41,7 @@ struct VbArgs {
     std::optional<std::string> summary_json;
     services::VariationalSettings settings;  // --restarts, --tolerance, --max-iterations, --correction-draws
     std::optional<std::uint64_t> seed;       // the restarts' and the correction's; absent: fresh, printed
-    std::string correction = "importance";   // or "none": the raw VB fit
+    std::string correction = "auto";  // importance, then tempering where k-hat > 0.7; "importance", "tempering", "none"
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 

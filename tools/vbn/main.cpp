@@ -80,8 +80,9 @@ int main(int argc, char** argv) {
     vb_cmd->add_option("--max-iterations", vb_args.settings.vb.max_iterations, "EM iteration cap")->capture_default_str();
     vb_cmd->add_option("--seed", vb_args.seed, "Seed for the restarts' starting points and the correction's draws (default: a fresh one, printed)")->check(kSeed);
     vb_cmd->add_option("--correction", vb_args.correction,
-                       "importance: correct the VB fit by importance sampling of the exact posterior; none: raw VB fit")
-        ->check(CLI::IsMember({"importance", "none"}))
+                       "auto: correct the VB fit by importance sampling of the exact posterior, or by tempering where the "
+                       "importance weights' k-hat is above 0.7; importance or tempering: that one alone; none: raw VB fit")
+        ->check(CLI::IsMember({"auto", "importance", "tempering", "none"}))
         ->capture_default_str();
     vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction per round, at most")
         ->check(CLI::Range(100L, 100000000L))

@@ -70,9 +70,17 @@ void print(const services::CompareRun& run, const std::vector<std::string>& name
     if (names.size() == 2) print_pair(run, names, out);
     print_ranking(run, names, out);
     for (std::size_t k = 0; k < names.size(); ++k) {
-        const double khat = run.evidence[k].evidence.pareto_k;
-        if (!(khat <= 0.7))
-            out << fmt::format("warning: {}: Pareto k-hat {:.2f}: {}\n", names[k], khat, pareto_k_reading(khat));
+        const Evidence& e = run.evidence[k].evidence;
+        if (e.tempered && e.reliable())
+            out << fmt::format("note: {}: Pareto k-hat {:.2f} is above 0.7, so its log evidence comes from tempering (the runs "
+                               "agree: R-hat {:.3f})\n",
+                               names[k], e.pareto_k, e.runs_rhat);
+        else if (e.tempered)
+            out << fmt::format("warning: {}: its log evidence comes from tempering, whose runs disagree (R-hat {:.3f}): it "
+                               "cannot be trusted\n",
+                               names[k], e.runs_rhat);
+        else if (!e.reliable())
+            out << fmt::format("warning: {}: Pareto k-hat {:.2f}: {}\n", names[k], e.pareto_k, pareto_k_reading(e.pareto_k));
     }
 }
 

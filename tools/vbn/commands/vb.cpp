@@ -45,8 +45,8 @@ void print_table(const std::vector<VbParameter>& params, const std::optional<Ref
                                width, p.corrected->mean, p.corrected->sd, p.corrected->mcse_mean, p.corrected->q5,
                                p.corrected->q50, p.corrected->q95, p.mean, p.sd);
         out << '\n' << describe(*c, ro) << '\n';
-        out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} (importance sampling); {:.3f} s\n", c->log_evidence,
-                           c->log_evidence_se, c->seconds);
+        out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} ({}); {:.3f} s\n", c->log_evidence, c->log_evidence_se,
+                           c->tempered ? "tempering" : "importance sampling", c->seconds);
         return;
     }
     const double z95 = boost::math::quantile(boost::math::normal(), 0.95);
@@ -81,9 +81,10 @@ VbFacts facts(const services::VariationalRun& run) {
         f.log_evidence = c->log_evidence;
         f.log_evidence_se = c->log_evidence_se;
         f.pareto_k = c->pareto_k;
-        f.correction = "importance";
-        f.correction_draws = c->draws;
+        f.correction = c->tempered ? "tempering" : "importance";
+        f.correction_draws = c->tempered ? static_cast<long>(c->runs) * c->particles : c->draws;
         f.correction_ess = c->ess;
+        if (c->tempered) f.correction_rhat = c->runs_rhat;
         f.seconds = run.result.seconds + c->seconds;
     }
     return f;
@@ -95,7 +96,11 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const Loaded l = load_printing(args.model, args.data, err);
         services::VariationalSettings s = args.settings;
-        s.correct = args.correction == "importance";
+        s.correct = args.correction != "none";
+        using Temper = RefineOptions::Temper;
+        s.correction.temper = args.correction == "importance"  ? Temper::never
+                              : args.correction == "tempering" ? Temper::always
+                                                               : Temper::when_needed;
         // One start without the correction draws no random number: no seed to announce.
         const int restarts = restarts_for(l.graph, s.vb.restarts);
         const bool random = s.correct || restarts > 1;
@@ -119,7 +124,11 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
         print_table(params, run.corrected, s.correction, out);
         print_fit(run, out);
-        if (run.corrected && !(run.corrected->pareto_k < 0.7))
+        if (run.corrected && run.corrected->tempered && !run.corrected->reliable())
+            err << fmt::format("warning: the tempered correction's runs disagree (R-hat {:.3f}): the corrected means and sds "
+                               "are not reliable; run vbn fit\n",
+                               run.corrected->runs_rhat);
+        else if (run.corrected && !run.corrected->reliable())
             err << fmt::format("warning: importance-correction k-hat {:.2f} > 0.7: the corrected means and sds are not "
                                "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
                                run.corrected->pareto_k);
