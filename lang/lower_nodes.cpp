@@ -263,6 +263,30 @@ void add_parameter(Lowering& s, int node, const ast::identifier& id, Location lo
     s.params.push_back(std::move(info));
 }
 
+// `h * w`, `h * o * w` or `h * w * o`: a parameter among the factors after a node. The
+// weight goes first; say so, spelt with the user's names ("; the parameter goes first, as in
+// 'w * h * o'"). Empty unless exactly one factor of one unbracketed product is a parameter.
+std::string weight_first_hint(const Lowering& s, const ast::identifier& coef, const ast::term& t) {
+    if (t.parents && (t.parents->bracketed || t.parents->items.size() != 1)) return {};
+    std::vector<std::string> factors{coef.name};
+    if (!t.middle.name.empty()) factors.push_back(t.middle.name);
+    if (t.parents)
+        for (const auto& f : t.parents->items.front().factors)
+            factors.push_back(f.index ? fmt::format("{}[{}]", f.name.name, *f.index) : f.name.name);
+    std::string param, rest;
+    for (std::size_t i = 1; i < factors.size(); ++i) {
+        if (s.parameter_names.count(factors[i])) {
+            if (!param.empty()) return {};
+            param = factors[i];
+            factors.erase(factors.begin() + static_cast<std::ptrdiff_t>(i));
+            break;
+        }
+    }
+    if (param.empty()) return {};
+    for (const auto& f : factors) rest += (rest.empty() ? "" : " * ") + f;
+    return fmt::format("; the parameter goes first, as in '{} * {}'", param, rest);
+}
+
 // A learned term: parameter `id` with features sign × parents (or a bias without them).
 void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, const ast::term& t, Location loc,
                    double sign, const Parents* parents) {
@@ -270,8 +294,8 @@ void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, co
         const char* kind = kind_word(s.variable(known->second));
         if (t.parents)
             s.diag.error(loc, fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter name "
-                                          "or a constant",
-                                          id.name, kind));
+                                          "or a constant{}",
+                                          id.name, kind, weight_first_hint(s, id, t)));
         else
             s.diag.error(loc, fmt::format("'{}' is a {}, but a term without '*' is a constant or a learned bias; to weight "
                                           "'{}' put a parameter or a constant before it, e.g. 'w * {}'",
@@ -351,6 +375,15 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
             lead_ptr = &lead;
         } else if (boost::get<ast::expression>(&t.coef.get())) {
             scaled = &t.middle;
+        } else if (const auto* coef = boost::get<ast::identifier>(&t.coef.get());
+                   coef && s.variable_by_name.count(coef->name) && s.parameter_names.count(t.middle.name)) {
+            // `h * w * o`: not a second parameter but a node in the parameter's place.
+            const char* kind = kind_word(s.variable(s.variable_by_name.at(coef->name)));
+            s.diag.error(s.name_at(*coef, t, term_loc),
+                         fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter "
+                                     "name or a constant{}",
+                                     coef->name, kind, weight_first_hint(s, *coef, t)));
+            return;
         } else if (s.parameter_names.count(t.middle.name)) {
             s.diag.error(mloc, fmt::format("'{}' is a second parameter in one term; a term has one parameter, and a fixed "
                                            "scale goes first, as in '2 * w * h'",
