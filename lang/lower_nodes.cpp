@@ -287,6 +287,22 @@ std::string weight_first_hint(const Lowering& s, const ast::identifier& coef, co
     return fmt::format("; the parameter goes first, as in '{} * {}'", param, rest);
 }
 
+// `h * w`, `h * o * w`, `h * w * o`: one error at the node, with the fix, instead of the
+// node-as-coefficient and parameter-as-parent errors one after the other. True if reported.
+bool node_before_parameter(Lowering& s, const ast::term& t, Location term_loc) {
+    const auto* coef = boost::get<ast::identifier>(&t.coef.get());
+    if (!coef || !t.parents) return false;
+    const auto known = s.variable_by_name.find(coef->name);
+    if (known == s.variable_by_name.end()) return false;
+    const std::string hint = weight_first_hint(s, *coef, t);
+    if (hint.empty()) return false;
+    s.diag.error(s.name_at(*coef, t, term_loc),
+                 fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter name or a "
+                             "constant{}",
+                             coef->name, kind_word(s.variable(known->second)), hint));
+    return true;
+}
+
 // A learned term: parameter `id` with features sign × parents (or a bias without them).
 void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, const ast::term& t, Location loc,
                    double sign, const Parents* parents) {
@@ -294,8 +310,8 @@ void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, co
         const char* kind = kind_word(s.variable(known->second));
         if (t.parents)
             s.diag.error(loc, fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter name "
-                                          "or a constant{}",
-                                          id.name, kind, weight_first_hint(s, id, t)));
+                                          "or a constant",
+                                          id.name, kind));
         else
             s.diag.error(loc, fmt::format("'{}' is a {}, but a term without '*' is a constant or a learned bias; to weight "
                                           "'{}' put a parameter or a constant before it, e.g. 'w * {}'",
@@ -356,6 +372,7 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
         lower_vector_weights(s, node, arr->get(), t, term_loc, sign);
         return;
     }
+    if (node_before_parameter(s, t, term_loc)) return;
     // The name between two '*' (ast::term): a node or covariate starts a product of
     // parents; after a constant anything else is the parameter of a scaled term.
     ast::parent_ref lead;
@@ -375,15 +392,6 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
             lead_ptr = &lead;
         } else if (boost::get<ast::expression>(&t.coef.get())) {
             scaled = &t.middle;
-        } else if (const auto* coef = boost::get<ast::identifier>(&t.coef.get());
-                   coef && s.variable_by_name.count(coef->name) && s.parameter_names.count(t.middle.name)) {
-            // `h * w * o`: not a second parameter but a node in the parameter's place.
-            const char* kind = kind_word(s.variable(s.variable_by_name.at(coef->name)));
-            s.diag.error(s.name_at(*coef, t, term_loc),
-                         fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter "
-                                     "name or a constant{}",
-                                     coef->name, kind, weight_first_hint(s, *coef, t)));
-            return;
         } else if (s.parameter_names.count(t.middle.name)) {
             s.diag.error(mloc, fmt::format("'{}' is a second parameter in one term; a term has one parameter, and a fixed "
                                            "scale goes first, as in '2 * w * h'",
