@@ -265,25 +265,28 @@ void add_parameter(Lowering& s, int node, const ast::identifier& id, Location lo
 
 // `h * w`, `h * o * w` or `h * w * o`: a parameter among the factors after a node. The
 // weight goes first; say so, spelt with the user's names ("; the parameter goes first, as in
-// 'w * h * o'"). Empty unless exactly one factor of one unbracketed product is a parameter.
+// 'w * h * o'"). Empty unless one unbracketed product holds exactly one parameter and every
+// other factor is a declared node or covariate (else the usual errors say more).
 std::string weight_first_hint(const Lowering& s, const ast::identifier& coef, const ast::term& t) {
     if (t.parents && (t.parents->bracketed || t.parents->items.size() != 1)) return {};
-    std::vector<std::string> factors{coef.name};
-    if (!t.middle.name.empty()) factors.push_back(t.middle.name);
+    std::vector<std::string> names{t.middle.name};
     if (t.parents)
         for (const auto& f : t.parents->items.front().factors)
-            factors.push_back(f.index ? fmt::format("{}[{}]", f.name.name, *f.index) : f.name.name);
-    std::string param, rest;
-    for (std::size_t i = 1; i < factors.size(); ++i) {
-        if (s.parameter_names.count(factors[i])) {
+            names.push_back(f.index ? fmt::format("{}[{}]", f.name.name, *f.index) : f.name.name);
+    std::string param, rest = coef.name;
+    for (const auto& n : names) {
+        if (n.empty()) continue;  // no middle name
+        const std::string base = n.substr(0, n.find('['));
+        if (n == base && s.parameter_names.count(n) && !s.variable_by_name.count(n)) {
             if (!param.empty()) return {};
-            param = factors[i];
-            factors.erase(factors.begin() + static_cast<std::ptrdiff_t>(i));
-            break;
+            param = n;
+        } else if (s.variable_by_name.count(base)) {
+            rest += " * " + n;
+        } else {
+            return {};
         }
     }
     if (param.empty()) return {};
-    for (const auto& f : factors) rest += (rest.empty() ? "" : " * ") + f;
     return fmt::format("; the parameter goes first, as in '{} * {}'", param, rest);
 }
 
