@@ -10,7 +10,8 @@
 // Sbn2 is tests/corpus/sbn2 (two hidden layers, components of 5 over 2,000 rows; also every
 // data pattern's own log-likelihood, as `vbn fit --log-lik` takes them), and
 // MissingCovariate a node missing in 30% of rows whose factors depend on a real covariate, so
-// that no two components share a factor.
+// that no two components share a factor. Product times a component whose factors hold
+// products of parents (r * t, h1 * h2) beside the same model without the product term.
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
 #include "runtime/data/dataset.hpp"
@@ -381,6 +382,69 @@ void chain_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_ChainEnumerated)->Apply(chain_args);
 BENCHMARK(BM_ChainEliminated)->Apply(chain_args);
 BENCHMARK(BM_ChainAutomatic)->Apply(chain_args);
+
+// Products of parents in the summed-out component (`w * [r, t, r * t]`), beside the same
+// model without the product term, on the same 2,000 rows (a real covariate, so every row is
+// its own component). Kind 0: one hidden r times an observed t; kind 1: a product of two
+// hidden nodes, h1 * h2, in a component of 4 configurations. The product model simulates
+// the rows for both, so the pair differs only in the one feature per configuration.
+std::string product_model(int kind, bool product) {
+    if (kind == 0)
+        return std::string("covariate x;\nnode t ~ bernoulli(0.5);\nnode r hidden ~ logistic(a + u * x);\n"
+                           "node m[3] ~ logistic(c + v * r);\nnode y[2] ~ logistic(b + w * [r, t") +
+               (product ? ", r * t" : "") + "]);\na, u, c, v, b, w ~ normal(0, 2.5);\n";
+    return std::string("covariate x;\nnode h1 hidden ~ logistic(a1 + u1 * x);\n"
+                       "node h2 hidden ~ logistic(a2 + u2 * x);\nnode m[4] ~ logistic(c + v * [h1, h2]);\n"
+                       "node y[2] ~ logistic(b + w * [h1, h2") +
+           (product ? ", h1 * h2" : "") + "]);\na1, u1, a2, u2, c, v, b, w ~ normal(0, 2.5);\n";
+}
+
+// Rows drawn from graph g at weights θ = 2 point(dim): covariates standard normal, every node
+// from its CPD (test::eta_of) in topological order; hidden values stay in the row, unread.
+std::vector<test::Row> simulate_rows(const ir::Graph& g, long n, std::uint64_t seed) {
+    const Eigen::VectorXd theta = 2.0 * point(g.dim);
+    Rng rng(seed);
+    std::vector<test::Row> rows;
+    for (long i = 0; i < n; ++i) {
+        test::Row x(g.elements.size(), 0.0);
+        for (std::size_t e = 0; e < x.size(); ++e)
+            if (!g.elements[e].binary) x[e] = rng.normal();
+        for (int e : g.topological_order) {
+            if (!g.elements[sz(e)].binary) continue;
+            const double eta = test::eta_of(g, e, x, theta);
+            x[sz(e)] = rng.bernoulli(inference::inv_logit(eta)) ? 1 : -1;
+        }
+        rows.push_back(std::move(x));
+    }
+    return rows;
+}
+
+const Target& product_target(int kind, bool product) {
+    static std::map<std::pair<int, bool>, std::unique_ptr<Target>> cache;
+    auto& slot = cache[{kind, product}];
+    if (slot) return *slot;
+    const auto rows = simulate_rows(compile_model(product_model(kind, true), "bench"), 2000, 61);
+    const ir::Graph g = compile_model(product_model(kind, product), "bench");
+    slot = std::make_unique<Target>(g, test::make_dataset(g, rows));
+    return *slot;
+}
+
+// Args: kind (0: r * t, 1: h1 * h2), product term (1) or not (0).
+void BM_Product(benchmark::State& state) {
+    gradient_loop(state, product_target(static_cast<int>(state.range(0)), state.range(1) != 0));
+}
+void BM_ProductValueOnly(benchmark::State& state) {
+    const Target& target = product_target(static_cast<int>(state.range(0)), state.range(1) != 0);
+    auto ws = target.make_workspace();
+    const Eigen::VectorXd theta = point(target.dim());
+    for (auto _ : state) benchmark::DoNotOptimize(target.log_density(theta, ws));
+    state.counters["evals_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+void product_args(benchmark::internal::Benchmark* b) {
+    b->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Product)->Apply(product_args);
+BENCHMARK(BM_ProductValueOnly)->Apply(product_args);
 
 }  // namespace
 

@@ -263,6 +263,49 @@ void add_parameter(Lowering& s, int node, const ast::identifier& id, Location lo
     s.params.push_back(std::move(info));
 }
 
+// `h * w`, `h * o * w` or `h * w * o`: a parameter among the factors after a node. The
+// weight goes first; say so, spelt with the user's names ("; the parameter goes first, as in
+// 'w * h * o'"). Empty unless one unbracketed product holds exactly one parameter and every
+// other factor is a declared node or covariate (else the usual errors say more).
+std::string weight_first_hint(const Lowering& s, const ast::identifier& coef, const ast::term& t) {
+    if (t.parents && (t.parents->bracketed || t.parents->items.size() != 1)) return {};
+    std::vector<std::string> names{t.middle.name};
+    if (t.parents)
+        for (const auto& f : t.parents->items.front().factors)
+            names.push_back(f.index ? fmt::format("{}[{}]", f.name.name, *f.index) : f.name.name);
+    std::string param, rest = coef.name;
+    for (const auto& n : names) {
+        if (n.empty()) continue;  // no middle name
+        const std::string base = n.substr(0, n.find('['));
+        if (n == base && s.parameter_names.count(n) && !s.variable_by_name.count(n)) {
+            if (!param.empty()) return {};
+            param = n;
+        } else if (s.variable_by_name.count(base)) {
+            rest += " * " + n;
+        } else {
+            return {};
+        }
+    }
+    if (param.empty()) return {};
+    return fmt::format("; the parameter goes first, as in '{} * {}'", param, rest);
+}
+
+// `h * w`, `h * o * w`, `h * w * o`: one error at the node, with the fix, instead of the
+// node-as-coefficient and parameter-as-parent errors one after the other. True if reported.
+bool node_before_parameter(Lowering& s, const ast::term& t, Location term_loc) {
+    const auto* coef = boost::get<ast::identifier>(&t.coef.get());
+    if (!coef || !t.parents) return false;
+    const auto known = s.variable_by_name.find(coef->name);
+    if (known == s.variable_by_name.end()) return false;
+    const std::string hint = weight_first_hint(s, *coef, t);
+    if (hint.empty()) return false;
+    s.diag.error(s.name_at(*coef, t, term_loc),
+                 fmt::format("'{}' is a {}, not a parameter; the coefficient before '*' must be a parameter name or a "
+                             "constant{}",
+                             coef->name, kind_word(s.variable(known->second)), hint));
+    return true;
+}
+
 // A learned term: parameter `id` with features sign × parents (or a bias without them).
 void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, const ast::term& t, Location loc,
                    double sign, const Parents* parents) {
@@ -332,6 +375,7 @@ void lower_term(Lowering& s, NodeContext& node, const ast::term& t, Location nod
         lower_vector_weights(s, node, arr->get(), t, term_loc, sign);
         return;
     }
+    if (node_before_parameter(s, t, term_loc)) return;
     // The name between two '*' (ast::term): a node or covariate starts a product of
     // parents; after a constant anything else is the parameter of a scaled term.
     ast::parent_ref lead;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,9 +138,50 @@ std::string stray_byte(iterator_type token, iterator_type end) {
     return {};
 }
 
+// Whether the '*' just before `where` follows `* NAME` or `* NAME[k]`: `w * h * 2`, where the
+// grammar has read h as the name between two '*' and expects the parents after it.
+bool after_middle_name(iterator_type begin, iterator_type where) {
+    auto i = std::prev(where);  // the '*'
+    const auto back_over_blanks = [&] {
+        while (i != begin && std::isspace(static_cast<unsigned char>(*std::prev(i)))) --i;
+    };
+    back_over_blanks();
+    if (i != begin && *std::prev(i) == ']') {  // v[2]: back over the index
+        while (i != begin && *std::prev(i) != '[') --i;
+        if (i != begin) --i;
+    }
+    const auto name_end = i;
+    while (i != begin && is_ident_char(*std::prev(i))) --i;
+    if (i == name_end || !is_ident_start(*i)) return false;
+    back_over_blanks();
+    return i != begin && *std::prev(i) == '*';
+}
+
+// After the '*' of a term or of a product of parents, a constant or a '(' where a parent
+// belongs: `w * 2 * h`, `w * h * 2`, `w * (h * o)`. A fixed scale goes before the parameter
+// and a product needs no parentheses, so say that. A lone `w * 2` keeps the plain message
+// (the weight was put after '*', not a scale). Empty when neither applies.
+std::string misplaced_in_parents(std::string_view which, iterator_type begin, iterator_type where, iterator_type token,
+                                 iterator_type end) {
+    const bool in_product =
+        (which == "listed_parent" && *std::prev(where) == '*') || (which == "parents" && after_middle_name(begin, where));
+    if (token == end || (which != "parents" && !in_product)) return {};
+    if (*token == '(')
+        return "parentheses do not group parents; a product of parents is written without them, as in 'w * h * o' or "
+               "'w * [h, o, h * o]'";
+    const std::string_view number = number_at(token, end);
+    if (number.empty() || number == ".") return {};
+    const iterator_type next = skip_blanks(std::next(token, static_cast<std::ptrdiff_t>(number.size())), end);
+    if (!in_product && (next == end || *next != '*')) return {};
+    return fmt::format("the constant {} stands where a parent belongs; a fixed scale goes first in a term, as in "
+                       "'2 * w * h' (the weight w on the feature 2*h)",
+                       quoted(number));
+}
+
 // Messages that depend on the offending token: a misspelt distribution, a reserved word
 // used as a name, a number out of range. Empty when the fixed phrase is the right one.
-std::string token_words(std::string_view which, iterator_type where, iterator_type token, iterator_type end) {
+std::string token_words(std::string_view which, iterator_type begin, iterator_type where, iterator_type token,
+                        iterator_type end) {
     const std::string_view word = word_at(token, end);
     const bool reserved_word = !word.empty() && is_reserved(word);
     if (which == "number_too_large")
@@ -183,6 +225,8 @@ std::string token_words(std::string_view which, iterator_type where, iterator_ty
         return fmt::format("the probability must be a constant, and {} is a name; a learned probability is "
                            "logistic(b) with a prior on b",
                            quoted(word));
+    if (std::string misplaced = misplaced_in_parents(which, begin, where, token, end); !misplaced.empty())
+        return misplaced;
     if (reserved_word && (which == "node_name" || which == "covariate_name" || which == "param_name" ||
                           which == "parents" || which == "listed_parent" || which == "term"))
         return fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
@@ -205,7 +249,7 @@ void error_handler::expected(std::string_view which, iterator_type where) {
     const bool missing_semicolon =
         which == "semicolon" || (which == "covariate_semicolon" && (token == end_ || *token != '~'));
     const iterator_type at = missing_semicolon || token == end_ ? where : token;
-    std::string message = token_words(which, where, token, end_);
+    std::string message = token_words(which, begin_, where, token, end_);
     if (message.empty()) message = words_for(which);
     if (!missing_semicolon) message = stray_byte(token, end_) + message;
     diag_.error(map_.source().locate(offset(at)), std::move(message));

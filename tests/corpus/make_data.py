@@ -125,7 +125,26 @@ def interaction_logit(rng, n=150):
     write("interaction_logit", ["x[1]", "x[2]", "y"], rows)
 
 
+def responder_trial(rng, n=600):
+    """A 1:1 randomised trial: responders (more likely the more severe the baseline x, on a
+    5-point scale -1..1) have three biomarkers raised, and only in them does the treatment
+    t help: logit P(y[k]) = b[k] + w[k,1] r + w[k,2] t + w[k,3] r t with w[k,2] = w[k,3], so
+    t (±1) moves the logit by ±(w[k,2] + w[k,3]) in responders and not at all in the rest.
+    5% of biomarker readings are missing and 12% of week-12 outcomes (dropout)."""
+    a, u, c, v = -0.2, 1.0, [-0.5, 0.3, 0.0], [1.5, 1.2, 1.8]
+    b, w = [-0.5, -0.2], [[0.5, 0.7, 0.7], [0.4, 0.9, 0.9]]
+    rows = []
+    for _ in range(n):
+        x = rng.choice((-1.0, -0.5, 0.0, 0.5, 1.0))
+        t = 1 if rng.random() < 0.5 else -1
+        r = bern(rng, a + u * x)
+        m = hide(rng, [bern(rng, c[j] + v[j] * r) for j in range(3)], 0.05)
+        y = [bern(rng, b[k] + w[k][0] * r + w[k][1] * t + w[k][2] * r * t) for k in range(2)]
+        rows.append([x, t] + m + [y[0], None if rng.random() < 0.12 else y[1]])
+    write("responder_trial", ["x", "t"] + ["m[%d]" % (j + 1) for j in range(3)] + ["y[1]", "y[2]"], rows)
+
+
 if __name__ == "__main__":
     for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit,
-                                 interaction_logit], 1):
+                                 interaction_logit, responder_trial], 1):
         make(random.Random(20261127 + seed))
