@@ -86,16 +86,14 @@ TEST_CASE("sbc (reduced, CI): ranks are uniform on a small fully observed model 
 // bins still hold 35 and 33 of 200 against 20, as varmh's do in bench/sbc: the variational
 // proposal's tails, a separate matter from the modes.
 
-// A hidden-variable model above 10 weights, where `auto` takes nuts when the variational
-// proposal fails its pilot check (and varmix when it passes; both are in bench/sbc's full
-// run): bench/models/sbc_occupancy.vbn, one posterior mode. 100 replications here, to keep CI
-// short (10 expected per bin); bench/sbc runs 200.
-TEST_CASE("sbc (reduced, CI): nuts is calibrated on an occupancy model with a hidden node, 11 weights" *
-          doctest::timeout(300)) {
+// A hidden-variable model above 10 weights (bench/models/sbc_occupancy.vbn, one posterior
+// mode): `method` on it from seed 1 must leave all 11 weights' ranks uniform.
+namespace {
+void check_occupancy(const std::string& method, int replications) {
     const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/bench/models/sbc_occupancy.vbn");
     SbcOptions o;
-    o.method = "nuts";
-    o.replications = 100;
+    o.method = method;
+    o.replications = replications;
     o.rows = 50;
     o.seed = 1;
     const SbcResult r = run_sbc(graph, o);
@@ -104,6 +102,15 @@ TEST_CASE("sbc (reduced, CI): nuts is calibrated on an occupancy model with a hi
     CHECK(r.failed_fits == 0);
     CHECK(r.min_p_value() > min_p);
 }
+}  // namespace
+
+// `auto` takes nuts there when the variational proposal fails its pilot check (and varmix when
+// it passes; both are in bench/sbc's full run). 100 replications here, to keep CI short (10
+// expected per bin); bench/sbc runs 200.
+TEST_CASE("sbc (reduced, CI): nuts is calibrated on an occupancy model with a hidden node, 11 weights" *
+          doctest::timeout(300)) {
+    check_occupancy("nuts", 100);
+}
 
 // gibbs is what `auto` falls back on when the exact target refuses the data (rows with too many
 // unobserved values to sum): its chains carry the hidden values. 200 replications (bench/sbc
@@ -111,17 +118,7 @@ TEST_CASE("sbc (reduced, CI): nuts is calibrated on an occupancy model with a hi
 // seed 2), about 45 s.
 TEST_CASE("sbc (reduced, CI): gibbs is calibrated on an occupancy model with a hidden node, 11 weights" *
           doctest::timeout(600)) {
-    const ir::Graph graph = load_model(std::string(VBN_SOURCE_DIR) + "/bench/models/sbc_occupancy.vbn");
-    SbcOptions o;
-    o.method = "gibbs";
-    o.replications = 200;
-    o.rows = 50;
-    o.seed = 1;
-    const SbcResult r = run_sbc(graph, o);
-    INFO(histogram_text(r));
-    CHECK(r.names.size() == 11);
-    CHECK(r.failed_fits == 0);
-    CHECK(r.min_p_value() > min_p);
+    check_occupancy("gibbs", 200);
 }
 
 TEST_CASE("sbc rejects a fit whose prior is not the one the parameters were drawn from") {
