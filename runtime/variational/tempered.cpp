@@ -42,13 +42,14 @@ struct MoveStats {
     long sweeps = 0, proposed = 0, accepted = 0, gradients = 0;
 };
 
-// Between sweeps: Ctrl-C, and the budget of gradients.
-void check_stop(const TemperOptions& o, const MoveStats& stats, double beta) {
+// Between sweeps: Ctrl-C, and the run's share of the budget of gradients (so that a model too
+// costly to temper is given up in the first run, not the last).
+void check_stop(const TemperOptions& o, long run_gradients, double beta) {
     if (o.interrupt && o.interrupt->load(std::memory_order_relaxed))
         throw Error(ErrorKind::cancelled, "interrupted during the tempered correction");
-    if (stats.gradients > o.max_gradients)
-        throw Error(ErrorKind::limit, fmt::format("tempering stopped at its budget of {} gradients, at beta {:.3g} of 1",
-                                                  o.max_gradients, beta));
+    if (run_gradients > o.max_gradients / o.runs)
+        throw Error(ErrorKind::limit, fmt::format("tempering stopped at its budget of {} gradients per run, at beta {:.3g} of 1",
+                                                  o.max_gradients / o.runs, beta));
 }
 
 // The reference r₀ = t_ν(m, L L'): its log density and gradient
@@ -192,9 +193,10 @@ bool hmc_particle(Particles& p, Eigen::Index i, double beta, double eps, const M
 // HMC sweeps over every particle for π_β, whitened by the particles' covariance after
 // resampling, until no parameter's positions correlate more than options.correlation with
 // where the sweeps began (at most options.max_sweeps). eps: the step size, tuned for the next
-// temperature towards options.target_acceptance from this one's rate.
+// temperature towards options.target_acceptance from this one's rate. run_start: the gradients
+// counted before this run began.
 void move(Particles& p, double beta, double& eps, const Reference& r0, const Target& target, std::vector<Scratch>& scratch,
-          inference::Rng& rng, const TemperOptions& o, MoveStats& stats) {
+          inference::Rng& rng, const TemperOptions& o, MoveStats& stats, long run_start) {
     const Eigen::Index d = p.x.rows(), n = p.x.cols();
     const Mat a = particle_scale(p.x);
     const Mat start = p.x;
@@ -202,7 +204,7 @@ void move(Particles& p, double beta, double& eps, const Reference& r0, const Tar
     std::vector<char> took(static_cast<std::size_t>(n));
     long accepted = 0, proposed = 0;
     for (int sweep = 0; sweep < o.max_sweeps; ++sweep) {
-        check_stop(o, stats, beta);
+        check_stop(o, stats.gradients - run_start, beta);
         for (Eigen::Index i = 0; i < n; ++i) {
             for (Eigen::Index k = 0; k < d; ++k) draws.momentum(k, i) = rng.normal();
             draws.jitter[i] = 0.8 + 0.4 * rng.uniform();  // varied lengths: no periodic orbits
@@ -256,6 +258,7 @@ RunResult run_once(Reference& r0, const Target& target, std::vector<Scratch>& sc
     if (!(p.lp.maxCoeff() > neg_inf))
         throw Error(ErrorKind::inference, "tempering: every draw from the reference t has zero posterior density");
     RunResult r;
+    const long run_start = stats.gradients;
     double beta = 0, eps = o.step_size;
     while (beta < 1) {
         if (++r.temperatures > o.max_temperatures)
@@ -269,7 +272,7 @@ RunResult run_once(Reference& r0, const Target& target, std::vector<Scratch>& sc
         r.log_evidence += top + std::log((log_w.array() - top).exp().mean());
         resample(p, log_w, rng);
         beta = next;
-        move(p, beta, eps, r0, target, scratch, rng, o, stats);
+        move(p, beta, eps, r0, target, scratch, rng, o, stats, run_start);
     }
     r.x = std::move(p.x);
     return r;

@@ -75,7 +75,7 @@ struct RefineOptions {
     TemperOptions tempering{};  // its seed and threads are the ones above
     // Set: tempering stops with ErrorKind::cancelled (the importance rounds take seconds).
     const std::atomic<bool>* interrupt = nullptr;
-    // Told before tempering starts (it takes as long as sampling).
+    // Told before tempering starts (it takes longer than `vbn fit` on the corpus models).
     std::function<void(const std::string&)> note{};
 };
 

@@ -127,7 +127,7 @@ TEST_CASE("refine turns to tempering when the importance weights' k-hat reaches 
     const RefinedPosterior stopped = refine(m.target, fit, ro);
     CHECK_FALSE(stopped.tempered);
     CHECK_FALSE(stopped.reliable());
-    CHECK(stopped.tempering_stopped.find("budget of 1000 gradients") != std::string::npos);
+    CHECK(stopped.tempering_stopped.find("budget of 250 gradients per run") != std::string::npos);
     CHECK(stopped.mean == plain.mean);
     CHECK(describe(stopped, ro).find("run vbn fit") != std::string::npos);
 }
