@@ -54,7 +54,7 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
         try {
             run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
         } catch (const Error& e) {
-            // Interrupted while tempering (which takes as long as sampling): the VB fit stands.
+            // Interrupted while tempering (which takes longer than sampling): the VB fit stands.
             if (e.kind() != ErrorKind::cancelled) throw;
             run.result.interrupted = true;
         }
