@@ -165,7 +165,8 @@ bool hmc_particle(Particles& p, Eigen::Index i, double beta, double eps, const M
     const auto log_pi = [&](const Vec& x, double& lr, double& lp) {
         lr = r0.log_density(x, s.u, s.grad_r);
         lp = target.log_density_gradient(x, s.grad_p, s.ws);
-        s.grad_u.noalias() = a.transpose() * ((1 - beta) * s.grad_r + beta * s.grad_p);
+        s.grad_r = (1 - beta) * s.grad_r + beta * s.grad_p;  // in place: no temporary per leapfrog step
+        s.grad_u.noalias() = a.transpose() * s.grad_r;
         return (1 - beta) * lr + beta * lp;
     };
     s.x = p.x.col(i);
