@@ -196,7 +196,14 @@ struct prior_stmt : x3::position_tagged {
     prior_distribution dist;
 };
 
-struct statement : x3::variant<node_decl, covariate_decl, prior_stmt> {
+// param NAME ['[' N [',' N]* ']'] ';' — a declared parameter: its shape is the declared one,
+// and it may be used in several terms and nodes (the same weight in each).
+struct param_decl : x3::position_tagged {
+    identifier name;
+    std::vector<int> shape;
+};
+
+struct statement : x3::variant<node_decl, covariate_decl, prior_stmt, param_decl> {
     using base_type::base_type;
     using base_type::operator=;
 };

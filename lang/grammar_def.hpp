@@ -34,9 +34,9 @@ using x3::raw;
 using x3::standard::char_;
 
 // The reserved words of the language: no name may be one of them.
-inline constexpr std::array<const char*, 12> reserved_word_list{
-    "node", "covariate", "hidden", "bernoulli", "logistic", "normal", "mvnormal",
-    "sqrt", "exp",       "log",    "logit",     "inv_logit"};
+inline constexpr std::array<const char*, 13> reserved_word_list{
+    "node", "covariate", "param", "hidden", "bernoulli", "logistic", "normal", "mvnormal",
+    "sqrt", "exp",       "log",   "logit",  "inv_logit"};
 inline constexpr std::array<const char*, 5> function_word_list{"sqrt", "exp", "log", "logit", "inv_logit"};
 
 // ---------------------------------------------------------------------------------------
@@ -278,6 +278,7 @@ struct name_class;
 struct node_name_class;
 struct covariate_name_class;
 struct param_name_class;
+struct declared_param_name_class;
 struct function_name_class;
 struct number_class;
 struct integer_class;
@@ -315,6 +316,7 @@ struct logistic_class;
 struct node_distribution_class;
 struct node_decl_class;
 struct covariate_decl_class;
+struct param_decl_class;
 struct normal_class;
 struct mvnormal_class;
 struct student_t_class;
@@ -338,6 +340,7 @@ x3::rule<name_class, ast::identifier> const name = "name";
 x3::rule<node_name_class, ast::identifier> const node_name = "node_name";
 x3::rule<covariate_name_class, ast::identifier> const covariate_name = "covariate_name";
 x3::rule<param_name_class, ast::identifier> const param_name = "param_name";
+x3::rule<declared_param_name_class, ast::identifier> const declared_param_name = "declared_param_name";
 x3::rule<function_name_class, ast::identifier> const function_name = "function_name";
 x3::rule<number_class, ast::number> const number = "number";
 x3::rule<integer_class, int> const integer = "integer";
@@ -379,6 +382,7 @@ x3::rule<logistic_class, ast::logistic_dist> const logistic = "logistic";
 x3::rule<node_distribution_class, ast::node_distribution> const node_distribution = "node_distribution";
 x3::rule<node_decl_class, ast::node_decl> const node_decl = "node_decl";
 x3::rule<covariate_decl_class, ast::covariate_decl> const covariate_decl = "covariate_decl";
+x3::rule<param_decl_class, ast::param_decl> const param_decl = "param_decl";
 x3::rule<normal_class, ast::normal_prior> const normal = "normal";
 x3::rule<mvnormal_class, ast::mvnormal_prior> const mvnormal = "mvnormal";
 x3::rule<student_t_class, ast::student_t_prior> const student_t = "student_t";
@@ -425,6 +429,7 @@ auto const name_def = name_built;
 auto const node_name_def = name;
 auto const covariate_name_def = name;
 auto const param_name_def = name;
+auto const declared_param_name_def = name;
 auto const function_name_built_def = lexeme[raw[function_words] >> !ident_char][set_name{}];
 auto const function_name_def = function_name_built;
 
@@ -522,6 +527,9 @@ auto const node_decl_def = (keyword("node") > node_name) >> -size_suffix >> x3::
 auto const covariate_decl_def =
     (keyword("covariate") > covariate_name) >> -size_suffix > expect_named("covariate_semicolon", lit(';'));
 
+auto const shape_suffix = lit('[') > expect_named("shape", integer % ',') > expect_named("shape_close", lit(']'));
+auto const param_decl_def = (keyword("param") > declared_param_name) >> -shape_suffix > semicolon;
+
 auto const normal_def = keyword("normal") > expect_named("normal_open", lit('(')) > expect_named("mean", value) >
                         expect_named("normal_comma", lit(',')) > expect_named("sd", value) >
                         expect_named("normal_close", lit(')'));
@@ -540,16 +548,16 @@ auto const param_list_def = name >> *(lit(',') > param_name);
 // No expectation before '~': a line that is not a prior is reported as "not a statement".
 auto const prior_stmt_def = param_list >> lit('~') > expect_named("prior", prior_distribution) > semicolon;
 
-auto const statement_rule_def = node_decl | covariate_decl | prior_stmt;
+auto const statement_rule_def = node_decl | covariate_decl | param_decl | prior_stmt;
 
 BOOST_SPIRIT_DEFINE(name_built, function_name_built, number_built, expression_built, array_literal_built,
                     predictor_built, bernoulli_built, logistic_built)
-BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, function_name, number, integer, factor, unary, call,
+BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, declared_param_name, function_name, number, integer, factor, unary, call,
                     paren, mul_op, coef_mul_op, add_op, product, coef_product, product_operand, sum, expression)
 BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_product, parent_factors, parent_product_built, middle_name,
                     parent_items, bracketed_parents, single_parent,
                     parents, coefficient, term_lead, term_next, terms, predictor)
-BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, normal, mvnormal, student_t, cauchy,
+BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, param_decl, normal, mvnormal, student_t, cauchy,
                     prior_distribution, param_list, prior_stmt, statement_rule)
 
 // ---------------------------------------------------------------------------------------
@@ -560,6 +568,7 @@ struct name_class : x3::annotate_on_success {};
 struct node_name_class : x3::annotate_on_success {};
 struct covariate_name_class : x3::annotate_on_success {};
 struct param_name_class : x3::annotate_on_success {};
+struct declared_param_name_class : x3::annotate_on_success {};
 struct function_name_class : x3::annotate_on_success {};
 struct number_class : x3::annotate_on_success {};
 struct integer_class {};
@@ -597,6 +606,7 @@ struct logistic_class : x3::annotate_on_success {};
 struct node_distribution_class {};
 struct node_decl_class : x3::annotate_on_success {};
 struct covariate_decl_class : x3::annotate_on_success {};
+struct param_decl_class : x3::annotate_on_success {};
 struct normal_class : x3::annotate_on_success {};
 struct mvnormal_class : x3::annotate_on_success {};
 struct student_t_class : x3::annotate_on_success {};

@@ -76,6 +76,9 @@ constexpr std::array phrases{
     phrase{"param_name", "expected a parameter name after ','"},
     phrase{"size", "expected the array size as a whole number, e.g. [3]"},
     phrase{"size_close", "expected ']' after the array size"},
+    phrase{"declared_param_name", "expected the parameter's name after 'param'"},
+    phrase{"shape", "expected the parameter's shape as whole numbers, e.g. [3] or [3, 2]"},
+    phrase{"shape_close", "expected ',' or ']' in the parameter's shape"},
     phrase{"node_tilde", "expected '~' and the node's distribution, e.g. `node y ~ bernoulli(0.5);`"},
     phrase{"distribution", "expected a distribution: bernoulli(p) or logistic(...)"},
     phrase{"bernoulli_open", "expected '(' after 'bernoulli'"},
@@ -228,6 +231,7 @@ std::string token_words(std::string_view which, iterator_type begin, iterator_ty
     if (std::string misplaced = misplaced_in_parents(which, begin, where, token, end); !misplaced.empty())
         return misplaced;
     if (reserved_word && (which == "node_name" || which == "covariate_name" || which == "param_name" ||
+                          which == "declared_param_name" ||
                           which == "parents" || which == "listed_parent" || which == "term"))
         return fmt::format("{} is a reserved word and cannot be used as a name", quoted(word));
     // The grammar puts these right after their operator, so the operator is the byte before.

@@ -118,6 +118,11 @@ std::string show(const ast::statement& s) {
         std::string operator()(const ast::covariate_decl& c) const {
             return "covariate " + c.name.name + (c.size ? "[" + std::to_string(*c.size) + "]" : "");
         }
+        std::string operator()(const ast::param_decl& d) const {
+            std::string out = "param " + d.name.name;
+            for (std::size_t k = 0; k < d.shape.size(); ++k) out += (k ? "," : "[") + std::to_string(d.shape[k]);
+            return out + (d.shape.empty() ? "" : "]");
+        }
         std::string operator()(const ast::prior_stmt& p) const {
             std::string out = "prior";
             for (const auto& n : p.params) out += " " + n.name;
