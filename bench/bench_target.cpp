@@ -62,12 +62,13 @@ ir::Graph unimodal_graph(int d) {
     ir::Cpd y;
     y.logistic = true;
     y.offset = 0.5;
-    for (int k = 0; k < d; ++k) y.features.push_back({k, 1.0});
+    for (int k = 0; k < d; ++k) y.features.push_back({k, 1.0, {}, k});
     y.block = 0;
     g.cpds.push_back(y);
     for (int e = 0; e <= d; ++e) g.topological_order.push_back(e);
     ir::Block b;
     b.element = d;
+    b.elements = {d};
     b.size = d;
     b.prior_mean.assign(sz(d), 0.0);
     b.prior_cov.assign(sz(d * d), 0.0);
@@ -98,11 +99,12 @@ ir::Graph sbn_graph() {
         g.elements.push_back(binary_element(1, k, "v[" + std::to_string(k + 1) + "]", false));
         ir::Cpd c;
         c.logistic = true;
-        c.features = {{-1, 1.0}, {0, 1.0}, {1, 1.0}, {2, 1.0}};
+        c.features = {{-1, 1.0, {}, 0}, {0, 1.0, {}, 1}, {1, 1.0, {}, 2}, {2, 1.0, {}, 3}};
         c.block = k;
         g.cpds.push_back(c);
         ir::Block b;
         b.element = 3 + k;
+        b.elements = {3 + k};
         b.offset = 4 * k;
         b.size = 4;
         b.prior_mean.assign(4, 0.0);

@@ -78,21 +78,28 @@ bool prior_unchanged(const ir::Block& b, const std::vector<char>& neg) {
 
 // The entries of θ the flip of `in_s` negates; `exact` says whether prior × likelihood is
 // unchanged (every offset in S is 0 and every touched block's prior is symmetric).
-std::vector<int> negated_entries(const ir::Graph& g, const std::vector<char>& in_s, bool& exact) {
+// `tangled` is set when a weight that a declared parameter shares would have to change sign
+// for one term and not another: no change of θ then follows the flip.
+std::vector<int> negated_entries(const ir::Graph& g, const std::vector<char>& in_s, bool& exact, bool& tangled) {
     std::vector<int> out;
     exact = true;
+    tangled = false;
     for (const ir::Block& b : g.blocks) {
-        const ir::Cpd& cpd = g.cpds[at(b.element)];
-        const bool own = in_s[at(b.element)] != 0;
-        std::vector<char> neg(at(b.size), 0);
-        for (int k = 0; k < b.size; ++k) {
-            // A product of parents flips when an odd number of its factors do.
-            const ir::Feature& f = cpd.features[at(k)];
-            bool parent = f.element >= 0 && in_s[at(f.element)] != 0;
-            for (int e : f.also) parent = parent != (in_s[at(e)] != 0);
-            neg[at(k)] = own != parent;
-            if (neg[at(k)]) out.push_back(b.offset + k);
+        std::vector<char> neg(at(b.size), 0), seen(at(b.size), 0);
+        for (int e : b.elements) {
+            const bool own = in_s[at(e)] != 0;
+            for (const ir::Feature& f : g.cpds[at(e)].features) {
+                // A product of parents flips when an odd number of its factors do.
+                bool parent = f.element >= 0 && in_s[at(f.element)] != 0;
+                for (int a : f.also) parent = parent != (in_s[at(a)] != 0);
+                const char flips = own != parent;
+                if (seen[at(f.weight)] && neg[at(f.weight)] != flips) tangled = true;
+                seen[at(f.weight)] = 1;
+                neg[at(f.weight)] = flips;
+            }
         }
+        for (int k = 0; k < b.size; ++k)
+            if (neg[at(k)]) out.push_back(b.offset + k);
         if (!prior_unchanged(b, neg)) exact = false;
     }
     for (std::size_t e = 0; e < in_s.size() && e < g.cpds.size(); ++e)
@@ -116,9 +123,9 @@ std::vector<ApproximateFlip> find_approximate_flips(const ir::Graph& g) {
                 in_s[at(e)] = 1;
                 f.elements.push_back(e);
             }
-        bool exact = false;
-        f.negated = negated_entries(g, in_s, exact);
-        if (exact || f.negated.empty()) continue;
+        bool exact = false, tangled = false;
+        f.negated = negated_entries(g, in_s, exact, tangled);
+        if (exact || tangled || f.negated.empty()) continue;
         f.name = describe_flip(g, f);
         out.push_back(std::move(f));
     }

@@ -46,9 +46,8 @@ std::string predictor_text(const ir::Graph& g, int e) {
         append_term(out, f.coef, fmt::format("{}*{}", number(std::abs(f.coef)), factors(g, f.element, f.also)));
     if (c.block >= 0) {
         const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
-        for (int k = 0; k < b.size; ++k) {
-            const ir::Feature& f = c.features[static_cast<std::size_t>(k)];
-            const std::string w = g.theta_name(b.offset + k);
+        for (const ir::Feature& f : c.features) {
+            const std::string w = g.theta_name(b.offset + f.weight);
             // A fixed scale (`2 * w * h`) shows as its number: 2*w*h.
             const double scale = std::abs(f.sign);
             const std::string ws = scale == 1 ? w : fmt::format("{}*{}", number(scale), w);
@@ -101,8 +100,11 @@ std::string describe(const ir::Graph& g) {
             const ir::Block& bl = g.blocks[b];
             std::string names;
             for (int k = 0; k < bl.size; ++k) names += (k ? ", " : "") + g.theta_name(bl.offset + k);
-            out += fmt::format("  {:>3}  {:<{}}  size {:<3} ({}){}\n", b + 1, element(g, bl.element).name, width, bl.size, names,
-                               bl.prior_diagonal ? "" : "  full prior covariance");
+            std::string tied;
+            for (std::size_t k = 1; k < bl.elements.size(); ++k)
+                tied += (k == 1 ? "  tied with " : ", ") + element(g, bl.elements[k]).name;
+            out += fmt::format("  {:>3}  {:<{}}  size {:<3} ({}){}{}\n", b + 1, element(g, bl.element).name, width, bl.size,
+                               names, bl.prior_diagonal ? "" : "  full prior covariance", tied);
         }
     }
     return out;
@@ -130,14 +132,13 @@ std::string to_dot(const ir::Graph& g) {
         }
         if (c.block >= 0) {
             const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
-            for (int k = 0; k < b.size; ++k) {
-                const ir::Feature& f = c.features[static_cast<std::size_t>(k)];
+            for (const ir::Feature& f : c.features) {
                 if (f.element < 0) continue;
                 out += fmt::format("  {} -> {} [label=\"{}{}\"];\n", dot_id(g, f.element), dot_id(g, child),
-                                   f.sign < 0 ? "-" : "", g.theta_name(b.offset + k));
+                                   f.sign < 0 ? "-" : "", g.theta_name(b.offset + f.weight));
                 for (int e : f.also)
                     out += fmt::format("  {} -> {} [label=\"{}{}\"];\n", dot_id(g, e), dot_id(g, child),
-                                       f.sign < 0 ? "-" : "", g.theta_name(b.offset + k));
+                                       f.sign < 0 ? "-" : "", g.theta_name(b.offset + f.weight));
             }
         }
     }

@@ -7,7 +7,8 @@
 // (parents' values, ±1 for binary parents and real for covariates, and a constant ±1 for a
 // learned bias; the product of parents' values for an interaction `h * o`) and θ_i is one
 // parameter block with a Gaussian prior N(μ_i, Σ_i), or with some weights independent
-// Student-t (Block::prior_df).
+// Student-t (Block::prior_df). A block may serve several elements when a declared parameter
+// ties them: θ_i is then the block's weights as Feature::weight picks them.
 // A root with a fixed probability p has no block and offset logit p.
 //
 // The graph is immutable once lowered; indices are 0-based throughout, while names shown
@@ -54,6 +55,8 @@ struct Feature {
     int element = -1;   // parent element, or -1 for the constant feature of a learned bias
     double sign = 1.0;  // -1 when the term was subtracted (`... - w * h`), times a fixed scale (`2 * w * h`)
     std::vector<int> also{};  // further factors of a product of parents (`h * o`), else empty
+    int weight = -1;          // its weight's position in the block (Cpd::block); features of
+                              // several elements, or several of one element, may share one
 };
 
 // A fixed-weight term c × x_element × Π x_also, part of the node's offset in every row.
@@ -72,11 +75,14 @@ struct Cpd {
     int block = -1;                 // index into Graph::blocks, -1 if no learned weights
 };
 
-// One parameter block θ_i: the learned weights of one node element.
+// One parameter block: the learned weights of one node element, or of several elements that
+// a declared parameter ties together (`param d;` used by every element of an array node, or
+// by several nodes). Each element's features read their weights through Feature::weight.
 struct Block {
-    int element = 0;                 // the node element it belongs to
+    int element = 0;                 // the first of its node elements (topological order)
+    std::vector<int> elements{};     // all of them, in topological order
     int offset = 0;                  // its first index in the full parameter vector θ
-    int size = 0;                    // = Cpd::features.size()
+    int size = 0;                    // distinct weights: Cpd::features.size() when untied
     std::vector<double> prior_mean;  // μ_i, size entries
     std::vector<double> prior_cov;   // Σ_i, size × size, row-major, symmetric positive definite
     bool prior_diagonal = true;      // Σ_i diagonal (normal priors only)

@@ -141,10 +141,13 @@ void declare(Lowering& s, const ast::program& program) {
             collect_parameter_names(s, *d);
         } else if (const auto* c = boost::get<ast::covariate_decl>(&v)) {
             add_variable(s, c->name, *c, ir::VariableKind::covariate, false, c->size, nullptr);
+        } else if (boost::get<ast::param_decl>(&v)) {
+            continue;  // declare_params, once every variable's name is known
         } else {
             for (const auto& id : boost::get<ast::prior_stmt>(v).params) s.parameter_names.insert(id.name);
         }
     }
+    declare_params(s, program);
     s.g.cpds.resize(s.g.elements.size());
     s.weights.resize(s.g.elements.size());
     const bool any_node = std::any_of(s.g.variables.begin(), s.g.variables.end(),
@@ -175,6 +178,7 @@ std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map
     lowering::Lowering s{map, local};
     lowering::declare(s, program);
     lowering::lower_nodes(s);
+    lowering::check_declared_used(s);
     lowering::lower_priors(s, program);
     lowering::order_graph(s);
     if (!local.has_errors()) lowering::build_blocks(s);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <queue>
 
 #include <fmt/format.h>
@@ -163,6 +164,104 @@ void order_graph(Lowering& s) {
     if (s.diag.error_count() == 0) warn_unused_covariates(s);
 }
 
+namespace {
+
+// The node elements tied together by shared weights, as lists in topological order: each
+// element with learned features is in exactly one list (itself alone when nothing is shared).
+std::vector<std::vector<int>> tied_groups(const Lowering& s) {
+    const auto n = s.g.elements.size();
+    std::vector<int> root(n);
+    for (std::size_t e = 0; e < n; ++e) root[e] = static_cast<int>(e);
+    auto at = [](int e) { return static_cast<std::size_t>(e); };
+    auto find = [&](int e) {  // with path halving
+        while (root[at(e)] != e) e = root[at(e)] = root[at(root[at(e)])];
+        return e;
+    };
+    std::map<std::pair<int, int>, int> first_user;  // (parameter, entry) -> an element using it
+    for (int e : s.g.topological_order)
+        for (const WeightRef& w : s.weights[static_cast<std::size_t>(e)]) {
+            const auto [where, fresh] = first_user.emplace(std::pair(w.param, w.element), e);
+            if (!fresh) root[at(find(e))] = find(where->second);
+        }
+    std::map<int, std::size_t> group_of_root;
+    std::vector<std::vector<int>> groups;
+    for (int e : s.g.topological_order) {
+        const ir::Cpd& cpd = s.g.cpds[static_cast<std::size_t>(e)];
+        if (!cpd.logistic || cpd.features.empty()) continue;
+        const auto [where, fresh] = group_of_root.emplace(find(e), groups.size());
+        if (fresh) groups.emplace_back();
+        groups[where->second].push_back(e);
+    }
+    return groups;
+}
+
+// The prior of weight a of block b from its parameter entry; within one mvnormal
+// parameter, the covariances with the block's weights before it.
+void set_prior(const Lowering& s, const std::vector<WeightRef>& refs, std::size_t a, ir::Block& b) {
+    const auto m = static_cast<std::size_t>(b.size);
+    const WeightRef& w = refs[a];
+    const ParamInfo& pa = s.params[static_cast<std::size_t>(w.param)];
+    const auto ea = static_cast<std::size_t>(w.element);
+    b.prior_mean[a] = pa.mean[ea];
+    b.prior_cov[a * m + a] = pa.var[ea];
+    if (!pa.df.empty()) {
+        if (b.prior_df.empty()) b.prior_df.assign(m, 0.0);
+        b.prior_df[a] = pa.df[ea];
+    }
+    if (pa.cov.empty()) return;
+    for (std::size_t c = 0; c < a; ++c) {
+        if (refs[c].param != w.param) continue;
+        const double v = pa.cov[ea * static_cast<std::size_t>(pa.size()) + static_cast<std::size_t>(refs[c].element)];
+        b.prior_cov[a * m + c] = b.prior_cov[c * m + a] = v;
+        if (v != 0) b.prior_diagonal = false;
+    }
+}
+
+// One block for a group of tied elements: its distinct weights in order of first use, each
+// element's features pointed at them. False (with an error) when the block is too large.
+bool add_block(Lowering& s, const std::vector<int>& group) {
+    std::map<std::pair<int, int>, int> local;
+    std::vector<WeightRef> refs;
+    for (int e : group)
+        for (const WeightRef& w : s.weights[static_cast<std::size_t>(e)])
+            if (local.emplace(std::pair(w.param, w.element), static_cast<int>(refs.size())).second) refs.push_back(w);
+    if (static_cast<long>(refs.size()) > max_block_size) {
+        const ParamInfo& p = s.params[static_cast<std::size_t>(refs.front().param)];
+        s.diag.error(p.loc, fmt::format("too many learned weights in one block: the declared parameters tie {} node "
+                                        "elements with {} weights together, and one block holds at most {}",
+                                        group.size(), refs.size(), max_block_size));
+        return false;
+    }
+    ir::Block b;
+    b.element = group.front();
+    b.elements = group;
+    b.offset = s.g.dim;
+    b.size = static_cast<int>(refs.size());
+    const auto m = refs.size();
+    b.prior_mean.resize(m);
+    b.prior_cov.assign(m * m, 0.0);
+    for (std::size_t a = 0; a < m; ++a) {
+        set_prior(s, refs, a, b);
+        s.g.parameters[static_cast<std::size_t>(refs[a].param)].theta_index[static_cast<std::size_t>(refs[a].element)] =
+            b.offset + static_cast<int>(a);
+    }
+    const int index = static_cast<int>(s.g.blocks.size());
+    for (int e : group) {
+        ir::Cpd& cpd = s.g.cpds[static_cast<std::size_t>(e)];
+        const auto& w = s.weights[static_cast<std::size_t>(e)];
+        cpd.block = index;
+        for (std::size_t k = 0; k < cpd.features.size(); ++k)
+            cpd.features[k].weight = local.at(std::pair(w[k].param, w[k].element));
+    }
+    s.g.blocks.push_back(std::move(b));
+    s.g.dim += static_cast<int>(m);
+    return true;
+}
+
+}  // namespace
+
+// Untied, each element's block holds its features' weights in order, as before declared
+// parameters existed; tied elements share one block placed where the first of them is.
 void build_blocks(Lowering& s) {
     for (auto& p : s.params) {
         ir::Parameter out;
@@ -173,41 +272,8 @@ void build_blocks(Lowering& s) {
         out.loc = p.loc;
         s.g.parameters.push_back(std::move(out));
     }
-    for (int e : s.g.topological_order) {
-        ir::Cpd& cpd = s.g.cpds[static_cast<std::size_t>(e)];
-        if (!cpd.logistic || cpd.features.empty()) continue;
-        const auto& w = s.weights[static_cast<std::size_t>(e)];
-        ir::Block b;
-        b.element = e;
-        b.offset = s.g.dim;
-        b.size = static_cast<int>(cpd.features.size());
-        const auto m = static_cast<std::size_t>(b.size);
-        b.prior_mean.resize(m);
-        b.prior_cov.assign(m * m, 0.0);
-        // Block-diagonal between parameters; full only within one mvnormal parameter.
-        for (std::size_t a = 0; a < m; ++a) {
-            const ParamInfo& pa = s.params[static_cast<std::size_t>(w[a].param)];
-            b.prior_mean[a] = pa.mean[static_cast<std::size_t>(w[a].element)];
-            s.g.parameters[static_cast<std::size_t>(w[a].param)].theta_index[static_cast<std::size_t>(w[a].element)] =
-                b.offset + static_cast<int>(a);
-            const auto ea = static_cast<std::size_t>(w[a].element);
-            b.prior_cov[a * m + a] = pa.var[ea];
-            if (!pa.df.empty()) {
-                if (b.prior_df.empty()) b.prior_df.assign(m, 0.0);
-                b.prior_df[a] = pa.df[ea];
-            }
-            if (pa.cov.empty()) continue;
-            for (std::size_t c = 0; c < m; ++c) {
-                if (c == a || w[c].param != w[a].param) continue;
-                const double v = pa.cov[ea * static_cast<std::size_t>(pa.size()) + static_cast<std::size_t>(w[c].element)];
-                b.prior_cov[a * m + c] = v;
-                if (v != 0) b.prior_diagonal = false;
-            }
-        }
-        cpd.block = static_cast<int>(s.g.blocks.size());
-        s.g.blocks.push_back(std::move(b));
-        s.g.dim += static_cast<int>(m);
-    }
+    for (const auto& group : tied_groups(s))
+        if (!add_block(s, group)) return;
 }
 
 }  // namespace vbn::lang::lowering

@@ -45,14 +45,6 @@ void warn_second_bias(Lowering& s, const NodeContext& node, const ast::identifie
                                     id.name, s.variable(node.variable).name, node.bias->name, node.bias_loc.line, sum));
 }
 
-// The entries of a parent list: entry q is the element elements[q] times, for a product of
-// parents, the further factors also[q].
-struct Parents {
-    std::vector<int> elements;
-    std::vector<std::vector<int>> also;  // parallel to elements
-    bool complete = true;  // false when an item could not be resolved
-};
-
 void unknown_parent(Lowering& s, const std::string& name, Location loc) {
     if (s.parameter_names.count(name)) {
         s.diag.error(loc, fmt::format("'{}' is a parameter, not a node or covariate; a parent must be a declared node or "
@@ -321,14 +313,17 @@ void lower_learned(Lowering& s, NodeContext& node, const ast::identifier& id, co
                                           id.name, kind, id.name, id.name));
         return;
     }
-    if (const auto used = s.param_by_name.find(id.name); used != s.param_by_name.end()) {
-        const ParamInfo& first = s.params[static_cast<std::size_t>(used->second)];
-        s.diag.error(loc, fmt::format("parameter '{}' is already used on line {}; each parameter belongs to exactly one term "
-                                      "of one node, so give this term a parameter of its own",
-                                      id.name, first.loc.line));
-        return;
+    if (!use_declared(s, node.variable, id, loc, sign, parents)) {
+        if (const auto used = s.param_by_name.find(id.name); used != s.param_by_name.end()) {
+            const ParamInfo& first = s.params[static_cast<std::size_t>(used->second)];
+            s.diag.error(loc, fmt::format("parameter '{}' is already used on line {}; an undeclared parameter belongs to "
+                                          "exactly one term of one node: give this term a parameter of its own, or "
+                                          "declare 'param {};' to share one weight",
+                                          id.name, first.loc.line, id.name));
+            return;
+        }
+        add_parameter(s, node.variable, id, loc, sign, parents);
     }
-    add_parameter(s, node.variable, id, loc, sign, parents);
     if (parents) return;
     if (node.bias) warn_second_bias(s, node, id, loc, sign);
     else {

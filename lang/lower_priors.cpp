@@ -246,7 +246,7 @@ bool apply_mvnormal(Lowering& s, ParamInfo& p, const PriorArgs& args, Location u
         return false;
     }
     const ir::Variable& node = s.variable(p.node);
-    if (node.is_array) {
+    if (p.declared ? p.split : node.is_array) {
         s.diag.error(use, fmt::format("mvnormal needs a parameter of one scalar node, but '{}' holds one weight per element "
                                       "of the array node '{}', each in its own block; use normal(MEAN, SD)",
                                       p.name, node.name));
@@ -292,6 +292,8 @@ void prior_target(Lowering& s, const ast::identifier& id, const ast::prior_stmt&
         return;
     }
     const auto found = s.param_by_name.find(id.name);
+    if (const auto d = s.declared.find(id.name); found == s.param_by_name.end() && d != s.declared.end())
+        return;  // declared but unused: check_declared_used says so
     if (found == s.param_by_name.end()) {
         std::vector<std::string> names;
         for (const auto& p : s.params) names.push_back(p.name);

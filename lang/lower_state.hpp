@@ -1,6 +1,7 @@
 // What the passes of lowering share while they turn an AST into an IR graph. Internal to
 // lang/: lower.cpp runs the passes in order,
 //   declare (lower.cpp)        names, variables, elements, array sizes
+//   declare_params (lower_params.cpp)  `param` declarations: names and shapes
 //   lower_nodes (lower_nodes.cpp)   predictors -> offsets, fixed terms, features, parameters
 //   lower_priors (lower_priors.cpp) priors -> each parameter's mean and covariance
 //   order_graph (lower_graph.cpp)   acyclicity, topological order, warnings
@@ -46,12 +47,30 @@ struct ParamInfo {
     std::vector<double> df;      // student_t and cauchy only: degrees of freedom per element
     std::vector<double> cov;     // mvnormal only: elements × elements, row-major
     std::string prior_text;
+    bool declared = false;       // by `param NAME[...]`: shape as declared, usable in several terms
+    bool split = false;          // some use gives different node elements different entries
 
     int size() const {
         int n = 1;
         for (int d : shape) n *= d;
         return n;
     }
+};
+
+// A `param` declaration, before and after its first use in a predictor.
+struct DeclaredParam {
+    std::vector<int> shape;
+    Location loc;     // the name in the declaration
+    int param = -1;   // index into Lowering::params once used
+    bool ok = true;   // false after an error in the declaration (its uses are not checked)
+};
+
+// The entries of a parent list: entry q is the element elements[q] times, for a product of
+// parents, the further factors also[q].
+struct Parents {
+    std::vector<int> elements;
+    std::vector<std::vector<int>> also;  // parallel to elements
+    bool complete = true;  // false when an item could not be resolved
 };
 
 struct Lowering {
@@ -70,6 +89,7 @@ struct Lowering {
     std::set<std::string> parameter_names;          // coefficient and prior names, for messages
     std::vector<ParamInfo> params;                  // in order of first use
     std::map<std::string, int> param_by_name;
+    std::map<std::string, DeclaredParam> declared; // `param` declarations by name
     std::vector<std::vector<WeightRef>> weights;    // per element, parallel to Cpd::features
     long covariance_entries = 0;                    // Σ over elements of (learned weights)²
     long fixed_terms = 0;                           // Σ over elements of fixed terms
@@ -89,6 +109,12 @@ struct Lowering {
     const ir::Element& element(int e) const { return g.elements[static_cast<std::size_t>(e)]; }
 };
 
+void declare_params(Lowering& s, const ast::program& program);
+// A term of node `node` weighted by the declared parameter `id`: its features and weights.
+// False when `id` is not declared (the caller then lowers it as an undeclared parameter).
+bool use_declared(Lowering& s, int node, const ast::identifier& id, Location loc, double sign, const Parents* parents);
+// Errors for declared parameters that no predictor uses.
+void check_declared_used(Lowering& s);
 void lower_nodes(Lowering& s);
 void lower_priors(Lowering& s, const ast::program& program);
 void order_graph(Lowering& s);

@@ -19,13 +19,43 @@ bool hidden_binary(const ir::Graph& g, int e) {
     return el.binary && el.hidden;
 }
 
-// Positions in c's block of the learned weights on element h alone (not in a product).
-std::vector<int> weights_on(const ir::Graph& g, int c, int h) {
+// Positions in c's features of the learned terms on element h alone (not in a product).
+std::vector<int> features_on(const ir::Graph& g, int c, int h) {
     std::vector<int> out;
     const auto& f = cpd_of(g, c).features;
     for (std::size_t k = 0; k < f.size(); ++k)
         if (f[k].element == h && f[k].also.empty()) out.push_back(static_cast<int>(k));
     return out;
+}
+
+// Positions in c's block of the learned weights on element h alone, ascending.
+std::vector<int> weights_on(const ir::Graph& g, int c, int h) {
+    std::vector<int> out;
+    for (int k : features_on(g, c, h)) out.push_back(cpd_of(g, c).features[static_cast<std::size_t>(k)].weight);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+// Positions in h's own block of the weights its features read, ascending.
+std::vector<int> own_weights(const ir::Graph& g, int h) {
+    std::vector<int> out;
+    for (const ir::Feature& f : cpd_of(g, h).features) out.push_back(f.weight);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+// Block b serves one element whose features each read a weight of their own (no declared
+// parameter ties anything in it): the swap rules below assume that.
+bool untied(const ir::Graph& g, int b) {
+    if (b < 0) return true;
+    const ir::Block& blk = g.blocks[static_cast<std::size_t>(b)];
+    if (blk.elements.size() > 1) return false;
+    const auto& f = cpd_of(g, blk.element).features;
+    for (std::size_t k = 0; k < f.size(); ++k)
+        if (f[k].weight != static_cast<int>(k)) return false;
+    return true;
 }
 
 // The sum of c's fixed coefficients on h alone: the fixed part of h's term in c's logit.
@@ -130,11 +160,12 @@ bool same_own_cpd(const ir::Graph& g, int i, int j) {
 // pairs of θ entries to perm.
 bool child_swaps(const ir::Graph& g, int c, int i, int j, std::vector<int>& perm) {
     if (in_product(g, c, i) || in_product(g, c, j) || fixed_on(g, c, i) != fixed_on(g, c, j)) return false;
-    const std::vector<int> wi = weights_on(g, c, i);
-    const std::vector<int> wj = weights_on(g, c, j);
+    const std::vector<int> wi = features_on(g, c, i);
+    const std::vector<int> wj = features_on(g, c, j);
     if (wi.size() != wj.size()) return false;
     if (wi.empty()) return true;
     const ir::Cpd& cpd = cpd_of(g, c);
+    if (!untied(g, cpd.block)) return false;  // then feature k reads weight k
     const ir::Block& b = block_of(g, cpd.block);
     std::vector<int> local(static_cast<std::size_t>(b.size));
     std::iota(local.begin(), local.end(), 0);
@@ -187,40 +218,57 @@ std::string names(const ir::Graph& g, const std::vector<int>& elements) {
 std::vector<int> flip_coordinates(const ir::Graph& g, int h) {
     std::vector<int> out;
     const ir::Cpd& own = cpd_of(g, h);
-    if (own.block >= 0) {
-        const ir::Block& b = block_of(g, own.block);
-        for (int k = 0; k < b.size; ++k) out.push_back(b.offset + k);
-    }
+    if (own.block >= 0)
+        for (int k : own_weights(g, h)) out.push_back(block_of(g, own.block).offset + k);
     for (int c : g.children(h)) {
         const int block = cpd_of(g, c).block;
         for (int k : weights_on(g, c, h)) out.push_back(block_of(g, block).offset + k);
     }
     std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
+
+namespace {
+
+// No weight the flip of h negates is read by a term the flip leaves alone: a weight a
+// declared parameter shares between h's own predictor (or a term on h) and another node's
+// term cannot change sign in one and not the other. Always true without declared parameters.
+bool flip_untangled(const ir::Graph& g, int h) {
+    const std::vector<int> negated = flip_coordinates(g, h);
+    for (std::size_t e = 0; e < g.cpds.size(); ++e) {
+        const ir::Cpd& c = g.cpds[e];
+        if (c.block < 0) continue;
+        for (const ir::Feature& f : c.features) {
+            const int entry = block_of(g, c.block).offset + f.weight;
+            const bool flips = static_cast<int>(e) == h || (f.element == h && f.also.empty());
+            if (!flips && std::binary_search(negated.begin(), negated.end(), entry)) return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
 
 bool flip_is_exact(const ir::Graph& g, int h) {
     if (!hidden_binary(g, h)) return false;
     const ir::Cpd& own = cpd_of(g, h);
     // h's own logit must turn into its negative: no offset or fixed term, a symmetric prior.
     if (own.offset != 0 || !own.fixed.empty()) return false;
-    if (own.block >= 0) {
-        const ir::Block& b = block_of(g, own.block);
-        std::vector<int> all(static_cast<std::size_t>(b.size));
-        std::iota(all.begin(), all.end(), 0);
-        if (!prior_sign_symmetric(b, all)) return false;
-    }
+    if (own.block >= 0 && !prior_sign_symmetric(block_of(g, own.block), own_weights(g, h))) return false;
     // Each child sees h only through learned weights whose prior is symmetric in them.
     for (int c : g.children(h)) {
         if (in_product(g, c, h) || fixed_on(g, c, h) != 0) return false;
         const std::vector<int> w = weights_on(g, c, h);
         if (!w.empty() && !prior_sign_symmetric(block_of(g, cpd_of(g, c).block), w)) return false;
     }
-    return true;
+    return flip_untangled(g, h);
 }
 
 std::vector<int> swap_permutation(const ir::Graph& g, int i, int j) {
-    if (i == j || !hidden_binary(g, i) || !hidden_binary(g, j) || !same_own_cpd(g, i, j)) return {};
+    if (i == j || !hidden_binary(g, i) || !hidden_binary(g, j) || !untied(g, cpd_of(g, i).block) ||
+        !untied(g, cpd_of(g, j).block) || !same_own_cpd(g, i, j))
+        return {};
     std::vector<int> ci = g.children(i), cj = g.children(j);
     std::sort(ci.begin(), ci.end());
     std::sort(cj.begin(), cj.end());

@@ -97,11 +97,10 @@ double linear_predictor(const ir::Graph& g, int e, const Eigen::Ref<const Eigen:
     }
     if (c.block >= 0) {
         const ir::Block& b = g.blocks[static_cast<std::size_t>(c.block)];
-        for (std::size_t i = 0; i < c.features.size(); ++i) {
-            const ir::Feature& f = c.features[i];
+        for (const ir::Feature& f : c.features) {
             double v = f.element < 0 ? 1.0 : x[static_cast<std::size_t>(f.element)];
             for (int e : f.also) v *= x[static_cast<std::size_t>(e)];  // a product of parents
-            eta += theta[b.offset + static_cast<Eigen::Index>(i)] * f.sign * v;
+            eta += theta[b.offset + static_cast<Eigen::Index>(f.weight)] * f.sign * v;
         }
     }
     return eta;

@@ -69,25 +69,27 @@ void fold_cpd(const ir::Graph& g, int element, const std::vector<double>& x, con
             out.base += t.coef * x[sz(t.element)];
         }
     }
-    out.f.setZero(static_cast<Eigen::Index>(cpd.features.size()));
-    for (std::size_t k = 0; k < cpd.features.size(); ++k) {
-        const auto& ft = cpd.features[k];
+    // In block coordinates: features that share a weight (a declared parameter used twice)
+    // add up in its entry.
+    out.f.setZero(cpd.block >= 0 ? g.blocks[sz(cpd.block)].size : 0);
+    for (const auto& ft : cpd.features) {
+        const auto w = static_cast<Eigen::Index>(ft.weight);
         if (!ft.also.empty()) {
             FactorLink link;
-            link.feature = static_cast<int>(k);
+            link.feature = ft.weight;
             double value = ft.sign;
             if (split_product(ft.element, ft.also, x, local, value, link)) {
                 link.coef = value;
                 out.links.push_back(link);
             } else {
-                out.f[static_cast<Eigen::Index>(k)] = value;
+                out.f[w] += value;
             }
         } else if (ft.element < 0) {
-            out.f[static_cast<Eigen::Index>(k)] = ft.sign;
+            out.f[w] += ft.sign;
         } else if (local[sz(ft.element)] >= 0) {
-            out.links.push_back({local[sz(ft.element)], static_cast<int>(k), ft.sign});
+            out.links.push_back({local[sz(ft.element)], ft.weight, ft.sign});
         } else {
-            out.f[static_cast<Eigen::Index>(k)] = ft.sign * x[sz(ft.element)];
+            out.f[w] += ft.sign * x[sz(ft.element)];
         }
     }
 }
@@ -174,9 +176,13 @@ void check_shapes(const ir::Graph& g, const Dataset& d) {
         bad("the topological order does not list every node");
     for (std::size_t b = 0; b < g.blocks.size(); ++b) {
         const auto& blk = g.blocks[b];
-        if (blk.element < 0 || sz(blk.element) >= n || g.cpds[sz(blk.element)].block != static_cast<int>(b) ||
-            static_cast<int>(g.cpds[sz(blk.element)].features.size()) != blk.size)
-            bad(fmt::format("block {} does not match its node", b + 1));
+        bool fits = blk.size >= 0 && !blk.elements.empty() && blk.elements.front() == blk.element;
+        for (int e : blk.elements) {
+            fits = fits && e >= 0 && sz(e) < n && g.cpds[sz(e)].block == static_cast<int>(b);
+            if (!fits) break;
+            for (const auto& ft : g.cpds[sz(e)].features) fits = fits && ft.weight >= 0 && ft.weight < blk.size;
+        }
+        if (!fits) bad(fmt::format("block {} does not match its node", b + 1));
     }
 }
 

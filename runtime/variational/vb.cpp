@@ -995,10 +995,10 @@ std::vector<std::string> idle_hidden(const ir::Graph& graph, const VbFit& fit) {
         const ir::Cpd& c = graph.cpds[e];
         if (c.block < 0) continue;
         const ir::Block& b = graph.blocks[sz(c.block)];
-        for (std::size_t k = 0; k < c.features.size(); ++k) {
-            const int parent = c.features[k].element;
+        for (const ir::Feature& f : c.features) {
+            const int parent = f.element;
             if (parent < 0 || !graph.elements[sz(parent)].hidden) continue;
-            const int i = b.offset + static_cast<int>(k);
+            const int i = b.offset + f.weight;
             ++weights[sz(parent)];
             if (std::abs(fit.mean(i)) > 1e-6 * std::sqrt(fit.variance(i))) ++moved[sz(parent)];
         }

@@ -63,8 +63,10 @@ struct GraphBuilder {
         c.fixed = std::move(fixed);
         c.features = std::move(features);
         if (c.features.empty()) return e;
+        for (std::size_t k = 0; k < c.features.size(); ++k) c.features[k].weight = static_cast<int>(k);
         ir::Block b;
         b.element = e;
+        b.elements = {e};
         b.offset = g.dim;
         b.size = static_cast<int>(c.features.size());
         b.prior_mean = std::move(mean);
@@ -155,11 +157,10 @@ double eta_of(const ir::Graph& g, int e, const Values& x, const Eigen::Ref<const
         for (int a : ft.also) t *= x[static_cast<std::size_t>(a)];  // a product of parents
         eta += t;
     }
-    for (std::size_t k = 0; k < c.features.size(); ++k) {
-        const auto& f = c.features[k];
+    for (const auto& f : c.features) {
         double v = f.element < 0 ? f.sign : f.sign * x[static_cast<std::size_t>(f.element)];
         for (int a : f.also) v *= x[static_cast<std::size_t>(a)];
-        eta += theta[g.blocks[static_cast<std::size_t>(c.block)].offset + static_cast<Eigen::Index>(k)] * v;
+        eta += theta[g.blocks[static_cast<std::size_t>(c.block)].offset + static_cast<Eigen::Index>(f.weight)] * v;
     }
     return eta;
 }
