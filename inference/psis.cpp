@@ -89,6 +89,14 @@ double gpd_quantile(double p, double k, double sigma) {
 
 }  // namespace
 
+double importance_ess(const Eigen::Ref<const Eigen::VectorXd>& log_w) {
+    if (log_w.size() == 0) return 0;
+    const double top = log_w.maxCoeff();
+    if (!(top > -std::numeric_limits<double>::infinity())) return 0;
+    const Eigen::VectorXd w = (log_w.array() - top).exp();
+    return w.sum() * w.sum() / w.squaredNorm();
+}
+
 double pareto_k(const Eigen::Ref<const Eigen::VectorXd>& log_ratios) {
     Tail t;
     if (!pareto_tail(log_ratios, pareto_tail_length(static_cast<int>(log_ratios.size())), t))

@@ -44,6 +44,10 @@ double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios);
 // log ratios keep their order in the tail, as R's stable sort leaves them.
 double pareto_smooth(Eigen::Ref<Eigen::VectorXd> log_ratios, int tail_length);
 
+// The importance sampling ESS (Σ w)² / Σ w² of the weights w = exp(log_w), computed after
+// subtracting the largest log weight; 0 when every weight is 0.
+double importance_ess(const Eigen::Ref<const Eigen::VectorXd>& log_w);
+
 // The weighted mean and covariance Σ_i w_i (x_i − mean)(x_i − mean)' of draws x_i (the
 // columns of `draws`) under weights w that sum to one, e.g. normalised smoothed ratios.
 void weighted_moments(const Eigen::MatrixXd& draws, const Eigen::VectorXd& w, Eigen::VectorXd& mean,

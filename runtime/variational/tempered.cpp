@@ -1,6 +1,7 @@
 #include "runtime/variational/tempered.hpp"
 
 #include "inference/parallel.hpp"
+#include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 
@@ -86,24 +87,16 @@ struct Scratch {
     Vec x, mom, grad_u, grad_p, grad_r, u;
 };
 
-// (Σ w)² / Σ w² of w = exp(log_w).
-double ess(const Vec& log_w) {
-    const double top = log_w.maxCoeff();
-    if (!(top > neg_inf)) return 0;
-    const Vec w = (log_w.array() - top).exp();
-    return w.sum() * w.sum() / w.squaredNorm();
-}
-
 // The next temperature after beta: the largest b ≤ 1 whose incremental weights
 // exp((b − beta) δ), δ = log p − log r₀, keep an ESS of fraction · N (bisection; the ESS
 // falls as b grows).
 double next_temperature(const Vec& delta, double beta, double fraction) {
     const double want = fraction * static_cast<double>(delta.size());
-    if (ess((1 - beta) * delta) >= want) return 1;
+    if (inference::importance_ess((1 - beta) * delta) >= want) return 1;
     double lo = beta, hi = 1;
     for (int i = 0; i < 60 && hi - lo > 1e-12; ++i) {
         const double mid = 0.5 * (lo + hi);
-        (ess((mid - beta) * delta) >= want ? lo : hi) = mid;
+        (inference::importance_ess((mid - beta) * delta) >= want ? lo : hi) = mid;
     }
     return std::max(lo, beta + 1e-12);
 }
@@ -144,9 +137,16 @@ Mat particle_scale(const Mat& x) {
 double largest_correlation(const Mat& x0, const Mat& x) {
     double worst = 0;
     for (Eigen::Index k = 0; k < x.rows(); ++k) {
-        const Eigen::ArrayXd a = x0.row(k).array() - x0.row(k).mean(), b = x.row(k).array() - x.row(k).mean();
-        const double denom = std::sqrt((a * a).sum() * (b * b).sum());
-        if (denom > 0) worst = std::max(worst, std::abs((a * b).sum()) / denom);
+        const double ma = x0.row(k).mean(), mb = x.row(k).mean();
+        double saa = 0, sbb = 0, sab = 0;  // centred sums of squares and products, no temporaries
+        for (Eigen::Index j = 0; j < x.cols(); ++j) {
+            const double a = x0(k, j) - ma, b = x(k, j) - mb;
+            saa += a * a;
+            sbb += b * b;
+            sab += a * b;
+        }
+        const double denom = std::sqrt(saa * sbb);
+        if (denom > 0) worst = std::max(worst, std::abs(sab) / denom);
     }
     return worst;
 }

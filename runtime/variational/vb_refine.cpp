@@ -77,14 +77,6 @@ inference::MixtureProposal make_proposal(const Vec& mean, const Mat& lower, cons
     return inference::MixtureProposal(std::move(parts), std::move(weights));
 }
 
-// (Σ w)² / Σ w² of the weights exp(log_w), the ESS that decides when a round has drawn enough.
-double raw_ess(const Eigen::Ref<const Vec>& log_w) {
-    const double top = log_w.maxCoeff();
-    if (!(top > -std::numeric_limits<double>::infinity())) return 0;
-    const Vec w = (log_w.array() - top).exp();
-    return w.sum() * w.sum() / w.squaredNorm();
-}
-
 // Draws the importance draws of one round into draws (its columns from 0) in batches until
 // their raw ESS reaches options.ess or there are options.draws, and their log weights
 // log p(θ | x) − log q(θ) into log_w; returns how many. The draws are made in order on this
@@ -110,7 +102,7 @@ long draw_round(const Target& target, inference::MixtureProposal& q, const Refin
         });
         log_w.segment(s, take) -= log_q.segment(s, take);
         s += take;
-        if (options.ess > 0 && raw_ess(log_w.head(s)) >= options.ess) break;
+        if (options.ess > 0 && inference::importance_ess(log_w.head(s)) >= options.ess) break;
     }
     return s;
 }
@@ -256,6 +248,34 @@ NewtonMode posterior_mode(const Target& target, const Vec& start, int max_iterat
     return out;
 }
 
+namespace {
+
+// Where importance sampling fails (k̂ ≥ 0.7, or always when asked): the answer becomes the
+// tempered runs' (runtime/variational/tempered.hpp), started at the proposal's main component.
+// Over budget, the importance answer (draws, weights w) stands, flagged by its k̂.
+void correct_by_tempering(const Target& target, const inference::GaussianProposal& from, const RefineOptions& options,
+                          int threads, const Eigen::Ref<const Mat>& draws, const Vec& w, RefinedPosterior& r) {
+    TemperOptions t = options.tempering;
+    t.seed = options.seed;
+    t.threads = threads;
+    t.interrupt = options.interrupt;
+    if (options.note)
+        options.note(fmt::format("the importance correction's k-hat is {:.2f}{}: correcting by tempering instead ({} runs of "
+                                 "{} particles)",
+                                 r.pareto_k, r.pareto_k < 0.7 ? "" : " (above 0.7)", t.runs, t.particles));
+    try {
+        const TemperedDraws td = temper(target, from, t);
+        take_tempered(target, td, r);
+        fill_quantiles(td.draws, Vec::Constant(td.draws.cols(), 1.0 / static_cast<double>(td.draws.cols())), r);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::limit) throw;
+        r.tempering_stopped = e.what();
+        fill_quantiles(draws, w, r);
+    }
+}
+
+}  // namespace
+
 RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     check_options(options);
@@ -321,28 +341,9 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
         r.mcse = (centred.array().square().matrix() * w.cwiseAbs2()).cwiseSqrt();
     }
     const bool tempering = options.temper == RefineOptions::Temper::always ||
-                        (options.temper == RefineOptions::Temper::when_needed && !(r.pareto_k < 0.7));
-    if (tempering) {
-        TemperOptions t = options.tempering;
-        t.seed = options.seed;
-        t.threads = threads;
-        t.interrupt = options.interrupt;
-        if (options.note)
-            options.note(fmt::format("the importance correction's k-hat is {:.2f}{}: correcting by tempering instead ({} runs of "
-                                     "{} particles)",
-                                     r.pareto_k, r.pareto_k < 0.7 ? "" : " (above 0.7)", t.runs, t.particles));
-        try {
-            const TemperedDraws td = temper(target, q->component(0), t);
-            take_tempered(target, td, r);
-            fill_quantiles(td.draws, Vec::Constant(td.draws.cols(), 1.0 / static_cast<double>(td.draws.cols())), r);
-        } catch (const Error& e) {
-            if (e.kind() != ErrorKind::limit) throw;
-            r.tempering_stopped = e.what();  // the importance answer stands, flagged by its k̂
-            fill_quantiles(draws.leftCols(s), w, r);
-        }
-    } else {
-        fill_quantiles(draws.leftCols(s), w, r);
-    }
+                           (options.temper == RefineOptions::Temper::when_needed && !(r.pareto_k < 0.7));
+    if (tempering) correct_by_tempering(target, q->component(0), options, threads, draws.leftCols(s), w, r);
+    else fill_quantiles(draws.leftCols(s), w, r);
     r.seconds = inference::seconds_since(start);
     return r;
 }

@@ -136,3 +136,15 @@ TEST_CASE("psis: pareto_smooth recovers a known generalised Pareto tail") {
         CHECK(pareto_smooth(lw) < 0);
     }
 }
+
+TEST_CASE("psis: the importance ESS is N for equal weights, 1 for one weight, and shift-invariant") {
+    Eigen::VectorXd log_w = Eigen::VectorXd::Constant(50, -3.0);
+    CHECK(importance_ess(log_w) == doctest::Approx(50));
+    log_w[7] = 800;  // exp would overflow without the shift
+    CHECK(importance_ess(log_w) == doctest::Approx(1));
+    Eigen::VectorXd two(2);
+    two << 0.0, std::log(3.0);  // weights 1 and 3: 16 / 10
+    CHECK(importance_ess(two) == doctest::Approx(1.6));
+    CHECK(importance_ess((two.array() - 1000).matrix()) == doctest::Approx(1.6));
+    CHECK(importance_ess(Eigen::VectorXd::Constant(3, -std::numeric_limits<double>::infinity())) == 0);
+}
