@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -369,4 +370,26 @@ TEST_CASE("services: variational, evidence, predict and simulate agree with each
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "parameters not in the given values were drawn from their priors");
     CHECK(theta.size() == g.dim);
+}
+
+TEST_CASE("services::variational interrupted while tempering keeps the EM fit, marked interrupted") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    services::VariationalSettings s;
+    s.vb.restarts = 2;
+    s.correction.temper = RefineOptions::Temper::always;
+    std::atomic<bool> stop{false};
+    bool tempering = false;
+    services::Callbacks cb;
+    cb.interrupt = &stop;
+    // The note that announces tempering raises the flag: the interrupt lands inside it.
+    cb.log = [&](services::LogLevel, const std::string& message) {
+        if (message.find("tempering") != std::string::npos) tempering = stop = true;
+    };
+    const services::VariationalRun run = services::variational(g, d, s, cb);
+    CHECK(tempering);
+    CHECK(run.result.interrupted);
+    CHECK_FALSE(run.corrected.has_value());
+    REQUIRE(run.result.fits.size() == 2);
+    CHECK(std::isfinite(run.result.best_fit().elbo));
 }
