@@ -2,6 +2,7 @@
 
 import subprocess
 
+import pandas as pd
 import pytest
 import vbn
 
@@ -56,3 +57,15 @@ def test_compiler_warnings_are_model_warnings():
     with pytest.warns(vbn.ModelWarning, match="hidden node 'h' has no children"):
         m = vbn.Model.from_string(text, "w")
     assert m.warnings.startswith("w:1:")
+
+
+def test_declared_parameters_keep_their_shapes_and_draws_come_out_shaped(root):
+    """`param c; param v;` in examples/tied: one weight each, read by all four visits."""
+    m = vbn.Model.from_file(root / "examples" / "tied" / "occupancy.vbn")
+    assert m.dimension == 5
+    assert m.parameter_shapes == {"a": (), "u": (2,), "c": (), "v": ()}
+    assert "tied with y[2], y[3], y[4]" in m.describe()
+    frame = pd.read_csv(root / "examples" / "tied" / "occupancy.csv")
+    fit = m.fit(frame, chains=2, draws=100, warmup=100, seed=3, threads=1, quiet=True)
+    assert fit.draws["v"].shape == (2, 100)
+    assert fit.draws["u"].shape == (2, 100, 2)
