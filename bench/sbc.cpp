@@ -1,7 +1,8 @@
 // Simulation-based calibration (validation/sbc.hpp) of every sampling method on a small fully
 // observed model (bench/models/sbc_observed.vbn), on the paper's multimodal model
 // (examples/paper/multimodal.vbn) and on an occupancy model with a hidden node and 11 weights
-// (bench/models/sbc_occupancy.vbn): rank histograms and chi-square p-values.
+// (bench/models/sbc_occupancy.vbn), the same with shared detection weights
+// (bench/models/sbc_occupancy_tied.vbn): rank histograms and chi-square p-values.
 //
 //   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--models observed,...] [--seed 1]
 //
@@ -45,8 +46,9 @@ int main(int argc, char** argv) {
     };
     const std::vector<Case> cases{{"observed", "bench/models/sbc_observed.vbn", 50},
                                   {"multimodal", "examples/paper/multimodal.vbn", 50},
-                                  {"occupancy", "bench/models/sbc_occupancy.vbn", 50}};
-    fmt::print("{:<11} {:<9} {:<5} {:>7} {:>8} {:>6}  histogram (10 bins of ranks 0..99)\n", "model", "method", "param", "chi2",
+                                  {"occupancy", "bench/models/sbc_occupancy.vbn", 50},
+                                  {"occupancy_tied", "bench/models/sbc_occupancy_tied.vbn", 50}};
+    fmt::print("{:<14} {:<9} {:<5} {:>7} {:>8} {:>6}  histogram (10 bins of ranks 0..99)\n", "model", "method", "param", "chi2",
                "p", "secs");
     for (const Case& c : cases) {
         if (!models.empty() && std::find(models.begin(), models.end(), c.name) == models.end()) continue;
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
             for (std::size_t k = 0; k < r.names.size(); ++k) {
                 std::string h;
                 for (int n : r.histogram[k]) h += fmt::format(" {:3d}", n);
-                fmt::print("{:<11} {:<9} {:<5} {:7.2f} {:8.4f} {:6.1f} {}{}\n", c.name, m, r.names[k], r.chi_square[k], r.p_value[k],
+                fmt::print("{:<14} {:<9} {:<5} {:7.2f} {:8.4f} {:6.1f} {}{}\n", c.name, m, r.names[k], r.chi_square[k], r.p_value[k],
                            r.seconds, h, r.failed_fits ? fmt::format("  ({} fits failed)", r.failed_fits) : "");
             }
             std::fflush(stdout);
