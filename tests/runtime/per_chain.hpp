@@ -37,4 +37,21 @@ inline std::string check_moment(const std::string& what, const Eigen::MatrixXd& 
     return out;
 }
 
+// Failures of a two-weight fit's means and covariances against exact ones (a grid's), each
+// within 4 Monte Carlo errors, with floors on those errors of 0.1 sd for a mean and 0.2 sd²
+// for a covariance so that every check has power.
+inline std::string moment_failures(const FitResult& r, const Eigen::Vector2d& mean, const Eigen::Matrix2d& cov) {
+    std::string failures;
+    for (int i = 0; i < 2; ++i) {
+        failures += check_moment(fmt::format("mean[{}]", i), per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }),
+                                 mean[i], 0.1 * std::sqrt(cov(i, i)));
+        for (int j = 0; j <= i; ++j)
+            failures += check_moment(fmt::format("cov[{},{}]", i, j), per_chain(r, [&](const Eigen::Vector2d& x) {
+                                         return (x[i] - mean[i]) * (x[j] - mean[j]);
+                                     }),
+                                     cov(i, j), 0.2 * std::sqrt(cov(i, i) * cov(j, j)));
+    }
+    return failures;
+}
+
 }  // namespace vbn::test

@@ -15,7 +15,6 @@
 #include "validation/grid_posterior.hpp"
 
 #include <doctest/doctest.h>
-#include <fmt/format.h>
 
 #include <cmath>
 #include <sstream>
@@ -71,16 +70,7 @@ TEST_CASE("an interaction with a hidden factor: MCMC means and covariances again
         o.chains = 4;
         o.threads = 2;
         const FitResult r = fit(g, data, o);
-        std::string failures;
-        for (int i = 0; i < 2; ++i) {
-            failures += test::check_moment(fmt::format("mean[{}]", i), test::per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }),
-                              grid.mean[i], 0.1 * std::sqrt(grid.cov(i, i)));
-            for (int j = 0; j <= i; ++j)
-                failures += test::check_moment(fmt::format("cov[{},{}]", i, j), test::per_chain(r, [&](const Eigen::Vector2d& x) {
-                                      return (x[i] - grid.mean[i]) * (x[j] - grid.mean[j]);
-                                  }),
-                                  grid.cov(i, j), 0.2 * std::sqrt(grid.cov(i, i) * grid.cov(j, j)));
-        }
+        const std::string failures = test::moment_failures(r, grid.mean, grid.cov);
         CHECK_MESSAGE(failures.empty(), failures);
     }
 }

@@ -152,15 +152,7 @@ TEST_CASE("one detection rate shared by four visits: every method against the gr
         o.chains = 4;
         o.threads = 2;
         const FitResult r = fit(g, data, o);
-        std::string failures;
-        for (int i = 0; i < 2; ++i) {
-            failures += test::check_moment(fmt::format("mean[{}]", i), test::per_chain(r, [&](const Eigen::Vector2d& x) { return x[i]; }),
-                                           grid.mean[i], 0.1 * std::sqrt(grid.cov(i, i)));
-            failures += test::check_moment(fmt::format("var[{}]", i), test::per_chain(r, [&](const Eigen::Vector2d& x) {
-                                               return (x[i] - grid.mean[i]) * (x[i] - grid.mean[i]);
-                                           }),
-                                           grid.cov(i, i), 0.2 * grid.cov(i, i));
-        }
+        const std::string failures = test::moment_failures(r, grid.mean, grid.cov);
         CHECK_MESSAGE(failures.empty(), failures);
     }
     const RefinedPosterior vb = refine(*target, variational(g, data).best_fit());
