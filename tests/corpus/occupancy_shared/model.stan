@@ -20,7 +20,7 @@ model {
   a ~ normal(0, 2.5);
   u ~ normal(0, 2.5);
   c ~ normal(0, 2.5);
-  v ~ normal(1.5, 1);
+  v ~ normal(1.5, 0.5);
   for (n in 1:N) {
     vector[2] lp;
     for (i in 1:2) {

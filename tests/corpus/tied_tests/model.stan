@@ -29,7 +29,7 @@ model {
   b2 ~ normal(0, 2.5);
   c ~ normal(0, 2.5);
   r ~ normal(0, 2.5);
-  s ~ normal(1.5, 1);
+  s ~ normal(1.5, 0.5);
   for (n in 1:N) {
     vector[4] lp = rep_vector(negative_infinity(), 4);   // (d, t1) configurations
     for (i in 1:2) {
