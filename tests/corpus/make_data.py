@@ -144,7 +144,37 @@ def responder_trial(rng, n=600):
     write("responder_trial", ["x", "t"] + ["m[%d]" % (j + 1) for j in range(3)] + ["y[1]", "y[2]"], rows)
 
 
+def occupancy_shared(rng, n=400):
+    """Occupancy with one detection rate: the five visits share one intercept c and one
+    slope v on the hidden presence z (declared parameters, tied across the elements of y).
+    About 10% of visits did not happen (missing)."""
+    a, u, c, v = 0.2, [1.0, -0.7], -0.8, 1.6
+    rows = []
+    for _ in range(n):
+        x = [round(rng.gauss(0, 1), 3) for _ in range(2)]
+        z = bern(rng, a + u[0] * x[0] + u[1] * x[1])
+        rows.append(x + hide(rng, [bern(rng, c + v * z) for _ in range(5)], 0.10))
+    write("occupancy_shared", ["x[1]", "x[2]"] + ["y[%d]" % (j + 1) for j in range(5)], rows)
+
+
+def tied_tests(rng, n=500):
+    """A hidden disease d (more likely with age, 7 standardised levels) read by two lab tests
+    with one shared sensitivity s (tied across two nodes), and three symptoms whose weights r
+    on [d, t1] are shared by the elements (their biases c are not). t1 is also q's parent, so
+    where t1 is missing it is summed out with d. 8% of t1, t2 and q cells are missing."""
+    a, u, s, b1, b2 = -0.6, 1.0, 1.8, -0.3, 0.2
+    c, r = [-0.5, 0.0, -1.0], [1.2, 0.8]
+    rows = []
+    for _ in range(n):
+        age = rng.choice((-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5))
+        d = bern(rng, a + u * age)
+        t1, t2 = bern(rng, b1 + s * d), bern(rng, b2 + s * d)
+        q = [bern(rng, c[k] + r[0] * d + r[1] * t1) for k in range(3)]
+        rows.append([age] + hide(rng, [t1, t2] + q, 0.08))
+    write("tied_tests", ["age", "t1", "t2"] + ["q[%d]" % (k + 1) for k in range(3)], rows)
+
+
 if __name__ == "__main__":
     for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit,
-                                 interaction_logit, responder_trial], 1):
+                                 interaction_logit, responder_trial, occupancy_shared, tied_tests], 1):
         make(random.Random(20261127 + seed))
