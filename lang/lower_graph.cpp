@@ -225,13 +225,27 @@ bool add_block(Lowering& s, const std::vector<int>& group) {
     for (int e : group)
         for (const WeightRef& w : s.weights[static_cast<std::size_t>(e)])
             if (local.emplace(std::pair(w.param, w.element), static_cast<int>(refs.size())).second) refs.push_back(w);
+    // Errors point at the first declared parameter of the block: the one that ties it.
+    const auto tying = std::find_if(refs.begin(), refs.end(), [&s](const WeightRef& w) {
+        return s.params[static_cast<std::size_t>(w.param)].declared;
+    });
+    const Location at = s.params[static_cast<std::size_t>((tying == refs.end() ? refs.front() : *tying).param)].loc;
     if (static_cast<long>(refs.size()) > max_block_size) {
-        const ParamInfo& p = s.params[static_cast<std::size_t>(refs.front().param)];
-        s.diag.error(p.loc, fmt::format("too many learned weights in one block: the declared parameters tie {} node "
+        s.diag.error(at, fmt::format("too many learned weights in one block: the declared parameters tie {} node "
                                         "elements with {} weights together, and one block holds at most {}",
                                         group.size(), refs.size(), max_block_size));
         return false;
     }
+    // An untied element's prior covariance is already counted (lower_nodes.cpp); a tied
+    // block's is counted here, so that many large tied blocks cannot exhaust memory either.
+    const long entries = static_cast<long>(refs.size()) * static_cast<long>(refs.size());
+    if (group.size() > 1 && s.covariance_entries + entries > max_covariance_entries) {
+        s.diag.error(at, fmt::format("the model is too large: with this tied block the prior covariances of its "
+                                        "blocks need {} entries, and at most {} fit",
+                                        s.covariance_entries + entries, max_covariance_entries));
+        return false;
+    }
+    if (group.size() > 1) s.covariance_entries += entries;
     ir::Block b;
     b.element = group.front();
     b.elements = group;

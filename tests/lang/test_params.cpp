@@ -154,6 +154,19 @@ TEST_CASE("a flip stays exact when the tied weights all flip with it, and is ref
     CHECK_FALSE(lang::flip_is_exact(crossed, element_named(crossed, "h")));
 }
 
+TEST_CASE("tied blocks are held to the limits on block size and on prior covariance entries") {
+    CHECK(lower_error("node x ~ bernoulli(0.5);\nparam w;\nnode y[2100] ~ logistic(b + w * x);\nb, w ~ normal(0, 1);\n")
+              .find("t.vbn:3:29: error: too many learned weights in one block: the declared parameters tie 2100 node "
+                    "elements with 2101 weights together, and one block holds at most 2048") != std::string::npos);
+    // Six tied blocks of 2,001 weights: 6 × 2001² prior covariance entries exceed the 20 million.
+    std::string text = "node x ~ bernoulli(0.5);\n";
+    for (int k = 1; k <= 6; ++k)
+        text += "param w" + std::to_string(k) + ";\nnode y" + std::to_string(k) + "[2000] ~ logistic(b" + std::to_string(k) +
+                " + w" + std::to_string(k) + " * x);\nb" + std::to_string(k) + ", w" + std::to_string(k) + " ~ normal(0, 1);\n";
+    CHECK(lower_error(text).find("error: the model is too large: with this tied block the prior covariances") !=
+          std::string::npos);
+}
+
 TEST_CASE("misused declarations are located errors") {
     CHECK(lower_error("node x ~ bernoulli(0.5);\nparam w[3];\nnode y[4] ~ logistic(w * x);\nw ~ normal(0, 1);\n")
               .find("t.vbn:3:22: error: parameter 'w' is declared vector[3] on line 2, but this term of 'y' (4 elements, "
