@@ -159,10 +159,17 @@ struct covariate_decl : x3::position_tagged {
     boost::optional<int> size;
 };
 
-// normal(MEAN, SD): each a scalar expression or a vector literal
+// The SD of normal: a constant (a scalar expression or a vector literal) or the name of a
+// learned scale (`normal(0, tau)`), which has a prior of its own (half_prior).
+struct sd_arg : x3::variant<identifier, value> {
+    using base_type::base_type;
+    using base_type::operator=;
+};
+
+// normal(MEAN, SD): MEAN a scalar expression or a vector literal, SD as sd_arg says
 struct normal_prior : x3::position_tagged {
     value mean;
-    value sd;
+    sd_arg sd;
 };
 
 // mvnormal(MEANVEC, COVMATRIX)
@@ -185,12 +192,20 @@ struct cauchy_prior : x3::position_tagged {
     value scale;
 };
 
-struct prior_distribution : x3::variant<normal_prior, mvnormal_prior, student_t_prior, cauchy_prior> {
+// half_normal(S) or half_cauchy(S): the prior of a learned scale (a name in normal's SD),
+// on the positive reals with scale S, a scalar expression
+struct half_prior : x3::position_tagged {
+    bool cauchy = false;
+    value scale;
+};
+
+struct prior_distribution : x3::variant<normal_prior, mvnormal_prior, student_t_prior, cauchy_prior, half_prior> {
     using base_type::base_type;
     using base_type::operator=;
 };
 
 // PARAM [, PARAM]* '~' normal(...) | student_t(...) | cauchy(...) ';'   or   PARAM '~' mvnormal(...) ';'
+// or SCALE [, SCALE]* '~' half_normal(...) | half_cauchy(...) ';'
 struct prior_stmt : x3::position_tagged {
     std::vector<identifier> params;
     prior_distribution dist;

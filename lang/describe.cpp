@@ -66,11 +66,14 @@ std::string describe(const ir::Graph& g) {
             if (el.hidden) ++hidden;
         }
     }
+    const int weights = g.dim - static_cast<int>(g.scales.size());
+    const std::string scales = g.scales.empty() ? ""
+                               : fmt::format(" and {} learned scale{}", g.scales.size(), g.scales.size() == 1 ? "" : "s");
     std::string out = fmt::format("model {}: {} binary node{} ({} hidden, {} observed), {} covariate{}, "
-                                  "{} parameter{} in {} block{}\n",
+                                  "{} parameter{} in {} block{}{}\n",
                                   g.name, binary, binary == 1 ? "" : "s", hidden, binary - hidden, covariates,
-                                  covariates == 1 ? "" : "s", g.dim, g.dim == 1 ? "" : "s", g.blocks.size(),
-                                  g.blocks.size() == 1 ? "" : "s");
+                                  covariates == 1 ? "" : "s", weights, weights == 1 ? "" : "s", g.blocks.size(),
+                                  g.blocks.size() == 1 ? "" : "s", scales);
 
     std::size_t width = 4;
     for (const auto& el : g.elements) width = std::max(width, el.name.size());
@@ -92,7 +95,8 @@ std::string describe(const ir::Graph& g) {
         for (const auto& p : g.parameters) pw = std::max(pw, p.name.size());
         out += "\nparameters:\n";
         for (const auto& p : g.parameters)
-            out += fmt::format("  {:<{}}  {:<14} ~ {}\n", p.name, pw, shape_text(p.shape), p.prior);
+            out += fmt::format("  {:<{}}  {:<14} ~ {}\n", p.name, pw, p.scale >= 0 ? "learned scale" : shape_text(p.shape),
+                               p.prior);
     }
     if (!g.blocks.empty()) {
         out += "\nblocks (one per logistic node with learned weights):\n";

@@ -321,6 +321,8 @@ struct normal_class;
 struct mvnormal_class;
 struct student_t_class;
 struct cauchy_class;
+struct half_prior_class;
+struct sd_arg_class;
 struct prior_distribution_class;
 struct param_list_class;
 struct prior_stmt_class;
@@ -387,6 +389,8 @@ x3::rule<normal_class, ast::normal_prior> const normal = "normal";
 x3::rule<mvnormal_class, ast::mvnormal_prior> const mvnormal = "mvnormal";
 x3::rule<student_t_class, ast::student_t_prior> const student_t = "student_t";
 x3::rule<cauchy_class, ast::cauchy_prior> const cauchy = "cauchy";
+x3::rule<half_prior_class, ast::half_prior> const half_prior = "half_prior";
+x3::rule<sd_arg_class, ast::sd_arg> const sd_arg = "sd_arg";
 x3::rule<prior_distribution_class, ast::prior_distribution> const prior_distribution = "prior_distribution";
 x3::rule<param_list_class, std::vector<ast::identifier>> const param_list = "param_list";
 x3::rule<prior_stmt_class, ast::prior_stmt> const prior_stmt = "prior_stmt";
@@ -530,8 +534,10 @@ auto const covariate_decl_def =
 auto const shape_suffix = lit('[') > expect_named("shape", integer % ',') > expect_named("shape_close", lit(']'));
 auto const param_decl_def = (keyword("param") > declared_param_name) >> -shape_suffix > semicolon;
 
+// A name alone before ')' is a learned scale; anything else a constant.
+auto const sd_arg_def = (name >> &lit(')')) | value;
 auto const normal_def = keyword("normal") > expect_named("normal_open", lit('(')) > expect_named("mean", value) >
-                        expect_named("normal_comma", lit(',')) > expect_named("sd", value) >
+                        expect_named("normal_comma", lit(',')) > expect_named("sd", sd_arg) >
                         expect_named("normal_close", lit(')'));
 auto const mvnormal_def = keyword("mvnormal") > expect_named("mvnormal_open", lit('(')) >
                           expect_named("mean_vector", value) > expect_named("mvnormal_comma", lit(',')) >
@@ -543,7 +549,10 @@ auto const student_t_def = keyword("student_t") > expect_named("student_t_open",
 auto const cauchy_def = keyword("cauchy") > expect_named("cauchy_open", lit('(')) > expect_named("location", value) >
                         expect_named("location_comma", lit(',')) > expect_named("scale", value) >
                         expect_named("cauchy_close", lit(')'));
-auto const prior_distribution_def = normal | mvnormal | student_t | cauchy;
+auto const half_prior_def = ((keyword("half_normal") >> attr(false)) | (keyword("half_cauchy") >> attr(true))) >
+                            expect_named("half_open", lit('(')) > expect_named("half_scale", value) >
+                            expect_named("half_close", lit(')'));
+auto const prior_distribution_def = normal | mvnormal | student_t | cauchy | half_prior;
 auto const param_list_def = name >> *(lit(',') > param_name);
 // No expectation before '~': a line that is not a prior is reported as "not a statement".
 auto const prior_stmt_def = param_list >> lit('~') > expect_named("prior", prior_distribution) > semicolon;
@@ -557,7 +566,7 @@ BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, declared_param_
 BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_product, parent_factors, parent_product_built, middle_name,
                     parent_items, bracketed_parents, single_parent,
                     parents, coefficient, term_lead, term_next, terms, predictor)
-BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, param_decl, normal, mvnormal, student_t, cauchy,
+BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, param_decl, sd_arg, normal, mvnormal, student_t, cauchy, half_prior,
                     prior_distribution, param_list, prior_stmt, statement_rule)
 
 // ---------------------------------------------------------------------------------------
@@ -611,6 +620,8 @@ struct normal_class : x3::annotate_on_success {};
 struct mvnormal_class : x3::annotate_on_success {};
 struct student_t_class : x3::annotate_on_success {};
 struct cauchy_class : x3::annotate_on_success {};
+struct half_prior_class : x3::annotate_on_success {};
+struct sd_arg_class {};
 struct prior_distribution_class {};
 struct param_list_class {};
 struct prior_stmt_class : x3::annotate_on_success {};

@@ -1,6 +1,7 @@
 #include "lang/ir.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,10 @@ std::string Graph::theta_csv_name(int k) const {
     if (!locate_theta(*this, k, p, e)) return fmt::format("theta.{}", k + 1);
     return element_name(*p, e, ".", ".", "");
 }
+
+double Graph::constrain(int k, double value) const { return is_scale(k) ? std::exp(value) : value; }
+
+double Graph::unconstrain(int k, double value) const { return is_scale(k) ? std::log(value) : value; }
 
 std::vector<int> Graph::parents(int element) const {
     std::vector<int> out;

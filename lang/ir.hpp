@@ -92,8 +92,25 @@ struct Block {
     // Code that needs a Gaussian prior uses the scale mixture w | λ ~ N(μ, s²/λ),
     // λ ~ Gamma(ν/2, ν/2), so prior_cov alone is the covariance at λ = 1 (docs/methods.md).
     std::vector<double> prior_df;
+    // Learned prior scales (`b ~ normal(0, tau)`): empty when no weight has one; else one
+    // entry per weight, -1 or the index into Graph::scales of the τ whose N(prior_mean[k], τ²)
+    // is the weight's prior. Such a weight is uncorrelated with the rest of the block and its
+    // prior_cov[k, k] is 1 (the prior at τ = 1).
+    std::vector<int> prior_scale;
 
     bool heavy_tailed() const { return !prior_df.empty(); }
+    bool has_learned_scale() const { return !prior_scale.empty(); }
+};
+
+// A learned prior scale τ > 0 (`b ~ normal(0, tau); tau ~ half_normal(1);`). θ holds
+// log τ, unconstrained, at theta_index, after every block's weights; users see τ
+// (Graph::constrain). Its prior is half-normal or half-Cauchy with scale `scale`.
+struct Scale {
+    std::string name;
+    bool cauchy = false;   // half_cauchy(scale), else half_normal(scale)
+    double scale = 1;
+    int theta_index = 0;
+    std::vector<int> weights{};  // the θ indices of the weights whose prior it scales
 };
 
 // A user-visible parameter (`w`, `b`, `W`) and where its elements live in θ.
@@ -103,6 +120,7 @@ struct Parameter {
     std::vector<int> theta_index;    // element e (row-major over shape) -> index in θ
     std::string prior;               // the prior as the user wrote it, for display
     Location loc;                    // where the parameter is used in a predictor
+    int scale = -1;                  // a learned scale (Graph::scales), not a weight: θ holds its log
 };
 
 struct Graph {
@@ -112,8 +130,16 @@ struct Graph {
     std::vector<Cpd> cpds;              // one per element; unused (default) for covariates
     std::vector<int> topological_order; // binary elements, parents before children
     std::vector<Block> blocks;          // in topological order of their nodes
-    std::vector<Parameter> parameters;  // in order of first use in the model text
-    int dim = 0;                        // length of θ: the sum of block sizes
+    std::vector<Parameter> parameters;  // in order of first use in the model text; learned
+                                        // scales after the weights
+    std::vector<Scale> scales;          // learned prior scales, in θ after the blocks
+    int dim = 0;                        // length of θ: the sum of block sizes, then one entry per scale
+
+    // θ's entry k as users see it: exp for a learned scale (θ holds log τ), else itself;
+    // unconstrain is its inverse (for a scale, the log of a positive value).
+    bool is_scale(int k) const { return k >= dim - static_cast<int>(scales.size()); }
+    double constrain(int k, double value) const;
+    double unconstrain(int k, double value) const;
 
     // Name of θ's entry k as a user sees it: "w[2]", "W[1,3]" or "b".
     std::string theta_name(int k) const;

@@ -208,6 +208,10 @@ void set_prior(const Lowering& s, const std::vector<WeightRef>& refs, std::size_
         if (b.prior_df.empty()) b.prior_df.assign(m, 0.0);
         b.prior_df[a] = pa.df[ea];
     }
+    if (pa.scale >= 0) {
+        if (b.prior_scale.empty()) b.prior_scale.assign(m, -1);
+        b.prior_scale[a] = pa.scale;
+    }
     if (pa.cov.empty()) return;
     for (std::size_t c = 0; c < a; ++c) {
         if (refs[c].param != w.param) continue;
@@ -272,6 +276,31 @@ bool add_block(Lowering& s, const std::vector<int>& group) {
     return true;
 }
 
+// The learned scales after every block's weights in θ (as log τ), each a parameter of its
+// own for users, with the weights whose prior it scales.
+void add_scales(Lowering& s) {
+    for (const ScaleInfo& sc : s.scales) {
+        ir::Scale out;
+        out.name = sc.name;
+        out.cauchy = sc.cauchy;
+        out.scale = sc.scale;
+        out.theta_index = s.g.dim;
+        ir::Parameter p;
+        p.name = sc.name;
+        p.theta_index = {s.g.dim};
+        p.prior = sc.prior_text;
+        p.loc = sc.loc;
+        p.scale = static_cast<int>(s.g.scales.size());
+        s.g.scales.push_back(std::move(out));
+        s.g.parameters.push_back(std::move(p));
+        ++s.g.dim;
+    }
+    for (const ir::Block& b : s.g.blocks)
+        for (int k = 0; b.has_learned_scale() && k < b.size; ++k)
+            if (const int sc = b.prior_scale[static_cast<std::size_t>(k)]; sc >= 0)
+                s.g.scales[static_cast<std::size_t>(sc)].weights.push_back(b.offset + k);
+}
+
 }  // namespace
 
 // Untied, each element's block holds its features' weights in order, as before declared
@@ -288,6 +317,7 @@ void build_blocks(Lowering& s) {
     }
     for (const auto& group : tied_groups(s))
         if (!add_block(s, group)) return;
+    add_scales(s);
 }
 
 }  // namespace vbn::lang::lowering

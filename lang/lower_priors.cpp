@@ -36,6 +36,7 @@ struct PriorArgs {
     std::optional<Literal> nu;        // student_t and cauchy: degrees of freedom
     std::optional<Literal> mean;
     std::optional<Literal> spread;  // SD of normal, covariance of mvnormal
+    int scale = -1;                   // normal(MEAN, NAME): the learned scale (Lowering::scales)
     bool valid = false;
     std::string text;
 };
@@ -174,7 +175,17 @@ PriorArgs evaluate(Lowering& s, const ast::prior_stmt& ps, Location stmt_loc) {
     if (const auto* n = boost::get<ast::normal_prior>(&ps.dist.get())) {
         const Location loc = s.at(*n, stmt_loc);
         args.mean = s.eval.value(n->mean, loc);
-        args.spread = s.eval.value(n->sd, loc);
+        if (const auto* name = boost::get<ast::identifier>(&n->sd)) {
+            // A learned scale: the weights' prior at τ = 1 here, τ itself in θ.
+            const auto found = s.scale_by_name.find(name->name);
+            if (found == s.scale_by_name.end()) return args;  // refused by register_scales
+            args.scale = found->second;
+            args.spread = Literal{{}, {1.0}, {loc}, loc};
+            args.valid = args.mean.has_value();
+            if (args.valid) args.text = fmt::format("normal({}, {})", format_literal(*args.mean), name->name);
+            return args;
+        }
+        args.spread = s.eval.value(boost::get<ast::value>(n->sd), loc);
         args.valid = args.mean && args.spread && check_sd(s, *args.spread);
         if (args.valid) args.text = fmt::format("normal({}, {})", format_literal(*args.mean), format_literal(*args.spread));
         return args;
@@ -314,22 +325,124 @@ void prior_target(Lowering& s, const ast::identifier& id, const ast::prior_stmt&
     if (!args.valid || !p.shape_known) return;
     p.prior_ok = args.normal ? apply_normal(s, p, args) : apply_mvnormal(s, p, args, loc);
     if (p.prior_ok) p.prior_text = args.text;
+    p.scale = args.scale;
+}
+
+
+// Every name in a normal prior's standard deviation becomes a learned scale, before any
+// prior is applied (statements come in any order). A name that is already something else
+// is refused where it stands.
+void register_scales(Lowering& s, const ast::program& program) {
+    for (const auto& st : program.statements) {
+        const auto* ps = boost::get<ast::prior_stmt>(&st.get());
+        const auto* n = ps ? boost::get<ast::normal_prior>(&ps->dist.get()) : nullptr;
+        const auto* id = n ? boost::get<ast::identifier>(&n->sd) : nullptr;
+        if (!id) continue;
+        const Location loc = s.name_at(*id, *n, s.at(*n, s.at(*ps)));
+        std::string what;
+        if (const auto v = s.variable_by_name.find(id->name); v != s.variable_by_name.end())
+            what = s.variable(v->second).kind == ir::VariableKind::binary ? "a node" : "a covariate";
+        else if (s.param_by_name.count(id->name) || s.declared.count(id->name))
+            what = "a weight in a predictor";
+        if (!what.empty()) {
+            s.diag.error(loc, fmt::format("'{}' is {}; the standard deviation of normal is a positive constant or the name "
+                                          "of a learned scale of its own",
+                                          id->name, what));
+            continue;
+        }
+        if (s.scale_by_name.emplace(id->name, static_cast<int>(s.scales.size())).second) {
+            ScaleInfo info;
+            info.name = id->name;
+            info.loc = loc;
+            s.scales.push_back(std::move(info));
+        }
+    }
+}
+
+// SCALE ~ half_normal(S) | half_cauchy(S): S a positive scalar.
+void scale_priors(Lowering& s, const ast::prior_stmt& ps) {
+    const auto& h = boost::get<ast::half_prior>(ps.dist.get());
+    const Location stmt_loc = s.at(ps);
+    const Location loc = s.at(h, stmt_loc);
+    const char* dist = h.cauchy ? "half_cauchy" : "half_normal";
+    std::optional<Literal> scale = s.eval.value(h.scale, loc);
+    if (scale && !scale->shape.empty()) {
+        s.diag.error(scale->loc, fmt::format("the scale of {} is a {}; give one positive number", dist, shape_text(scale->shape)));
+        scale.reset();
+    }
+    const std::string what = fmt::format("the scale of {}", dist);
+    const bool ok = scale && check_sd(s, *scale, what.c_str());
+    for (const auto& id : ps.params) {
+        const Location at = s.name_at(id, ps, stmt_loc);
+        const auto found = s.scale_by_name.find(id.name);
+        if (found == s.scale_by_name.end()) {
+            if (s.param_by_name.count(id.name) || s.declared.count(id.name))
+                s.diag.error(at, fmt::format("'{}' is a weight, and {} is the prior of a learned scale, a name in a normal "
+                                             "prior's standard deviation (`b ~ normal(0, tau); tau ~ {}(1);`); give the "
+                                             "weight normal, student_t or cauchy",
+                                             id.name, dist, dist));
+            else if (s.variable_by_name.count(id.name))
+                s.diag.error(at, fmt::format("'{}' is a node or covariate, not a learned scale; {} is the prior of a name in "
+                                             "a normal prior's standard deviation",
+                                             id.name, dist));
+            else {
+                std::vector<std::string> names;
+                for (const auto& sc : s.scales) names.push_back(sc.name);
+                const std::string guess = closest_name(id.name, names);
+                s.diag.error(at, fmt::format("prior on '{}', which no normal prior uses as its standard deviation{}", id.name,
+                                             guess.empty() ? std::string() : fmt::format("; did you mean '{}'?", guess)));
+            }
+            continue;
+        }
+        ScaleInfo& sc = s.scales[static_cast<std::size_t>(found->second)];
+        if (sc.has_prior) {
+            s.diag.error(at, fmt::format("the learned scale '{}' already has a prior on line {}; give it exactly one", id.name,
+                                         sc.prior_loc.line));
+            continue;
+        }
+        sc.has_prior = true;
+        sc.prior_loc = at;
+        if (!ok) continue;
+        sc.prior_ok = true;
+        sc.cauchy = h.cauchy;
+        sc.scale = scale->values[0];
+        sc.prior_text = fmt::format("{}({})", dist, format_literal(*scale));
+    }
 }
 
 }  // namespace
 
 void lower_priors(Lowering& s, const ast::program& program) {
+    register_scales(s, program);
     for (const auto& st : program.statements) {
         const auto* ps = boost::get<ast::prior_stmt>(&st.get());
-        if (!ps) continue;
+        if (!ps || boost::get<ast::half_prior>(&ps->dist.get())) continue;
         const Location stmt_loc = s.at(*ps);
         const PriorArgs args = evaluate(s, *ps, stmt_loc);
-        for (const auto& id : ps->params) prior_target(s, id, *ps, args);
+        for (const auto& id : ps->params) {
+            if (const auto sc = s.scale_by_name.find(id.name); sc != s.scale_by_name.end()) {
+                s.scales[static_cast<std::size_t>(sc->second)].has_prior = true;  // a wrong one: said here, not "none"
+                s.diag.error(s.name_at(id, *ps, stmt_loc),
+                             fmt::format("'{}' is a learned scale (the standard deviation of a normal prior on line {}); its "
+                                         "prior must be one on the positive numbers: half_normal(S) or half_cauchy(S)",
+                                         id.name, s.scales[static_cast<std::size_t>(sc->second)].loc.line));
+                continue;
+            }
+            prior_target(s, id, *ps, args);
+        }
     }
+    for (const auto& st : program.statements)
+        if (const auto* ps = boost::get<ast::prior_stmt>(&st.get()); ps && boost::get<ast::half_prior>(&ps->dist.get()))
+            scale_priors(s, *ps);
     for (const auto& p : s.params)
         if (!p.has_prior)
             s.diag.error(p.loc, fmt::format("parameter '{}' has no prior; every parameter needs one, e.g. '{} ~ normal(0, 1);'",
                                             p.name, p.name));
+    for (const auto& sc : s.scales)
+        if (!sc.has_prior)
+            s.diag.error(sc.loc, fmt::format("the learned scale '{}' has no prior; give it one on the positive numbers, e.g. "
+                                             "'{} ~ half_normal(1);'",
+                                             sc.name, sc.name));
 }
 
 }  // namespace vbn::lang::lowering

@@ -47,6 +47,7 @@ struct ParamInfo {
     std::vector<double> df;      // student_t and cauchy only: degrees of freedom per element
     std::vector<double> cov;     // mvnormal only: elements × elements, row-major
     std::string prior_text;
+    int scale = -1;              // normal(MEAN, NAME): its learned scale, an index into Lowering::scales
     bool declared = false;       // by `param NAME[...]`: shape as declared, usable in several terms
     bool split = false;          // some use gives different node elements different entries
 
@@ -55,6 +56,19 @@ struct ParamInfo {
         for (int d : shape) n *= d;
         return n;
     }
+};
+
+// A learned prior scale: a name in normal's standard deviation (`b ~ normal(0, tau);`) with
+// a prior of its own (`tau ~ half_normal(1);`).
+struct ScaleInfo {
+    std::string name;
+    Location loc;             // its first use in a normal prior
+    bool has_prior = false;
+    Location prior_loc;
+    bool prior_ok = false;
+    bool cauchy = false;      // half_cauchy, else half_normal
+    double scale = 1;
+    std::string prior_text;
 };
 
 // A `param` declaration, before and after its first use in a predictor.
@@ -90,6 +104,8 @@ struct Lowering {
     std::vector<ParamInfo> params;                  // in order of first use
     std::map<std::string, int> param_by_name;
     std::map<std::string, DeclaredParam> declared; // `param` declarations by name
+    std::vector<ScaleInfo> scales;                  // learned prior scales, in order of first use
+    std::map<std::string, int> scale_by_name;
     std::vector<std::vector<WeightRef>> weights;    // per element, parallel to Cpd::features
     long covariance_entries = 0;                    // Σ over elements of (learned weights)²
     long fixed_terms = 0;                           // Σ over elements of fixed terms

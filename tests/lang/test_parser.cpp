@@ -87,6 +87,12 @@ std::string show(const ast::term& t) {
     return out + ")";
 }
 
+// The SD of normal: a constant, or `scale NAME` for a learned scale.
+std::string show(const ast::sd_arg& sd) {
+    if (const auto* name = boost::get<ast::identifier>(&sd.get())) return "scale " + name->name;
+    return show(boost::get<ast::value>(sd.get()));
+}
+
 std::string show(const ast::statement& s) {
     struct dist_visitor {
         std::string operator()(const ast::bernoulli_dist& b) const { return "bernoulli " + show(b.p); }
@@ -106,6 +112,9 @@ std::string show(const ast::statement& s) {
         }
         std::string operator()(const ast::cauchy_prior& c) const {
             return "cauchy(" + show(c.mean) + ", " + show(c.scale) + ")";
+        }
+        std::string operator()(const ast::half_prior& h) const {
+            return std::string(h.cauchy ? "half_cauchy(" : "half_normal(") + show(h.scale) + ")";
         }
     };
     struct visitor {
@@ -305,6 +314,20 @@ TEST_CASE("priors: normal, several parameters, mvnormal with vector and matrix l
           "prior w ~ mvnormal({0, 0}, {{1, 0.5}, {0.5, 1}})");
     CHECK(statement_of("w ~ mvnormal([-1, +1], [[1, 0], [0, sqrt(4)]]);") ==
           "prior w ~ mvnormal({(-1), (+1)}, {{1, 0}, {0, sqrt(4)}})");
+}
+
+TEST_CASE("priors: a learned scale in normal's standard deviation, and its half_normal or half_cauchy prior") {
+    CHECK(statement_of("b ~ normal(0, tau);") == "prior b ~ normal(0, scale tau)");
+    CHECK(statement_of("b, c ~ normal([0, 1], sigma );") == "prior b c ~ normal({0, 1}, scale sigma)");
+    CHECK(statement_of("tau ~ half_normal(2.5);") == "prior tau ~ half_normal(2.5)");
+    CHECK(statement_of("tau, s ~ half_cauchy(sqrt(4));") == "prior tau s ~ half_cauchy(sqrt(4))");
+    // Only a name alone is a scale: `2 * tau` is not, and a name before '(' is a function.
+    CHECK(messages_of("b ~ normal(0, 2 * tau);") ==
+          std::vector<std::string>{"1:19 expected a number, '(' or a function like sqrt(...) after '*'"});
+    CHECK(messages_of("tau ~ half_normal();") ==
+          std::vector<std::string>{"1:19 expected the scale of the prior, a positive constant expression"});
+    CHECK(messages_of("tau ~ half_cauchy(1;") ==
+          std::vector<std::string>{"1:20 expected ')' to close the scale's prior"});
 }
 
 TEST_CASE("the multimodal model of docs/design.md parses statement by statement") {
@@ -579,7 +602,8 @@ TEST_CASE("nodes of the tree map back to their line and column") {
 
     const auto& prior = boost::get<ast::prior_stmt>(p.program.statements[2].get());
     CHECK(at(p.map.where(prior.params[1])) == "3:4");
-    const auto& sd = boost::get<ast::expression>(boost::get<ast::normal_prior>(prior.dist.get()).sd.get());
+    const auto& sd = boost::get<ast::expression>(
+        boost::get<ast::value>(boost::get<ast::normal_prior>(prior.dist.get()).sd.get()).get());
     CHECK(at(p.map.where(sd)) == "3:18");
 }
 
@@ -617,7 +641,8 @@ TEST_CASE("syntax errors say what was expected, where") {
           std::vector<std::string>{"1:10 expected a distribution: bernoulli(p) or logistic(...)"});
     CHECK(messages_of("w ~ gamma(2, 1);") ==
           std::vector<std::string>{"1:5 unknown prior 'gamma'; expected normal(mean, sd), mvnormal(mean, cov), "
-                                   "student_t(nu, mu, s) or cauchy(mu, s)"});
+                                   "student_t(nu, mu, s), cauchy(mu, s), or for a learned scale half_normal(s) or "
+                                   "half_cauchy(s)"});
     CHECK(messages_of("@ node y ~ bernoulli(0.5);") ==
           std::vector<std::string>{
               "1:1 expected a statement: node, covariate or a prior `name ~ normal(...)`"});
