@@ -3,14 +3,25 @@
 #include <Eigen/Cholesky>
 
 #include <cmath>
+#include <vector>
 
 namespace vbn {
 
 Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng) {
     Eigen::VectorXd theta(graph.dim);
+    // Learned scales first: τ = s |z| (half-normal) or s |z / z'| (half-Cauchy), θ holding log τ.
+    std::vector<double> tau;
+    for (const auto& sc : graph.scales) {
+        const double z = rng.normal();
+        tau.push_back(sc.scale * std::abs(sc.cauchy ? z / rng.normal() : z));
+        theta[sc.theta_index] = std::log(tau.back());
+    }
     for (const auto& b : graph.blocks) {
         Eigen::VectorXd z(b.size);
         for (int k = 0; k < b.size; ++k) z[k] = rng.normal();
+        // A weight with a learned scale: N(μ, τ²), its prior_cov entry being 1 (τ = 1).
+        for (int k = 0; b.has_learned_scale() && k < b.size; ++k)
+            if (const int sc = b.prior_scale[static_cast<std::size_t>(k)]; sc >= 0) z[k] *= tau[static_cast<std::size_t>(sc)];
         // A Student-t entry as the scale mixture μ + s z / √λ, λ ~ Gamma(ν/2, rate ν/2); it is
         // uncorrelated with the rest of the block, so scaling z_k scales its entry alone.
         if (b.heavy_tailed())

@@ -9,7 +9,8 @@
 
 namespace vbn {
 
-// θ drawn from the prior of every block (Student-t entries as scale mixtures of normals).
+// θ drawn from the prior of every block (Student-t entries as scale mixtures of normals),
+// learned scales first and the weights they scale given them; θ holds log τ.
 Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng);
 
 }  // namespace vbn

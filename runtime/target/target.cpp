@@ -433,18 +433,28 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         // Gaussian normaliser -½ (d log 2π + log det Σ), dropped from log_density.
         log_constant_ += -0.5 * (b.size * log_2pi + log_det);
         if (b.heavy_tailed()) log_constant_ += add_heavy_entries(b, graph, p);
+        for (int k = 0; b.has_learned_scale() && k < b.size; ++k)
+            if (const int sc = b.prior_scale[sz(k)]; sc >= 0) {
+                p.scaled.push_back(k);
+                p.scale_theta.push_back(graph.scales.at(sz(sc)).theta_index);
+                if (p.diagonal) p.precision[k] = 0;
+                p.unit_precision = p.diagonal ? 0.0 : 1.0;
+            }
         heavy_tailed_ = heavy_tailed_ || !p.heavy.empty();
         max_block_ = std::max(max_block_, b.size);
         blocks_.push_back(std::move(p));
     }
-    if (total != dim_)
+    if (total + static_cast<int>(graph.scales.size()) != dim_)
         throw Error(ErrorKind::model,
-                    fmt::format("model '{}': blocks cover {} parameters but the model has {}", graph.name, total, dim_));
+                    fmt::format("model '{}': blocks cover {} parameters and {} learned scales, but the model has {}",
+                                graph.name, total, graph.scales.size(), dim_));
+    add_scales(graph);
     log_constant_ += families_.fixed_log_likelihood;
 
     separable_.assign(blocks_.size(), 0);
     for (const auto& group : families_.coupled_groups)
-        if (group.size() == 1 && group[0] >= 0 && group[0] < blocks()) separable_[sz(group[0])] = 1;
+        if (group.size() == 1 && group[0] >= 0 && group[0] < blocks() && blocks_[sz(group[0])].scaled.empty())
+            separable_[sz(group[0])] = 1;
     merged_.reserve(families_.complete.size());
     for (const auto& cf : families_.complete) merged_.push_back(merge_signs(cf));
 
@@ -464,6 +474,31 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         int links = 0;
         for (const auto& f : comp.factors) links += static_cast<int>(f.links.size());
         max_links_ = std::max(max_links_, links);
+    }
+}
+
+// Each scale's prior on η = log τ: half-normal(s), log p(τ) = log 2 − ½ log 2π − log s − τ²/(2s²),
+// or half-Cauchy(s), log 2 − log π − log s − log(1 + τ²/s²); the Jacobian dτ/dη = τ adds η.
+// The constants go to log_constant_.
+void Target::add_scales(const ir::Graph& graph) {
+    for (const ir::Scale& sc : graph.scales) {
+        if (!(sc.scale > 0) || !std::isfinite(sc.scale) || sc.theta_index < dim_ - static_cast<int>(graph.scales.size()) ||
+            sc.theta_index >= dim_)
+            throw Error(ErrorKind::model, fmt::format("model '{}': the learned scale '{}' is malformed", graph.name, sc.name));
+        ScalePrior p;
+        p.theta = sc.theta_index;
+        p.cauchy = sc.cauchy;
+        p.log_scale = std::log(sc.scale);
+        for (int k : sc.weights) {
+            p.weights.push_back(k);
+            const ir::Block* owner = nullptr;
+            for (const auto& b : graph.blocks)
+                if (k >= b.offset && k < b.offset + b.size) owner = &b;
+            p.means.push_back(owner ? owner->prior_mean[sz(k - owner->offset)] : 0.0);
+        }
+        log_constant_ += std::log(2.0) - p.log_scale -
+                         (p.cauchy ? std::log(std::numbers::pi) : 0.5 * std::log(2 * std::numbers::pi));
+        scales_.push_back(std::move(p));
     }
 }
 
@@ -526,7 +561,8 @@ double Target::prior_term(int b, In theta, double* grad, Workspace& ws) const {
     const BlockPrior& p = blocks_[sz(b)];
     auto c = ws.centred_.head(p.size);
     c.noalias() = theta.segment(p.offset, p.size) - p.mean;
-    const double heavy = p.heavy.empty() ? 0.0 : heavy_term(p, theta, grad);
+    const double heavy = (p.heavy.empty() ? 0.0 : heavy_term(p, theta, grad)) +
+                         (p.scaled.empty() ? 0.0 : scaled_term(p, theta, grad));
     if (p.diagonal) {
         if (grad) Eigen::Map<Eigen::VectorXd>(grad, p.size) -= p.precision.cwiseProduct(c);
         return -0.5 * c.cwiseAbs2().dot(p.precision) + heavy;
@@ -550,6 +586,49 @@ double Target::heavy_term(const BlockPrior& p, In theta, double* grad) {
         const double r = theta[p.offset + k] - p.mean[k], nu = p.nu[j], s2 = p.scale2[j];
         value += -0.5 * (nu + 1) * std::log1p(r * r / (nu * s2)) + 0.5 * r * r * p.gauss_precision[j];
         if (grad) grad[k] += -(nu + 1) * r / (nu * s2 + r * r) + r * p.gauss_precision[j];
+    }
+    return value;
+}
+
+// log N(w; μ, τ²) + ½ log 2π = −η − ½ r² e^{−2η}, r = w − μ, η = log τ, with gradient
+// −r e^{−2η} in w; plus ½ r² and r in the full case, which take back the N(μ, 1) the Cholesky
+// term counted for this independent entry.
+double Target::scaled_term(const BlockPrior& p, In theta, double* grad) {
+    double value = 0;
+    for (std::size_t j = 0; j < p.scaled.size(); ++j) {
+        const int k = p.scaled[j];
+        const double r = theta[p.offset + k] - p.mean[k], eta = theta[p.scale_theta[j]];
+        const double precision = std::exp(-2 * eta);
+        value += -eta - 0.5 * r * r * (precision - p.unit_precision);
+        if (grad) grad[k] += -r * (precision - p.unit_precision);
+    }
+    return value;
+}
+
+// Per scale: log p(τ) + η without constants (add_scales); with grad, its derivative in η
+// and that of every scaled weight's −η − ½ r² e^{−2η} (whose value prior_term counts).
+// half-normal: −e^{2η}/(2s²), derivative −e^{2η}/s²; half-Cauchy: −softplus(2(η − log s)),
+// derivative −2 g(2(η − log s)).
+double Target::scale_term(In theta, double* grad) const {
+    double value = 0;
+    for (const ScalePrior& p : scales_) {
+        const double eta = theta[p.theta], x = 2 * (eta - p.log_scale);
+        double d = 1;
+        if (p.cauchy) {
+            value += eta - inference::log1p_exp(x);
+            d -= 2 * inference::inv_logit(x);
+        } else {
+            const double u = std::exp(x);
+            value += eta - 0.5 * u;
+            d -= u;
+        }
+        if (!grad) continue;
+        const double precision = std::exp(-2 * eta);
+        for (std::size_t j = 0; j < p.weights.size(); ++j) {
+            const double r = theta[p.weights[j]] - p.means[j];
+            d += r * r * precision - 1;
+        }
+        grad[p.theta] += d;
     }
     return value;
 }
@@ -911,7 +990,7 @@ double Target::complete_term_by_products(int b, In theta, double bound, double* 
 
 bool Target::complete_block(int b) const {
     check_block(b);
-    return families_.components_of_block[sz(b)].empty();
+    return families_.components_of_block[sz(b)].empty() && blocks_[sz(b)].scaled.empty();
 }
 
 void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out) {
@@ -1167,7 +1246,7 @@ double Target::log_prior(In theta, Workspace& ws) const {
     check_theta(theta);
     double v = 0;
     for (int b = 0; b < blocks(); ++b) v += prior_term(b, theta, nullptr, ws);
-    return v;
+    return v + scale_term(theta, nullptr);
 }
 
 double Target::log_likelihood(In theta, Workspace& ws) const {
@@ -1233,6 +1312,7 @@ double Target::log_density(In theta, Workspace& ws) const {
         v += complete_term(b, theta, nullptr, ws);
     }
     v += summed_out_term(theta, nullptr, -1, ws);
+    if (!scales_.empty()) v += scale_term(theta, nullptr);
     return v;
 }
 
@@ -1249,6 +1329,7 @@ double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
         v += complete_term(b, theta, g, ws);
     }
     v += summed_out_term(theta, grad.data(), -1, ws);
+    if (!scales_.empty()) v += scale_term(theta, grad.data());
     return v;
 }
 
@@ -1286,6 +1367,7 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
         }
     }
     for (int j = 0; j < draws; ++j) out[j] += summed_out_term(thetas.col(j), nullptr, -1, ws);
+    for (int j = 0; j < draws && !scales_.empty(); ++j) out[j] += scale_term(thetas.col(j), nullptr);
 }
 
 double Target::block_log_density(int b, In theta, Workspace& ws) const {

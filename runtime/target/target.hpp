@@ -118,8 +118,9 @@ public:
     // The same with ∇ over block b only (grad has block_size(b) entries).
     double block_log_density_gradient(int b, In theta, Out grad, Workspace& ws) const;
 
-    // True when no summed-out component involves block b: its terms are its prior and its
-    // complete-family patterns only, which depend on θ through block b alone.
+    // True when no summed-out component involves block b and no learned scale its prior: its
+    // terms are its prior and its complete-family patterns only, which depend on θ through
+    // block b alone.
     bool complete_block(int b) const;
     // For such a block, −∇² block_log_density over block b, exact (block_size(b) square):
     // Σ_b⁻¹ + Σ_t w_t g(η_t) g(−η_t) f_t f_t' (d²/dη² log g(yη) = −g(η) g(−η) for y = ±1).
@@ -132,6 +133,14 @@ public:
     Eigen::MatrixXd complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature = false) const;
     // True when some weight has a Student-t prior (ir::Block::prior_df).
     bool heavy_tailed_prior() const { return heavy_tailed_; }
+    // The learned prior scales (ir::Graph::scales): θ's last scales() entries, each log τ.
+    // They belong to no block; a block whose weights one scales is not complete_block.
+    int scales() const { return static_cast<int>(scales_.size()); }
+    int scale_offset() const { return dim_ - scales(); }
+    // Their priors on log τ, with the log's Jacobian (the rest of log_density has their
+    // weights' N(μ, τ²), in the blocks' prior terms); with grad (full θ, added into), the
+    // derivative in each log τ of both. 0 without learned scales.
+    double scale_term(In theta, double* grad) const;
     // For such a block at its mode θ̂ with Laplace covariance Σ = L L' (L lower, block_size(b)
     // square): the first correction of the mode towards the posterior mean,
     // E[θ_b] − θ̂_b ≈ ½ Σ T[Σ] (the next term of the Laplace expansion), with T the third derivative of the log
@@ -189,10 +198,28 @@ private:
         // term removes again (gauss_precision = 1/s², 0 in the diagonal case).
         std::vector<int> heavy;
         std::vector<double> nu, scale2, gauss_precision;
+        // Weights with a learned scale (ir::Block::prior_scale), local indices, with the θ
+        // index of their log τ; the Gaussian term above holds them as N(μ, 1), which
+        // scaled_term turns into N(μ, τ²) (unit_precision = 1 in the full case, else 0).
+        std::vector<int> scaled, scale_theta;
+        double unit_precision = 0;
+    };
+
+    // A learned scale: its θ index (log τ), its prior and the weights it scales.
+    struct ScalePrior {
+        int theta = 0;
+        bool cauchy = false;
+        double log_scale = 0;  // log of the prior's scale s
+        std::vector<int> weights;
+        std::vector<double> means;  // their prior means
     };
 
     // The Student-t entries' share of prior_term: value, and gradient added into grad.
     static double heavy_term(const BlockPrior& p, In theta, double* grad);
+    // The learned-scale weights' share of prior_term (their N(μ, τ²) but for the N(μ, 1)
+    // counted before), with its gradient in the weights.
+    static double scaled_term(const BlockPrior& p, In theta, double* grad);
+    void add_scales(const ir::Graph& graph);
 
     void check_theta(In theta) const;
     void check_summed_out() const;
@@ -219,6 +246,7 @@ private:
 
     int dim_ = 0;
     std::vector<BlockPrior> blocks_;
+    std::vector<ScalePrior> scales_;
     Families families_;
     double log_constant_ = 0;
     int max_block_ = 0;

@@ -113,6 +113,16 @@ Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& 
     const auto d = static_cast<Eigen::Index>(target.dim());
     Mat h = Mat::Zero(d, d);
     Vec xp = theta, xm = theta, gp(d), gm(d);
+    auto difference = [&](Eigen::Index k) {
+        // A power of two near 1e-5 · scale keeps x ± step exact in binary.
+        const double step = std::ldexp(1.0, std::ilogb(1e-5 * std::max(1.0, std::abs(theta[k]))));
+        xp[k] = theta[k] + step;
+        xm[k] = theta[k] - step;
+        target.log_density_gradient(xp, gp, ws);
+        target.log_density_gradient(xm, gm, ws);
+        h.col(k) = (gm - gp) / (2 * step);
+        xp[k] = xm[k] = theta[k];
+    };
     for (int b = 0; b < target.blocks(); ++b) {
         const int offset = target.block_offset(b), size = target.block_size(b);
         // A complete block's terms involve no other block: its Hessian is block-diagonal and exact.
@@ -121,17 +131,10 @@ Mat negative_hessian(const Target& target, const Vec& theta, Target::Workspace& 
                 target.complete_block_negative_hessian(b, theta, ws, exact_prior_curvature);
             continue;
         }
-        for (Eigen::Index k = offset; k < offset + size; ++k) {
-            // A power of two near 1e-5 · scale keeps x ± step exact in binary.
-            const double step = std::ldexp(1.0, std::ilogb(1e-5 * std::max(1.0, std::abs(theta[k]))));
-            xp[k] = theta[k] + step;
-            xm[k] = theta[k] - step;
-            target.log_density_gradient(xp, gp, ws);
-            target.log_density_gradient(xm, gm, ws);
-            h.col(k) = (gm - gp) / (2 * step);
-            xp[k] = xm[k] = theta[k];
-        }
+        for (Eigen::Index k = offset; k < offset + size; ++k) difference(k);
     }
+    // Learned scales (log τ, after the blocks) couple the weights they scale.
+    for (Eigen::Index k = target.scale_offset(); k < d; ++k) difference(k);
     return 0.5 * (h + h.transpose());
 }
 
@@ -164,6 +167,25 @@ void fill_quantiles(const Eigen::Ref<const Mat>& draws, const Vec& w, RefinedPos
     }
 }
 
+// E[τ], sd[τ] and the mean's Monte Carlo error of each learned scale from draws of log τ
+// with normalised weights w; with run_mcse (the tempered runs', of log τ) by the delta method
+// instead of from the weights.
+void fill_scale_moments(const Target& target, const Eigen::Ref<const Mat>& draws, const Vec& w, RefinedPosterior& r,
+                        const Vec* run_mcse = nullptr) {
+    const int n = target.scales(), first = target.scale_offset();
+    r.scale_mean.resize(n);
+    r.scale_sd.resize(n);
+    r.scale_mcse.resize(n);
+    for (int j = 0; j < n; ++j) {
+        const Vec tau = draws.row(first + j).transpose().array().exp();
+        const double mean = w.dot(tau);
+        const Vec dev = tau.array() - mean;
+        r.scale_mean[j] = mean;
+        r.scale_sd[j] = std::sqrt(w.dot(dev.cwiseAbs2()));
+        r.scale_mcse[j] = run_mcse ? mean * (*run_mcse)[first + j] : std::sqrt(w.cwiseAbs2().dot(dev.cwiseAbs2()));
+    }
+}
+
 // The tempered runs' answer in place of the importance weights': moments of the pooled
 // particles, each mean's Monte Carlo error from the spread of the runs' means (the particles of
 // a run are correlated by resampling), and the evidence as the mean of the runs' estimates.
@@ -176,6 +198,7 @@ void take_tempered(const Target& target, const TemperedDraws& td, RefinedPosteri
     Vec spread = Vec::Zero(r.mean.size());
     for (const Vec& m : td.run_means) spread += (m - r.mean).cwiseAbs2();
     r.mcse = (spread / (runs - 1) / runs).cwiseSqrt();
+    fill_scale_moments(target, td.draws, Vec::Constant(n, 1.0 / static_cast<double>(n)), r, &r.mcse);
     const double top = *std::max_element(td.run_log_evidence.begin(), td.run_log_evidence.end());
     Vec z(static_cast<Eigen::Index>(td.run_log_evidence.size()));
     for (std::size_t i = 0; i < td.run_log_evidence.size(); ++i) z[static_cast<Eigen::Index>(i)] = std::exp(td.run_log_evidence[i] - top);
@@ -271,6 +294,7 @@ void correct_by_tempering(const Target& target, const inference::GaussianProposa
         if (e.kind() != ErrorKind::limit) throw;
         r.tempering_stopped = e.what();
         fill_quantiles(draws, w, r);
+        fill_scale_moments(target, draws, w, r);
     }
 }
 
@@ -343,7 +367,10 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     const bool tempering = options.temper == RefineOptions::Temper::always ||
                            (options.temper == RefineOptions::Temper::when_needed && !(r.pareto_k < 0.7));
     if (tempering) correct_by_tempering(target, q->component(0), options, threads, draws.leftCols(s), w, r);
-    else fill_quantiles(draws.leftCols(s), w, r);
+    else {
+        fill_quantiles(draws.leftCols(s), w, r);
+        fill_scale_moments(target, draws.leftCols(s), w, r);
+    }
     r.seconds = inference::seconds_since(start);
     return r;
 }

@@ -104,6 +104,9 @@ struct RefinedPosterior {
     Eigen::MatrixXd cov;         // Cov[θ | x_v]
     Eigen::VectorXd mcse;        // Monte Carlo standard error of each mean
     Eigen::VectorXd q5, q50, q95;  // weighted marginal quantiles
+    // The learned scales (Target::scales(), θ's last entries, which hold log τ): mean, sd
+    // and mean's Monte Carlo error of τ itself (its quantiles are exp of log τ's).
+    Eigen::VectorXd scale_mean, scale_sd, scale_mcse;
     double pareto_k = 0;         // k̂ of the weights (reliable below 0.7)
     double ess = 0;              // 1 / Σ w̃² of the normalised smoothed weights
     double log_evidence = 0;     // log p(x_v) estimated by the mean weight
