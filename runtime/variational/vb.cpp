@@ -6,6 +6,7 @@
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
 #include "runtime/target/families.hpp"
+#include "runtime/variational/scale_q.hpp"
 
 #include <Eigen/Cholesky>
 #include <fmt/format.h>
@@ -81,12 +82,24 @@ struct PriorBlock {
     double log_det = 0;  // log |Σ0|
     std::vector<int> heavy;       // Student-t entries (local), uncorrelated with the rest
     std::vector<double> nu, scale2;
+    // Entries with a learned scale (local), uncorrelated with the rest, held at τ = 1 in cov
+    // and precision, and the index of their scale (Problem::scales).
+    std::vector<int> scaled, scale_of;
+};
+
+// A learned scale τ (ir::Scale) and the weights it scales: (block, local entry) pairs.
+struct ScaleProblem {
+    bool cauchy = false;
+    double log_s = 0;
+    std::vector<std::pair<int, int>> entries;
+    std::vector<double> means;
 };
 
 struct Problem {
     const ir::Graph* graph = nullptr;
     const Families* families = nullptr;
     std::vector<PriorBlock> priors;
+    std::vector<ScaleProblem> scales;
     std::vector<MfComponent> components;
     std::vector<std::vector<std::pair<int, int>>> factors_of_block;  // (component, factor)
     int max_features = 0;
@@ -127,6 +140,11 @@ PriorBlock make_prior(const ir::Graph& g, int b) {
             p.heavy.push_back(j);
             p.nu.push_back(blk.prior_df[sz(j)]);
             p.scale2.push_back(blk.prior_cov[sz(j * k + j)]);
+        }
+    for (int j = 0; blk.has_learned_scale() && j < k; ++j)
+        if (blk.prior_scale[sz(j)] >= 0) {
+            p.scaled.push_back(j);
+            p.scale_of.push_back(blk.prior_scale[sz(j)]);
         }
     if (!p.precision.allFinite() || !std::isfinite(p.log_det))
         throw Error(ErrorKind::inference,
@@ -217,6 +235,20 @@ Problem make_problem(const ir::Graph& g, const Families& fam) {
         if (cf.f.cols() != g.blocks[sz(b)].size)
             throw Error(ErrorKind::data, fmt::format("the data's patterns for {} have the wrong width", block_label(g, b)));
     }
+    for (const ir::Scale& sc : g.scales) {
+        ScaleProblem sp;
+        sp.cauchy = sc.cauchy;
+        sp.log_s = std::log(sc.scale);
+        p.scales.push_back(std::move(sp));
+    }
+    for (int b = 0; b < nb; ++b) {
+        const PriorBlock& pr = p.priors[sz(b)];
+        for (std::size_t j = 0; j < pr.scaled.size(); ++j) {
+            ScaleProblem& sp = p.scales.at(sz(pr.scale_of[j]));
+            sp.entries.emplace_back(b, pr.scaled[j]);
+            sp.means.push_back(pr.mean[pr.scaled[j]]);
+        }
+    }
     p.factors_of_block.resize(sz(nb));
     for (const Component& c : fam.components) {
         const int ci = static_cast<int>(p.components.size());
@@ -300,8 +332,25 @@ struct Workspace {
 struct State {
     std::vector<BlockState> blocks;
     std::vector<ComponentState> comps;
+    std::vector<ScaleQ> scales;  // q(τ) of each learned scale
     Workspace w;
 };
+
+// q(τ) of every learned scale given the blocks' q(θ) (runtime/variational/scale_q.hpp): an
+// exact coordinate maximisation of the bound, so it never lowers it.
+void update_scales(const Problem& p, State& s) {
+    for (std::size_t g = 0; g < p.scales.size(); ++g) {
+        const ScaleProblem& sp = p.scales[g];
+        double sum = 0;
+        for (std::size_t j = 0; j < sp.entries.size(); ++j) {
+            const auto [b, k] = sp.entries[j];
+            const BlockState& bs = s.blocks[sz(b)];
+            const double d = bs.mu[k] - sp.means[j];
+            sum += d * d + bs.sigma(k, k);
+        }
+        s.scales[g] = fit_scale_q(sp.cauchy, sp.log_s, static_cast<int>(sp.entries.size()), sum);
+    }
+}
 
 void set_q(ComponentState& cs, int u, double d) {
     cs.d[u] = d;
@@ -511,6 +560,13 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
         bs.precision(k, k) = prec;
         bs.h[k] = prec * pr.mean[k];
     }
+    // A weight with a learned scale: precision E[1/τ²] under q(τ).
+    for (std::size_t j = 0; j < pr.scaled.size(); ++j) {
+        const int k = pr.scaled[j];
+        const double prec = s.scales[sz(pr.scale_of[j])].e_precision;
+        bs.precision(k, k) = prec;
+        bs.h[k] = prec * pr.mean[k];
+    }
     if (cf.patterns() > 0) {
         for (Eigen::Index t = 0; t < cf.w.size(); ++t) bs.coef[t] = cf.w[t] * bs.lambda[t];
         bs.scaled = cf.f.array().colwise() * (2.0 * bs.coef.array()).sqrt();
@@ -647,7 +703,9 @@ void sweep_component(const Problem& p, State& s, int ci) {
 // entries, −KL(q(θ_i) q(λ) ‖ p0(θ_i | λ) p(λ)): E_q[log p0(θ_i | λ)] is the Gaussian term with
 // λ_j/s_j² replaced by E[λ_j]/s_j² in the quadratic and trace, and log s_j² by
 // log s_j² − E[log λ_j] in log |Σ0|; each λ_j adds E[log Gamma(λ_j; ν/2, ν/2)] + H[q(λ_j)].
-double neg_kl(const PriorBlock& pr, BlockState& bs) {
+// A weight with a learned scale likewise, with λ = 1/τ² and s = 1; q(τ)'s own share of the
+// bound is counted once, in elbo().
+double neg_kl(const PriorBlock& pr, BlockState& bs, const std::vector<ScaleQ>& scales) {
     bs.diff = bs.mu - pr.mean;
     bs.pdiff.noalias() = pr.precision * bs.diff;
     double trace = pr.precision.cwiseProduct(bs.sigma).sum();
@@ -663,6 +721,13 @@ double neg_kl(const PriorBlock& pr, BlockState& bs) {
         gamma_terms += half * std::log(half) - inference::log_gamma(half) + (half - 1) * ell - half * el;  // E log p(λ)
         gamma_terms += a - std::log(rate) + inference::log_gamma(a) + (1 - a) * inference::digamma(a);  // H[q(λ)]
     }
+    for (std::size_t j = 0; j < pr.scaled.size(); ++j) {
+        const int k = pr.scaled[j];
+        const ScaleQ& q = scales[sz(pr.scale_of[j])];
+        bs.pdiff[k] *= q.e_precision;
+        trace += (q.e_precision - 1) * bs.sigma(k, k);
+        log_det -= q.e_log_precision;
+    }
     const double quad = bs.diff.dot(bs.pdiff);
     const double k = static_cast<double>(bs.mu.size());
     return -0.5 * (trace + quad - k + log_det - bs.log_det) + gamma_terms;
@@ -670,8 +735,8 @@ double neg_kl(const PriorBlock& pr, BlockState& bs) {
 
 // A block's share of the bound: −KL of q(θ_i) and the expected log ξ-bounds of its
 // complete patterns, added to `total` term by term.
-double add_block_bound(const Problem& p, BlockState& bs, std::size_t b, double total = 0) {
-    total += neg_kl(p.priors[b], bs);
+double add_block_bound(const Problem& p, BlockState& bs, const std::vector<ScaleQ>& scales, std::size_t b, double total = 0) {
+    total += neg_kl(p.priors[b], bs, scales);
     const CompleteFamily& cf = p.families->complete[b];
     for (Eigen::Index t = 0; t < cf.w.size(); ++t)
         total += cf.w[t] * bound_term(bs.xi[t], bs.lambda[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t], bs.log_g[t]);
@@ -682,7 +747,8 @@ double add_block_bound(const Problem& p, BlockState& bs, std::size_t b, double t
 // exact log-likelihood of fixed complete families, −KL of q(θ) and the entropy of q(h).
 double elbo(const Problem& p, State& s) {
     double total = p.families->fixed_log_likelihood;
-    for (std::size_t b = 0; b < s.blocks.size(); ++b) total = add_block_bound(p, s.blocks[b], b, total);
+    for (std::size_t b = 0; b < s.blocks.size(); ++b) total = add_block_bound(p, s.blocks[b], s.scales, b, total);
+    for (const ScaleQ& q : s.scales) total += q.bound;
     for (std::size_t ci = 0; ci < p.components.size(); ++ci) {
         const MfComponent& mc = p.components[ci];
         const ComponentState& cs = s.comps[ci];
@@ -731,6 +797,9 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
         s.blocks.push_back(std::move(bs));
         complete_moments(p, s, static_cast<int>(b));
     }
+    // q(τ) from the blocks' start, the prior at τ = 1: a proper q, so the first bound is one.
+    s.scales.resize(p.scales.size());
+    update_scales(p, s);
     s.w.fbar.setZero(p.max_features);
     s.w.sf.setZero(p.max_features);
     s.w.r.assign(sz(p.max_links), 0.0);
@@ -772,6 +841,20 @@ VbFit assemble(const ir::Graph& g, const State& s) {
         fit.mean.segment(blk.offset, blk.size) = s.blocks[b].mu;
         fit.covs.push_back(s.blocks[b].sigma);
         fit.offsets.push_back(blk.offset);
+    }
+    // The learned scales' log τ: q(τ)'s mean and variance of η, as one diagonal block after
+    // the weights' (mean field: uncorrelated with them).
+    if (!g.scales.empty()) {
+        Eigen::MatrixXd cov = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(g.scales.size()),
+                                                    static_cast<Eigen::Index>(g.scales.size()));
+        for (std::size_t j = 0; j < g.scales.size(); ++j) {
+            fit.mean[g.scales[j].theta_index] = s.scales[j].mean_log;
+            fit.scale_mean.push_back(s.scales[j].mean);
+            fit.scale_sd.push_back(s.scales[j].sd);
+            cov(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(j)) = s.scales[j].var_log;
+        }
+        fit.covs.push_back(std::move(cov));
+        fit.offsets.push_back(g.scales.front().theta_index);
     }
     return fit;
 }
@@ -815,13 +898,13 @@ public:
             // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
             const double alpha = vn > 0 ? std::clamp(-r_[b].norm() / vn, -max_step, -1.0) : -1.0;
             saved_[b] = bs;
-            const double before = add_block_bound(p, bs, b);
+            const double before = add_block_bound(p, bs, s.scales, b);
             bs.xi = (xi0_[b] - 2.0 * alpha * r_[b] + alpha * alpha * v_[b]).cwiseAbs();
             update_lambda(bs);
             const int bi = static_cast<int>(b);
             update_block(p, s, bi, iteration);
             update_xi_complete(p, s, bi);
-            if (!(add_block_bound(p, bs, b) >= before)) static_cast<BlockFit&>(bs) = saved_[b];
+            if (!(add_block_bound(p, bs, s.scales, b) >= before)) static_cast<BlockFit&>(bs) = saved_[b];
         }
     }
 
@@ -867,6 +950,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
             update_block(p, s, b, it);
             update_xi_complete(p, s, b);
         }
+        update_scales(p, s);
         for (int ci = 0; ci < static_cast<int>(s.comps.size()); ++ci) {
             update_xi_component(p, s, ci);
             for (int sweep = 0; sweep < options.mean_field_sweeps; ++sweep) sweep_component(p, s, ci);
@@ -883,6 +967,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
             if (em_iteration()) break;
             begin_iteration();
             sq.extrapolated_step(p, s, it);
+            update_scales(p, s);
             if (end_iteration(false)) break;
         }
     } else {

@@ -53,10 +53,15 @@ struct VbOptions {
 struct VbFit {
     Eigen::VectorXd mean;            // E_q[θ], length Graph::dim
     // Cov_q[θ] block by block: covs[b] is the covariance of Graph::blocks[b], which starts at
-    // offsets[b] in θ. q factorises over the blocks, so Cov_q is zero between them and is never
-    // stored whole (19,998² doubles would be 3.2 GB for a model with 10^4 nodes).
+    // offsets[b] in θ, and a last diagonal one of the learned scales' log τ where the model
+    // has any (q(τ)'s variance of log τ). q factorises over the blocks, so Cov_q is zero
+    // between them and is never stored whole (19,998² doubles would be 3.2 GB for a model
+    // with 10^4 nodes).
     std::vector<Eigen::MatrixXd> covs;
     std::vector<int> offsets;
+    // q(τ)'s mean and sd of each learned scale τ (Graph::scales), on τ's own scale: mean
+    // holds E_q[log τ], which is what θ holds, and users read τ.
+    std::vector<double> scale_mean, scale_sd;
     double elbo = 0;                 // the lower bound on log p(x_v) at the end
     std::vector<double> elbo_trace;  // the bound after each iteration (non-decreasing)
     int iterations = 0;
