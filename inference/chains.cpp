@@ -183,6 +183,7 @@ private:
         const int k = out.draws_done;
         if (settings_.keep_draws) {
             out.draws.row(k) = state.x.transpose();
+            for (int i : callbacks_.log_coordinates) out.draws(k, i) = std::exp(state.x[i]);
             out.lp[k] = state.lp;
             out.info.push_back(info);
         }

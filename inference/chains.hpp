@@ -76,6 +76,10 @@ struct ChainCallbacks {
     const std::atomic<bool>* stop = nullptr;
     std::function<bool()> should_stop;
 
+    // Coordinates the state holds as the log of a positive parameter (a learned scale): kept
+    // draws hold exp of them, the parameter itself. on_draw gets the state as it is.
+    std::vector<int> log_coordinates;
+
     // How failure messages name coordinate i of the state (e.g. "W[2,3]"); unset, they give
     // the 0-based index. Messages number chains from 1, as users and CmdStan's chain_id do.
     std::function<std::string(int i)> parameter_name;

@@ -60,7 +60,10 @@ void theta_from_json(const ir::Graph& graph, const nlohmann::json& params, Eigen
             }
         }
         if (!ok) throw Error(ErrorKind::usage, fmt::format("parameter '{}': expected {}", name, shape_text(p.shape)));
-        for (std::size_t e = 0; e < flat.size(); ++e) theta[p.theta_index[e]] = flat[e];
+        if (p.scale >= 0 && !(flat[0] > 0))
+            throw Error(ErrorKind::usage, fmt::format("parameter '{}': a learned scale must be positive", name));
+        // θ holds a learned scale's log (ir::Graph::constrain).
+        for (std::size_t e = 0; e < flat.size(); ++e) theta[p.theta_index[e]] = graph.unconstrain(p.theta_index[e], flat[e]);
         if (given) given->push_back(name);
     }
 }
@@ -70,7 +73,7 @@ nlohmann::ordered_json theta_to_json(const ir::Graph& graph, const Eigen::Vector
     json out = json::object();
     for (const auto& p : graph.parameters) {
         if (p.shape.empty()) {
-            out[p.name] = theta[p.theta_index[0]];
+            out[p.name] = graph.constrain(p.theta_index[0], theta[p.theta_index[0]]);
         } else if (p.shape.size() == 1) {
             auto& a = out[p.name] = json::array();
             for (int k : p.theta_index) a.push_back(theta[k]);

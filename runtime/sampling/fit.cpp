@@ -2,6 +2,7 @@
 
 #include "inference/clock.hpp"
 #include "inference/gaussian.hpp"
+#include "inference/kernel_combinators.hpp"
 #include "inference/parallel.hpp"
 #include "inference/symmetry_jump.hpp"
 #include "lang/approximate_symmetry.hpp"
@@ -10,6 +11,7 @@
 #include "runtime/sampling/gibbs.hpp"
 #include "runtime/sampling/kernels.hpp"
 #include "runtime/sampling/pmc.hpp"
+#include "runtime/sampling/scale_kernel.hpp"
 #include "runtime/target/target.hpp"
 
 #include <fmt/format.h>
@@ -129,6 +131,10 @@ void resolve_method(RunState& run) {
     run.r.symmetry = lang::describe_symmetries(graph, symmetries);
     run.r.labelings = symmetries.labelings;
     if (run.by_auto) run.r.notes.push_back(fmt::format("method auto chose {}: {}", run.r.method, why));
+    if (!graph.scales.empty() && run.method->scales == ScaleMoves::refused)
+        throw Error(ErrorKind::usage, fmt::format("--method {} does not move learned prior scales (such as '{}'); use nuts "
+                                                  "(auto's choice for them), varblock or gibbs",
+                                                  run.r.method, graph.scales.front().name));
     if (run.method->dense_only && graph.dim > max_dense_dim)
         throw Error(ErrorKind::limit, fmt::format("--method {2} adapts dense {0} x {0} covariances, too large for {0} "
                                                   "parameters (at most {1}); use --method varblock, varmix or nuts",
@@ -321,6 +327,15 @@ std::unique_ptr<inference::Kernel> build_kernel(RunState& run) {
     const KernelInputs in{run.graph, run.data,  *run.target, run.r.vb.best_fit(),
                           run.o,     run.modes, run.exact ? &*run.exact : nullptr};
     KernelBuild b = run.method->build(in);
+    if (!run.graph.scales.empty() && run.method->scales == ScaleMoves::cycled) {
+        std::vector<std::unique_ptr<inference::Kernel>> parts;
+        parts.push_back(std::move(b.kernel));
+        parts.push_back(std::make_unique<ScaleSliceKernel>(run.graph));
+        b.kernel = std::make_unique<inference::Cycle>(std::move(parts));
+        b.notes.push_back(fmt::format("{}: each sweep is followed by a slice-sampling step of every learned scale given "
+                                      "its weights",
+                                      run.method->name));
+    }
     for (auto& n : b.notes) run.r.notes.push_back(std::move(n));
     run.r.adapt_delta = b.adapt_delta;
     run.r.kernel = b.kernel->name();

@@ -49,6 +49,17 @@ GibbsModel::GibbsModel(const ir::Graph& graph, const Target& target) : target_(&
             prior_shift_.back()[k] = 0;
         }
         heavy_.push_back(std::move(heavy));
+        // Weights with a learned scale: likewise, their prior precision e^{−2η} read from θ.
+        std::vector<ScaledEntry> scaled;
+        for (int k = 0; blk.has_learned_scale() && k < blk.size; ++k) {
+            const int sc = blk.prior_scale[sz(k)];
+            if (sc < 0) continue;
+            scaled.push_back({k, blk.prior_mean[sz(k)], graph.scales[sz(sc)].theta_index});
+            prior_precision_.back().row(k).setZero();
+            prior_precision_.back().col(k).setZero();
+            prior_shift_.back()[k] = 0;
+        }
+        scaled_.push_back(std::move(scaled));
     }
     terms_of_block_.resize(sz(target.blocks()));
     for (int c = 0; c < static_cast<int>(fam.components.size()); ++c) {
@@ -217,7 +228,7 @@ double GibbsDensity::log_density(const Eigen::VectorXd& x) {
     double v = 0;
     for (int b = 0; b < target.blocks(); ++b) v += target.observed_block_term(b, x, nullptr, ws_);
     for (int t = 0; t < static_cast<int>(model_->terms().size()); ++t) v += term_value(t, x, nullptr);
-    return v;
+    return v + target.scale_term(x, nullptr);
 }
 
 double GibbsDensity::log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
@@ -229,7 +240,7 @@ double GibbsDensity::log_density_gradient(const Eigen::VectorXd& x, Eigen::Vecto
         const int b = model_->terms()[sz(t)].block;
         v += term_value(t, x, b >= 0 ? grad.data() + target.block_offset(b) : nullptr);
     }
-    return v;
+    return v + target.scale_term(x, grad.data());
 }
 
 double GibbsDensity::block_log_density(int b, const Eigen::VectorXd& x) {
@@ -329,6 +340,11 @@ double GibbsDensity::block_newton_system(int b, const Eigen::VectorXd& theta, Ei
         grad[h.index] -= (h.nu + 1) * r / denom;
         neg_hessian(h.index, h.index) +=
             exact_prior_curvature ? (h.nu + 1) * (h.nu * h.scale2 - r * r) / (denom * denom) : (h.nu + 1) / denom;
+    }
+    for (const GibbsModel::ScaledEntry& e : model_->scaled_entries(b)) {
+        const double precision = std::exp(-2 * theta[e.log_scale]);
+        grad[e.index] -= precision * (th[e.index] - e.mean);
+        neg_hessian(e.index, e.index) += precision;
     }
     auto add = [&](double w, double y, double eta, const auto& features) {
         double dz = 0;

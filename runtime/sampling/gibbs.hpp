@@ -84,6 +84,13 @@ public:
         double mean = 0, nu = 0, scale2 = 0;
     };
     const std::vector<HeavyEntry>& heavy_entries(int b) const { return heavy_[static_cast<std::size_t>(b)]; }
+    // Block b's weights with a learned scale: N(mean, τ²), τ = exp(θ[log_scale]).
+    struct ScaledEntry {
+        int index = 0;
+        double mean = 0;
+        int log_scale = 0;
+    };
+    const std::vector<ScaledEntry>& scaled_entries(int b) const { return scaled_[static_cast<std::size_t>(b)]; }
     // Block b's prior precision Σ₀⁻¹ and Σ₀⁻¹ μ₀ over its Gaussian entries (rows and columns
     // of Student-t entries are 0).
     const Eigen::MatrixXd& prior_precision(int b) const { return prior_precision_[static_cast<std::size_t>(b)]; }
@@ -94,6 +101,7 @@ private:
     std::vector<Eigen::MatrixXd> prior_precision_;
     std::vector<Eigen::VectorXd> prior_shift_;
     std::vector<std::vector<HeavyEntry>> heavy_;
+    std::vector<std::vector<ScaledEntry>> scaled_;
     std::vector<Case> cases_;
     std::vector<Term> terms_;
     std::vector<std::vector<int>> terms_of_block_;

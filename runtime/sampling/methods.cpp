@@ -26,18 +26,19 @@ const std::vector<MethodInfo>& methods() {
          .when = "every node is observed and no node has more than {max_block} weights: block independence "
                  "proposals from the exact posterior's Laplace fit",
          .when_modes = "", .build = build_varblock_kernel, .independence_proposal = true, .splits_blocks = true,
-         .overrelaxes = true},
+         .overrelaxes = true, .scales = ScaleMoves::cycled},
         {.id = Method::varmix, .name = "varmix",
          .description = "varblock's moves mixed with a block random walk (§4.3); mode jumps in small models with "
                         "unobserved values",
          .when = "hidden or missing values couple blocks: variational block moves mixed with a random walk",
          .when_modes = "hidden or missing values in a small model: varmix searches the exact posterior's modes and "
                        "jumps between them",
-         .build = build_varmix_kernel, .independence_proposal = true, .searches_modes = true},
+         .build = build_varmix_kernel, .independence_proposal = true, .searches_modes = true,
+         .scales = ScaleMoves::refused},
         {.id = Method::regen, .name = "regen",
          .description = "adaptive independence MH, its proposal re-fitted at regeneration times (§4.4)",
          .when = "", .when_modes = "", .build = build_regen_kernel, .independence_proposal = true,
-         .searches_modes = true, .dense_only = true, .regenerates = true},
+         .searches_modes = true, .dense_only = true, .regenerates = true, .scales = ScaleMoves::refused},
         {.id = Method::nuts, .name = "nuts",
          .description = "the No-U-Turn sampler with Stan's adaptation, started from the Laplace covariance",
          .when = "a node has {largest_block} weights, more than the {max_block} one skewed independence proposal "
@@ -46,7 +47,7 @@ const std::vector<MethodInfo>& methods() {
         {.id = Method::gibbs, .name = "gibbs",
          .description = "the unobserved values sampled with the weights: a Gibbs sweep, then block MH given them",
          .when = "some rows need more than {max_enumerated} unobserved values summed together, too many to sum out",
-         .when_modes = "", .build = build_gibbs_kernel, .samples_unobserved = true},
+         .when_modes = "", .build = build_gibbs_kernel, .samples_unobserved = true, .scales = ScaleMoves::cycled},
     };
     return table;
 }
@@ -118,6 +119,12 @@ bool searches_modes(const MethodInfo& method, const ir::Graph& graph, bool unobs
 // modes. Larger models with unobserved values: varmix's variational block moves mixed with a
 // random walk. (When the exact target refuses the data, fit() falls back to gibbs.)
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
+    // Learned prior scales tie every weight they scale to one another: NUTS moves them jointly
+    // (the block methods would move each scale only given all its weights).
+    if (!graph.scales.empty()) {
+        if (why) *why = "the model has learned prior scales, which NUTS moves jointly with the weights";
+        return std::string(method_info(Method::nuts).name);
+    }
     const bool unobserved = has_unobserved_values(graph, data);
     int largest_block = 0;
     for (const auto& b : graph.blocks) largest_block = std::max(largest_block, b.size);

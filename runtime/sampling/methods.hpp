@@ -23,6 +23,12 @@ constexpr int mode_search_max_dim = 10;
 
 enum class Method { auto_choice, rwm, varmh, varblock, varmix, regen, nuts, gibbs };
 
+// How a method moves learned prior scales (ir::Graph::scales, θ's last entries): with the
+// weights, its moves spanning all of θ; by a slice-sampling step after each of its sweeps
+// (runtime/sampling/scale_kernel.hpp), its moves being the blocks'; or not at all, so a model
+// with learned scales is refused.
+enum class ScaleMoves { with_weights, cycled, refused };
+
 struct MethodInfo {
     Method id;
     std::string_view name;         // as --method takes it
@@ -56,6 +62,7 @@ struct MethodInfo {
     std::string_view hmc_engine = {};
     // Overrelaxes its whole blocks after warmup (FitOptions::varblock_overrelax).
     bool overrelaxes = false;
+    ScaleMoves scales = ScaleMoves::with_weights;
 };
 
 // The rows, in the order --method's help and the error list them.

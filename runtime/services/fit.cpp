@@ -24,12 +24,13 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
     c.progress = cb.progress;
     c.progress_interval = cb.progress_interval;
     c.stop = cb.interrupt;
+    for (const ir::Scale& sc : graph.scales) c.log_coordinates.push_back(sc.theta_index);  // θ holds log τ
     if (!cb.on_draw && settings.keep_draws) return c;
     scratch.assign(static_cast<std::size_t>(settings.chains), Eigen::VectorXd(graph.dim));
-    c.on_draw = [&cb, &order, &scratch, &counts](int chain, int draw, const inference::State& s,
-                                                 const inference::TransitionInfo& info) {
+    c.on_draw = [&graph, &cb, &order, &scratch, &counts](int chain, int draw, const inference::State& s,
+                                                         const inference::TransitionInfo& info) {
         Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
-        for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = s.x[order[j]];
+        for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = graph.constrain(order[j], s.x[order[j]]);
         StreamedCounts& n = counts[static_cast<std::size_t>(chain)];
         n.divergent += info.divergent ? 1 : 0;
         n.regenerated += info.regenerated ? 1 : 0;
@@ -61,7 +62,12 @@ void add_mode_masses(const FitRun& run, FitSummary& s, const std::function<Eigen
     const Target& target = *run.result.target;
     Target::Workspace ws = target.make_workspace();
     add_importance_masses(
-        s.facts.modes, copies, copy, [&](std::size_t c, Eigen::Index i) { return Eigen::VectorXd(draws[c].row(i).transpose()); },
+        s.facts.modes, copies, copy,
+        [&](std::size_t c, Eigen::Index i) {
+            Eigen::VectorXd theta = draws[c].row(i).transpose();
+            for (int k = target.scale_offset(); k < target.dim(); ++k) theta[k] = std::log(theta[k]);  // draws hold τ
+            return theta;
+        },
         [&](const Eigen::VectorXd& theta) { return target.log_density(theta, ws); });
 }
 
