@@ -387,6 +387,9 @@ void run_all_chains(RunState& run, const inference::Kernel& kernel, const std::v
     inference::ChainCallbacks callbacks = run.o.callbacks;
     const ir::Graph& graph = run.graph;
     if (!callbacks.parameter_name) callbacks.parameter_name = [&graph](int i) { return graph.theta_name(i); };
+    // θ holds each learned scale's log; the kept draws hold τ itself, as users read it.
+    callbacks.log_coordinates.clear();
+    for (const ir::Scale& sc : graph.scales) callbacks.log_coordinates.push_back(sc.theta_index);
     r.chains = inference::run_chains(*factory, kernel, inits, s, callbacks);
     const double wall = inference::seconds_since(t1);
 

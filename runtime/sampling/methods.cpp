@@ -119,13 +119,21 @@ bool searches_modes(const MethodInfo& method, const ir::Graph& graph, bool unobs
 // modes. Larger models with unobserved values: varmix's variational block moves mixed with a
 // random walk. (When the exact target refuses the data, fit() falls back to gibbs.)
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
-    // Learned prior scales tie every weight they scale to one another: NUTS moves them jointly
-    // (the block methods would move each scale only given all its weights).
-    if (!graph.scales.empty()) {
-        if (why) *why = "the model has learned prior scales, which NUTS moves jointly with the weights";
-        return std::string(method_info(Method::nuts).name);
-    }
     const bool unobserved = has_unobserved_values(graph, data);
+    // Learned prior scales: the blocks given the scales, then the scales given the weights by
+    // slice sampling (runtime/sampling/scale_kernel.hpp). Where the data say little about each
+    // weight the scale and its weights form a funnel, on which NUTS diverges (hundreds of
+    // divergent transitions and τ's lower tail cut off on tests/runtime/test_scales.cpp's
+    // two-group model) while the alternation stays exact: varblock where every node is
+    // observed, gibbs where values are unobserved (varmix does not move scales).
+    if (!graph.scales.empty()) {
+        const MethodInfo& m = method_info(unobserved ? Method::gibbs : Method::varblock);
+        if (why)
+            *why = fmt::format("the model has learned prior scales: {} moves the weights given them, and a slice-sampling "
+                               "step each scale given its weights",
+                               m.name);
+        return std::string(m.name);
+    }
     int largest_block = 0;
     for (const auto& b : graph.blocks) largest_block = std::max(largest_block, b.size);
     // varblock ahead of nuts up to here: blocks of 21-64 weights are skewed by the triangular map

@@ -24,7 +24,6 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
     c.progress = cb.progress;
     c.progress_interval = cb.progress_interval;
     c.stop = cb.interrupt;
-    for (const ir::Scale& sc : graph.scales) c.log_coordinates.push_back(sc.theta_index);  // θ holds log τ
     if (!cb.on_draw && settings.keep_draws) return c;
     scratch.assign(static_cast<std::size_t>(settings.chains), Eigen::VectorXd(graph.dim));
     c.on_draw = [&graph, &cb, &order, &scratch, &counts](int chain, int draw, const inference::State& s,

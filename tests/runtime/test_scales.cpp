@@ -3,8 +3,13 @@
 // against differences, and prior draws against the half-normal's and half-Cauchy's quantiles.
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
+#include "runtime/sampling/fit.hpp"
 #include "runtime/target/prior.hpp"
 #include "runtime/target/target.hpp"
+#include "runtime/variational/scale_q.hpp"
+#include "runtime/variational/vb.hpp"
+#include "runtime/variational/vb_refine.hpp"
+#include "tests/runtime/per_chain.hpp"
 #include "tests/runtime/theta_index.hpp"
 
 #include <doctest/doctest.h>
@@ -14,6 +19,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <utility>
 
 using namespace vbn;
 
@@ -145,4 +151,155 @@ TEST_CASE("learned scales: prior draws of tau have the half-normal's and half-Ca
         CHECK(std::abs(tau_inside / double(n) - p_tau) < 4 * std::sqrt(p_tau * (1 - p_tau) / n));
         CHECK(std::abs(b_inside / double(n) - p_b) < 4 * std::sqrt(p_b * (1 - p_b) / n));
     }
+}
+
+namespace {
+
+// Two groups y[1], y[2] with intercepts b[k] ~ N(0, τ²) sharing τ ~ half-normal(1), a few rows
+// each (y[2] missing in three): the data say little, so τ's posterior is wide and reaches
+// down to where the weights funnel towards 0.
+const char* const funnel_text = "node y[2] ~ logistic(b);\nb ~ normal(0, tau);\ntau ~ half_normal(1);\n";
+const char* const funnel_csv = "y[1],y[2]\n1,0\n1,0\n1,\n1,1\n1,0\n0,\n0,0\n1,\n";
+
+// The exact posterior moments of b[1], b[2] and τ by quadrature: given η = log τ the groups
+// are independent, each ∫ N(b; 0, τ²) L_k(b) db on a grid in b/τ, and η on a grid of its own.
+struct FunnelMoments {
+    double mean[3] = {0, 0, 0}, sd[3] = {0, 0, 0};
+};
+
+FunnelMoments funnel_grid(const int ones[2] = nullptr, const int zeros[2] = nullptr) {
+    static const int few_ones[2] = {6, 1}, few_zeros[2] = {2, 4};
+    if (!ones) ones = few_ones;
+    if (!zeros) zeros = few_zeros;
+    double z = 0, m1[3] = {0, 0, 0}, m2[3] = {0, 0, 0};
+    for (double eta = -9; eta <= 3; eta += 0.004) {
+        const double tau = std::exp(eta);
+        double weight = std::exp(eta + std::log(2.0) + log_normal(tau, 0, 1));  // p(τ) τ: the density of η
+        double e[2], e2[2];
+        for (int k = 0; k < 2; ++k) {
+            double zk = 0, s1 = 0, s2 = 0;
+            for (double u = -9; u <= 9; u += 0.002) {
+                const double b = tau * u;
+                const double w = std::exp(-0.5 * u * u + ones[k] * log_logistic(b) + zeros[k] * log_logistic(-b));
+                zk += w;
+                s1 += w * b;
+                s2 += w * b * b;
+            }
+            weight *= zk * 0.002 / std::sqrt(2 * std::numbers::pi);
+            e[k] = s1 / zk;
+            e2[k] = s2 / zk;
+        }
+        z += weight;
+        for (int k = 0; k < 2; ++k) {
+            m1[k] += weight * e[k];
+            m2[k] += weight * e2[k];
+        }
+        m1[2] += weight * tau;
+        m2[2] += weight * tau * tau;
+    }
+    FunnelMoments out;
+    for (int k = 0; k < 3; ++k) {
+        out.mean[k] = m1[k] / z;
+        out.sd[k] = std::sqrt(m2[k] / z - out.mean[k] * out.mean[k]);
+    }
+    return out;
+}
+
+// Column `col` of every chain's draws as an iterations × chains matrix.
+Eigen::MatrixXd chain_column(const FitResult& r, int col) {
+    Eigen::MatrixXd m(r.chains[0].draws.rows(), static_cast<Eigen::Index>(r.chains.size()));
+    for (std::size_t c = 0; c < r.chains.size(); ++c) m.col(static_cast<Eigen::Index>(c)) = r.chains[c].draws.col(col);
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("learned scales: every method that moves them against the exact posterior by quadrature" * doctest::timeout(300)) {
+    const ir::Graph g = compile_model(funnel_text, "funnel.vbn");
+    std::istringstream in(funnel_csv);
+    const Dataset data = load_csv(g, in, "funnel.csv");
+    const FunnelMoments exact = funnel_grid();
+    const int cols[3] = {test::theta_index(g, "b[1]"), test::theta_index(g, "b[2]"), test::theta_index(g, "tau")};
+    for (const std::string method : {"auto", "varblock", "gibbs"}) {
+        CAPTURE(method);
+        FitOptions o;
+        o.method = method;
+        o.seed = 3;
+        o.warmup = 1000;
+        o.draws = 4000;
+        o.chains = 4;
+        o.threads = 2;
+        const FitResult r = fit(g, data, o);
+        std::string failures;
+        for (int k = 0; k < 3; ++k) {
+            const Eigen::MatrixXd x = chain_column(r, cols[k]);  // draws hold τ itself
+            failures += test::check_moment(fmt::format("mean {}", g.theta_name(cols[k])), x, exact.mean[k], 0.1 * exact.sd[k]);
+            const Eigen::MatrixXd dev2 = (x.array() - exact.mean[k]).square().matrix();
+            failures += test::check_moment(fmt::format("variance {}", g.theta_name(cols[k])), dev2,
+                                           exact.sd[k] * exact.sd[k], 0.2 * exact.sd[k] * exact.sd[k]);
+        }
+        CHECK_MESSAGE(failures.empty(), failures);
+    }
+}
+
+TEST_CASE("learned scales: the variational fit's bound never decreases, and its correction finds the exact moments") {
+    // Informative groups (60 of 100 and 15 of 100 ones), where the posterior has no funnel
+    // for importance sampling from q to miss.
+    const int ones[2] = {60, 15}, zeros[2] = {40, 85};
+    std::string csv = "y[1],y[2]\n";
+    for (int r = 0; r < 100; ++r) csv += fmt::format("{},{}\n", r < ones[0] ? 1 : 0, r < ones[1] ? 1 : 0);
+    const ir::Graph g = compile_model(funnel_text, "funnel.vbn");
+    std::istringstream in(csv);
+    const Dataset data = load_csv(g, in, "groups.csv");
+    const VbFit q = variational(g, data).best_fit();
+    REQUIRE(q.elbo_trace.size() > 1);
+    for (std::size_t i = 1; i < q.elbo_trace.size(); ++i)
+        CHECK(q.elbo_trace[i] >= q.elbo_trace[i - 1] - 1e-12 * std::abs(q.elbo_trace[i]));
+    REQUIRE(q.scale_mean.size() == 1);
+    CHECK(q.scale_mean[0] > 0);
+    const auto target = make_target(g, data);
+    const RefinedPosterior r = refine(*target, q);
+    const FunnelMoments exact = funnel_grid(ones, zeros);
+    CHECK(r.pareto_k < 0.7);
+    for (int k = 0; k < 2; ++k) {
+        CAPTURE(k);
+        CHECK(std::abs(r.mean[k] - exact.mean[k]) <= 4 * r.mcse[k]);
+    }
+    REQUIRE(r.scale_mean.size() == 1);
+    CHECK(std::abs(r.scale_mean[0] - exact.mean[2]) <= 4 * r.scale_mcse[0]);
+    CHECK(r.scale_sd[0] == doctest::Approx(exact.sd[2]).epsilon(0.1));
+}
+
+TEST_CASE("learned scales: q(tau) by quadrature in log tau against integration in tau itself") {
+    for (const bool cauchy : {false, true})
+        for (const auto& [n, S] : {std::pair{1, 0.3}, std::pair{4, 2.0}, std::pair{40, 55.0}, std::pair{3, 1e-4}}) {
+            CAPTURE(cauchy);
+            CAPTURE(n);
+            CAPTURE(S);
+            const double s = 1.7;
+            const ScaleQ q = fit_scale_q(cauchy, std::log(s), n, S);
+            // q(τ) ∝ p(τ) τ^{−n} e^{−S/(2τ²)} on a fine grid in τ, with its own moments.
+            auto log_unnormalised = [&](double tau) {
+                const double prior = cauchy ? std::log(2 / (std::numbers::pi * s)) - std::log1p(tau * tau / (s * s))
+                                            : std::log(2.0) + log_normal(tau, 0, s);
+                return prior - n * std::log(tau) - 0.5 * S / (tau * tau);
+            };
+            double z = 0, m1 = 0, m2 = 0, prec = 0, top = -INFINITY;
+            const double h = 1e-5, upper = cauchy ? 1e7 : 40.0;  // beyond it: below 1e-7 of E[τ]
+            for (double tau = h; tau < upper; tau += h * std::max(1.0, tau)) top = std::max(top, log_unnormalised(tau));
+            for (double tau = h; tau < upper; tau += h * std::max(1.0, tau)) {
+                const double w = std::exp(log_unnormalised(tau) - top) * h * std::max(1.0, tau);
+                z += w;
+                m1 += w * tau;
+                m2 += w * tau * tau;
+                prec += w / (tau * tau);
+            }
+            const double mean = m1 / z;
+            CHECK(q.mean == doctest::Approx(mean).epsilon(2e-4));
+            if (!(cauchy && n == 1))  // q's tail falls as τ^{−n−2}: no variance for n = 1
+                CHECK(q.sd == doctest::Approx(std::sqrt(m2 / z - mean * mean)).epsilon(2e-3));
+            CHECK(q.e_precision == doctest::Approx(prec / z).epsilon(2e-4));
+            // −KL(q ‖ p) = log Z + n E[log τ] + ½ S E[1/τ²], Z = ∫ p τ^{−n} e^{−S/(2τ²)} dτ.
+            CHECK(q.bound == doctest::Approx(top + std::log(z) + n * q.mean_log + 0.5 * S * q.e_precision).epsilon(1e-5));
+        }
 }
