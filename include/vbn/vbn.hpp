@@ -206,6 +206,8 @@ struct SummaryRow {
 
 // The variational posterior: a Gaussian over the weights, in Model::parameter_names() order.
 struct VariationalResult {
+    // The Gaussian over θ. A learned scale's entry (docs/language.md, "Learned prior scales")
+    // is log τ, which is what θ holds: q(τ) itself is not Gaussian.
     Eigen::VectorXd mean;
     Eigen::MatrixXd covariance;        // zero between blocks (the fit factorises over them)
     double elbo = 0;                   // a lower bound on log p(data), with all its constants
