@@ -199,13 +199,21 @@ struct half_prior : x3::position_tagged {
     value scale;
 };
 
-struct prior_distribution : x3::variant<normal_prior, mvnormal_prior, student_t_prior, cauchy_prior, half_prior> {
+// precision_gamma(A, B): the prior of a learned scale τ as a Gamma(shape A, rate B) on its
+// precision 1/τ², each a scalar expression
+struct precision_gamma_prior : x3::position_tagged {
+    value shape;
+    value rate;
+};
+
+struct prior_distribution
+    : x3::variant<normal_prior, mvnormal_prior, student_t_prior, cauchy_prior, half_prior, precision_gamma_prior> {
     using base_type::base_type;
     using base_type::operator=;
 };
 
 // PARAM [, PARAM]* '~' normal(...) | student_t(...) | cauchy(...) ';'   or   PARAM '~' mvnormal(...) ';'
-// or SCALE [, SCALE]* '~' half_normal(...) | half_cauchy(...) ';'
+// or SCALE [, SCALE]* '~' half_normal(...) | half_cauchy(...) | precision_gamma(...) ';'
 struct prior_stmt : x3::position_tagged {
     std::vector<identifier> params;
     prior_distribution dist;

@@ -322,6 +322,7 @@ struct mvnormal_class;
 struct student_t_class;
 struct cauchy_class;
 struct half_prior_class;
+struct precision_gamma_class;
 struct sd_arg_class;
 struct prior_distribution_class;
 struct param_list_class;
@@ -390,6 +391,7 @@ x3::rule<mvnormal_class, ast::mvnormal_prior> const mvnormal = "mvnormal";
 x3::rule<student_t_class, ast::student_t_prior> const student_t = "student_t";
 x3::rule<cauchy_class, ast::cauchy_prior> const cauchy = "cauchy";
 x3::rule<half_prior_class, ast::half_prior> const half_prior = "half_prior";
+x3::rule<precision_gamma_class, ast::precision_gamma_prior> const precision_gamma = "precision_gamma";
 x3::rule<sd_arg_class, ast::sd_arg> const sd_arg = "sd_arg";
 x3::rule<prior_distribution_class, ast::prior_distribution> const prior_distribution = "prior_distribution";
 x3::rule<param_list_class, std::vector<ast::identifier>> const param_list = "param_list";
@@ -552,7 +554,10 @@ auto const cauchy_def = keyword("cauchy") > expect_named("cauchy_open", lit('(')
 auto const half_prior_def = ((keyword("half_normal") >> attr(false)) | (keyword("half_cauchy") >> attr(true))) >
                             expect_named("half_open", lit('(')) > expect_named("half_scale", value) >
                             expect_named("half_close", lit(')'));
-auto const prior_distribution_def = normal | mvnormal | student_t | cauchy | half_prior;
+auto const precision_gamma_def = keyword("precision_gamma") > expect_named("precision_gamma_open", lit('(')) >
+                                 expect_named("gamma_shape", value) > expect_named("gamma_comma", lit(',')) >
+                                 expect_named("gamma_rate", value) > expect_named("precision_gamma_close", lit(')'));
+auto const prior_distribution_def = normal | mvnormal | student_t | cauchy | half_prior | precision_gamma;
 auto const param_list_def = name >> *(lit(',') > param_name);
 // No expectation before '~': a line that is not a prior is reported as "not a statement".
 auto const prior_stmt_def = param_list >> lit('~') > expect_named("prior", prior_distribution) > semicolon;
@@ -566,7 +571,7 @@ BOOST_SPIRIT_DEFINE(name, node_name, covariate_name, param_name, declared_param_
 BOOST_SPIRIT_DEFINE(value, array_literal, array_items, parent_ref, parent_product, parent_factors, parent_product_built, middle_name,
                     parent_items, bracketed_parents, single_parent,
                     parents, coefficient, term_lead, term_next, terms, predictor)
-BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, param_decl, sd_arg, normal, mvnormal, student_t, cauchy, half_prior,
+BOOST_SPIRIT_DEFINE(bernoulli, logistic, node_distribution, node_decl, covariate_decl, param_decl, sd_arg, normal, mvnormal, student_t, cauchy, half_prior, precision_gamma,
                     prior_distribution, param_list, prior_stmt, statement_rule)
 
 // ---------------------------------------------------------------------------------------
@@ -621,6 +626,7 @@ struct mvnormal_class : x3::annotate_on_success {};
 struct student_t_class : x3::annotate_on_success {};
 struct cauchy_class : x3::annotate_on_success {};
 struct half_prior_class : x3::annotate_on_success {};
+struct precision_gamma_class : x3::annotate_on_success {};
 struct sd_arg_class {};
 struct prior_distribution_class {};
 struct param_list_class {};

@@ -102,15 +102,21 @@ struct Block {
     bool has_learned_scale() const { return !prior_scale.empty(); }
 };
 
+// The prior of a learned scale: half_normal(scale), half_cauchy(scale), or a Gamma(shape,
+// rate) on the precision 1/τ² (precision_gamma(shape, rate)).
+enum class ScaleKind { half_normal, half_cauchy, precision_gamma };
+
 // A learned prior scale τ > 0 (`b ~ normal(0, tau); tau ~ half_normal(1);`). θ holds
 // log τ, unconstrained, at theta_index, after every block's weights; users see τ
-// (Graph::constrain). Its prior is half-normal or half-Cauchy with scale `scale`.
+// (Graph::constrain). runtime/target/scale_prior.hpp writes its prior out.
 struct Scale {
     std::string name;
-    bool cauchy = false;   // half_cauchy(scale), else half_normal(scale)
-    double scale = 1;
+    ScaleKind kind = ScaleKind::half_normal;
+    double scale = 1;             // half_normal, half_cauchy
+    double shape = 1, rate = 1;   // precision_gamma
     int theta_index = 0;
-    std::vector<int> weights{};  // the θ indices of the weights whose prior it scales
+    std::vector<int> weights{};     // the θ indices of the weights whose prior it scales
+    std::vector<double> means{};    // their prior means
 };
 
 // A user-visible parameter (`w`, `b`, `W`) and where its elements live in θ.

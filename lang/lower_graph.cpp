@@ -282,8 +282,10 @@ void add_scales(Lowering& s) {
     for (const ScaleInfo& sc : s.scales) {
         ir::Scale out;
         out.name = sc.name;
-        out.cauchy = sc.cauchy;
+        out.kind = sc.kind;
         out.scale = sc.scale;
+        out.shape = sc.shape;
+        out.rate = sc.rate;
         out.theta_index = s.g.dim;
         ir::Parameter p;
         p.name = sc.name;
@@ -297,8 +299,10 @@ void add_scales(Lowering& s) {
     }
     for (const ir::Block& b : s.g.blocks)
         for (int k = 0; b.has_learned_scale() && k < b.size; ++k)
-            if (const int sc = b.prior_scale[static_cast<std::size_t>(k)]; sc >= 0)
+            if (const int sc = b.prior_scale[static_cast<std::size_t>(k)]; sc >= 0) {
                 s.g.scales[static_cast<std::size_t>(sc)].weights.push_back(b.offset + k);
+                s.g.scales[static_cast<std::size_t>(sc)].means.push_back(b.prior_mean[static_cast<std::size_t>(k)]);
+            }
 }
 
 }  // namespace

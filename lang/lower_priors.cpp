@@ -359,28 +359,75 @@ void register_scales(Lowering& s, const ast::program& program) {
     }
 }
 
-// SCALE ~ half_normal(S) | half_cauchy(S): S a positive scalar.
-void scale_priors(Lowering& s, const ast::prior_stmt& ps) {
-    const auto& h = boost::get<ast::half_prior>(ps.dist.get());
-    const Location stmt_loc = s.at(ps);
-    const Location loc = s.at(h, stmt_loc);
-    const char* dist = h.cauchy ? "half_cauchy" : "half_normal";
-    std::optional<Literal> scale = s.eval.value(h.scale, loc);
-    if (scale && !scale->shape.empty()) {
-        s.diag.error(scale->loc, fmt::format("the scale of {} is a {}; give one positive number", dist, shape_text(scale->shape)));
-        scale.reset();
+bool is_scale_prior(const ast::prior_stmt& ps) {
+    return boost::get<ast::half_prior>(&ps.dist.get()) || boost::get<ast::precision_gamma_prior>(&ps.dist.get());
+}
+
+// The checked arguments of a learned scale's prior statement.
+struct ScaleArgs {
+    ir::ScaleKind kind = ir::ScaleKind::half_normal;
+    const char* dist = "half_normal";
+    bool ok = false;
+    double scale = 1, shape = 1, rate = 1;
+    std::string text;
+};
+
+// One positive finite number from a scale prior's argument, or an error naming it.
+std::optional<double> positive_scalar(Lowering& s, const ast::value& v, Location loc, const std::string& what) {
+    const std::optional<Literal> lit = s.eval.value(v, loc);
+    if (!lit) return std::nullopt;
+    if (!lit->shape.empty()) {
+        s.diag.error(lit->loc, fmt::format("{} is a {}; give one positive number", what, shape_text(lit->shape)));
+        return std::nullopt;
     }
-    const std::string what = fmt::format("the scale of {}", dist);
-    const bool ok = scale && check_sd(s, *scale, what.c_str());
+    if (!check_sd(s, *lit, what.c_str())) return std::nullopt;
+    return lit->values[0];
+}
+
+// half_normal(S), half_cauchy(S): S > 0; precision_gamma(A, B): shape A > 0, rate B > 0.
+ScaleArgs evaluate_scale_prior(Lowering& s, const ast::prior_stmt& ps) {
+    ScaleArgs a;
+    const Location stmt_loc = s.at(ps);
+    if (const auto* h = boost::get<ast::half_prior>(&ps.dist.get())) {
+        a.kind = h->cauchy ? ir::ScaleKind::half_cauchy : ir::ScaleKind::half_normal;
+        a.dist = h->cauchy ? "half_cauchy" : "half_normal";
+        const auto scale = positive_scalar(s, h->scale, s.at(*h, stmt_loc), fmt::format("the scale of {}", a.dist));
+        a.ok = scale.has_value();
+        if (a.ok) {
+            a.scale = *scale;
+            a.text = fmt::format("{}({})", a.dist, format_number(*scale));
+        }
+        return a;
+    }
+    const auto& g = boost::get<ast::precision_gamma_prior>(ps.dist.get());
+    const Location loc = s.at(g, stmt_loc);
+    a.kind = ir::ScaleKind::precision_gamma;
+    a.dist = "precision_gamma";
+    const auto shape = positive_scalar(s, g.shape, loc, "the shape of precision_gamma");
+    const auto rate = positive_scalar(s, g.rate, loc, "the rate of precision_gamma");
+    a.ok = shape && rate;
+    if (a.ok) {
+        a.shape = *shape;
+        a.rate = *rate;
+        a.text = fmt::format("precision_gamma({}, {})", format_number(*shape), format_number(*rate));
+    }
+    return a;
+}
+
+// A prior statement on learned scales: each name must be one, with no prior yet.
+void scale_priors(Lowering& s, const ast::prior_stmt& ps) {
+    const Location stmt_loc = s.at(ps);
+    const ScaleArgs args = evaluate_scale_prior(s, ps);
+    const char* dist = args.dist;
     for (const auto& id : ps.params) {
         const Location at = s.name_at(id, ps, stmt_loc);
         const auto found = s.scale_by_name.find(id.name);
         if (found == s.scale_by_name.end()) {
             if (s.param_by_name.count(id.name) || s.declared.count(id.name))
                 s.diag.error(at, fmt::format("'{}' is a weight, and {} is the prior of a learned scale, a name in a normal "
-                                             "prior's standard deviation (`b ~ normal(0, tau); tau ~ {}(1);`); give the "
-                                             "weight normal, student_t or cauchy",
-                                             id.name, dist, dist));
+                                             "prior's standard deviation (`b ~ normal(0, tau); tau ~ half_normal(1);`); give "
+                                             "the weight normal, student_t or cauchy",
+                                             id.name, dist));
             else if (s.variable_by_name.count(id.name))
                 s.diag.error(at, fmt::format("'{}' is a node or covariate, not a learned scale; {} is the prior of a name in "
                                              "a normal prior's standard deviation",
@@ -402,11 +449,13 @@ void scale_priors(Lowering& s, const ast::prior_stmt& ps) {
         }
         sc.has_prior = true;
         sc.prior_loc = at;
-        if (!ok) continue;
+        if (!args.ok) continue;
         sc.prior_ok = true;
-        sc.cauchy = h.cauchy;
-        sc.scale = scale->values[0];
-        sc.prior_text = fmt::format("{}({})", dist, format_literal(*scale));
+        sc.kind = args.kind;
+        sc.scale = args.scale;
+        sc.shape = args.shape;
+        sc.rate = args.rate;
+        sc.prior_text = args.text;
     }
 }
 
@@ -416,7 +465,7 @@ void lower_priors(Lowering& s, const ast::program& program) {
     register_scales(s, program);
     for (const auto& st : program.statements) {
         const auto* ps = boost::get<ast::prior_stmt>(&st.get());
-        if (!ps || boost::get<ast::half_prior>(&ps->dist.get())) continue;
+        if (!ps || is_scale_prior(*ps)) continue;
         const Location stmt_loc = s.at(*ps);
         const PriorArgs args = evaluate(s, *ps, stmt_loc);
         for (const auto& id : ps->params) {
@@ -424,7 +473,8 @@ void lower_priors(Lowering& s, const ast::program& program) {
                 s.scales[static_cast<std::size_t>(sc->second)].has_prior = true;  // a wrong one: said here, not "none"
                 s.diag.error(s.name_at(id, *ps, stmt_loc),
                              fmt::format("'{}' is a learned scale (the standard deviation of a normal prior on line {}); its "
-                                         "prior must be one on the positive numbers: half_normal(S) or half_cauchy(S)",
+                                         "prior must be one on the positive numbers: half_normal(S), half_cauchy(S) or "
+                                         "precision_gamma(A, B)",
                                          id.name, s.scales[static_cast<std::size_t>(sc->second)].loc.line));
                 continue;
             }
@@ -432,8 +482,7 @@ void lower_priors(Lowering& s, const ast::program& program) {
         }
     }
     for (const auto& st : program.statements)
-        if (const auto* ps = boost::get<ast::prior_stmt>(&st.get()); ps && boost::get<ast::half_prior>(&ps->dist.get()))
-            scale_priors(s, *ps);
+        if (const auto* ps = boost::get<ast::prior_stmt>(&st.get()); ps && is_scale_prior(*ps)) scale_priors(s, *ps);
     for (const auto& p : s.params)
         if (!p.has_prior)
             s.diag.error(p.loc, fmt::format("parameter '{}' has no prior; every parameter needs one, e.g. '{} ~ normal(0, 1);'",

@@ -66,8 +66,9 @@ struct ScaleInfo {
     bool has_prior = false;
     Location prior_loc;
     bool prior_ok = false;
-    bool cauchy = false;      // half_cauchy, else half_normal
-    double scale = 1;
+    ir::ScaleKind kind = ir::ScaleKind::half_normal;
+    double scale = 1;               // half_normal, half_cauchy
+    double shape = 1, rate = 1;     // precision_gamma
     std::string prior_text;
 };
 

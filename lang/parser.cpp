@@ -98,7 +98,7 @@ constexpr std::array phrases{
     phrase{"inner_expression", "expected an expression after '('"},
     phrase{"paren_close", "expected ')' to close '('"},
     phrase{"exponent_digits", "expected the digits of the exponent, e.g. 1e-3"},
-    phrase{"prior", "expected a prior: normal(mean, sd), mvnormal(mean, cov), student_t(nu, mu, s), cauchy(mu, s), or for a scale half_normal(s) or half_cauchy(s)"},
+    phrase{"prior", "expected a prior: normal(mean, sd), mvnormal(mean, cov), student_t(nu, mu, s), cauchy(mu, s), or for a scale half_normal(s), half_cauchy(s) or precision_gamma(a, b)"},
     phrase{"normal_open", "expected '(' after 'normal'"},
     phrase{"mean", "expected the mean, a constant expression or a vector like [0, 1]"},
     phrase{"normal_comma", "expected ',' and the standard deviation after the mean"},
@@ -121,6 +121,11 @@ constexpr std::array phrases{
     phrase{"half_open", "expected '(' after the scale's prior"},
     phrase{"half_scale", "expected the scale of the prior, a positive constant expression"},
     phrase{"half_close", "expected ')' to close the scale's prior"},
+    phrase{"precision_gamma_open", "expected '(' after 'precision_gamma'"},
+    phrase{"gamma_shape", "expected the Gamma's shape, a positive constant expression"},
+    phrase{"gamma_comma", "expected ',' and the Gamma's rate after its shape"},
+    phrase{"gamma_rate", "expected the Gamma's rate, a positive constant expression"},
+    phrase{"precision_gamma_close", "expected ')' to close precision_gamma(...)"},
     phrase{"array_item", "expected a value (a constant expression or an array like [1, 2])"},
     phrase{"array_close", "expected ',' or ']' in the array"},
 };
@@ -217,11 +222,12 @@ std::string token_words(std::string_view which, iterator_type begin, iterator_ty
     if (which == "prior" && (word == "bernoulli" || word == "logistic"))
         return fmt::format("{} is a distribution of nodes, not a prior; expected normal(mean, sd), "
                            "mvnormal(mean, cov), student_t(nu, mu, s), cauchy(mu, s), or for a learned scale "
-                           "half_normal(s) or half_cauchy(s)",
+                           "half_normal(s), half_cauchy(s) or precision_gamma(a, b)",
                            quoted(word));
     if (which == "prior" && !word.empty())
         return fmt::format("unknown prior {}; expected normal(mean, sd), mvnormal(mean, cov), student_t(nu, mu, s), "
-                           "cauchy(mu, s), or for a learned scale half_normal(s) or half_cauchy(s)",
+                           "cauchy(mu, s), or for a learned scale half_normal(s), half_cauchy(s) or "
+                           "precision_gamma(a, b)",
                            quoted(word));
     if (which == "node_tilde" && (word == "bernoulli" || word == "logistic"))
         return "expected '~' before the node's distribution";

@@ -61,8 +61,9 @@ SbcResult run_sbc(const ir::Graph& graph, const SbcOptions& o, const ir::Graph* 
         for (std::size_t j = 0; j < d; ++j) {
             const int k = order[j];
             int rank = 0;
+            const double truth = graph.constrain(k, theta[k]);  // draws hold a learned scale itself, θ its log
             for (const auto& c : f.chains)
-                for (int i = o.thin - 1; i < c.draws.rows(); i += o.thin) rank += c.draws(i, k) < theta[k] ? 1 : 0;
+                for (int i = o.thin - 1; i < c.draws.rows(); i += o.thin) rank += c.draws(i, k) < truth ? 1 : 0;
             r.rank[j].push_back(rank);
         }
     }

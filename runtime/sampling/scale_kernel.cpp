@@ -1,6 +1,6 @@
 #include "runtime/sampling/scale_kernel.hpp"
 
-#include "inference/math.hpp"
+#include "runtime/target/scale_prior.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,27 +15,19 @@ constexpr int max_shrink = 200;    // shrinkages at most (each halves the interv
 ScaleSliceKernel::ScaleSliceKernel(const ir::Graph& graph) {
     for (const ir::Scale& sc : graph.scales) {
         Scale s;
-        s.theta = sc.theta_index;
-        s.cauchy = sc.cauchy;
-        s.log_s = std::log(sc.scale);
-        for (int k : sc.weights) {
-            s.weights.push_back(k);
-            for (const ir::Block& b : graph.blocks)
-                if (k >= b.offset && k < b.offset + b.size) s.means.push_back(b.prior_mean[static_cast<std::size_t>(k - b.offset)]);
-        }
+        s.prior = sc;
         scales_.push_back(std::move(s));
     }
 }
 
 double scale_log_conditional(const ScaleSliceKernel::Scale& s, const Eigen::VectorXd& x, double eta) {
+    const ir::Scale& sc = s.prior;
     double sum = 0;
-    for (std::size_t j = 0; j < s.weights.size(); ++j) {
-        const double r = x[s.weights[j]] - s.means[j];
+    for (std::size_t j = 0; j < sc.weights.size(); ++j) {
+        const double r = x[sc.weights[j]] - sc.means[j];
         sum += r * r;
     }
-    const double u = 2 * (eta - s.log_s);
-    const double prior = s.cauchy ? -inference::log1p_exp(u) : -0.5 * std::exp(u);
-    return prior + eta - static_cast<double>(s.weights.size()) * eta - 0.5 * sum * std::exp(-2 * eta);
+    return scale_log_prior(sc, eta).value - static_cast<double>(sc.weights.size()) * eta - 0.5 * sum * std::exp(-2 * eta);
 }
 
 // Neal (2003): a level under the density at η, an interval of the current width placed at
@@ -44,7 +36,7 @@ double scale_log_conditional(const ScaleSliceKernel::Scale& s, const Eigen::Vect
 void ScaleSliceKernel::step(inference::State& state, inference::Density&, inference::Rng& rng,
                             inference::TransitionInfo& info) {
     for (Scale& s : scales_) {
-        const double eta = state.x[s.theta];
+        const double eta = state.x[s.prior.theta_index];
         const double current = scale_log_conditional(s, state.x, eta);
         const double level = current + std::log(rng.uniform());
         auto above = [&](double at) { return scale_log_conditional(s, state.x, at) > level; };
@@ -61,7 +53,7 @@ void ScaleSliceKernel::step(inference::State& state, inference::Density&, infere
             (at < eta ? lo : hi) = at;
         }
         state.lp += scale_log_conditional(s, state.x, next) - current;
-        state.x[s.theta] = next;
+        state.x[s.prior.theta_index] = next;
         ++updates_;
         if (adapting_) {
             s.moved += std::abs(next - eta);

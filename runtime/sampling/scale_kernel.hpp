@@ -4,7 +4,8 @@
 //
 // Given the weights w_j it scales (prior means μ_j), τ's conditional depends on nothing else:
 // in η = log τ, with the Jacobian,
-//     log p(η | w) = log p_τ(e^η) + η − n η − ½ e^{−2η} Σ_j (w_j − μ_j)² + const,
+//     log p(η | w) = log p_η(η) − n η − ½ e^{−2η} Σ_j (w_j − μ_j)² + const
+// (log p_η: runtime/target/scale_prior.hpp),
 // which is also exactly how the log density of the whole state changes with η, so the step
 // keeps State::lp by adding the change. Slice sampling with stepping out and shrinkage (Neal
 // 2003, Fig. 3 and 5) leaves it invariant whatever its width; the width adapts in warmup to
@@ -31,11 +32,7 @@ public:
     std::string name() const override { return "scale-slice"; }
 
     struct Scale {
-        int theta = 0;
-        bool cauchy = false;
-        double log_s = 0;
-        std::vector<int> weights;
-        std::vector<double> means;
+        ir::Scale prior;   // θ index, prior, the weights it scales and their means
         double width = 1;  // the slice's initial interval in η
         double moved = 0;  // warmup: Σ |Δη|, and steps taken
         long steps = 0;

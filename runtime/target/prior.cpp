@@ -9,11 +9,16 @@ namespace vbn {
 
 Eigen::VectorXd draw_prior(const ir::Graph& graph, inference::Rng& rng) {
     Eigen::VectorXd theta(graph.dim);
-    // Learned scales first: τ = s |z| (half-normal) or s |z / z'| (half-Cauchy), θ holding log τ.
+    // Learned scales first: τ = s |z| (half-normal), s |z / z'| (half-Cauchy) or λ^{−1/2}
+    // with λ ~ Gamma(a, rate b) (precision_gamma); θ holds log τ.
     std::vector<double> tau;
     for (const auto& sc : graph.scales) {
         const double z = rng.normal();
-        tau.push_back(sc.scale * std::abs(sc.cauchy ? z / rng.normal() : z));
+        switch (sc.kind) {
+        case ir::ScaleKind::half_normal: tau.push_back(sc.scale * std::abs(z)); break;
+        case ir::ScaleKind::half_cauchy: tau.push_back(sc.scale * std::abs(z / rng.normal())); break;
+        case ir::ScaleKind::precision_gamma: tau.push_back(1 / std::sqrt(rng.gamma(sc.shape) / sc.rate)); break;
+        }
         theta[sc.theta_index] = std::log(tau.back());
     }
     for (const auto& b : graph.blocks) {

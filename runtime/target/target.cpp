@@ -5,6 +5,7 @@
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
 #include "runtime/target/row_table.hpp"
+#include "runtime/target/scale_prior.hpp"
 
 #include <Eigen/Cholesky>
 
@@ -477,28 +478,17 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     }
 }
 
-// Each scale's prior on η = log τ: half-normal(s), log p(τ) = log 2 − ½ log 2π − log s − τ²/(2s²),
-// or half-Cauchy(s), log 2 − log π − log s − log(1 + τ²/s²); the Jacobian dτ/dη = τ adds η.
-// The constants go to log_constant_.
+// Each scale's prior on η = log τ (runtime/target/scale_prior.hpp); its normalising constant
+// goes to log_constant_.
 void Target::add_scales(const ir::Graph& graph) {
     for (const ir::Scale& sc : graph.scales) {
-        if (!(sc.scale > 0) || !std::isfinite(sc.scale) || sc.theta_index < dim_ - static_cast<int>(graph.scales.size()) ||
-            sc.theta_index >= dim_)
+        const bool args_ok = sc.scale > 0 && std::isfinite(sc.scale) && sc.shape > 0 && std::isfinite(sc.shape) &&
+                             sc.rate > 0 && std::isfinite(sc.rate);
+        if (!args_ok || sc.theta_index < dim_ - static_cast<int>(graph.scales.size()) || sc.theta_index >= dim_ ||
+            sc.means.size() != sc.weights.size())
             throw Error(ErrorKind::model, fmt::format("model '{}': the learned scale '{}' is malformed", graph.name, sc.name));
-        ScalePrior p;
-        p.theta = sc.theta_index;
-        p.cauchy = sc.cauchy;
-        p.log_scale = std::log(sc.scale);
-        for (int k : sc.weights) {
-            p.weights.push_back(k);
-            const ir::Block* owner = nullptr;
-            for (const auto& b : graph.blocks)
-                if (k >= b.offset && k < b.offset + b.size) owner = &b;
-            p.means.push_back(owner ? owner->prior_mean[sz(k - owner->offset)] : 0.0);
-        }
-        log_constant_ += std::log(2.0) - p.log_scale -
-                         (p.cauchy ? std::log(std::numbers::pi) : 0.5 * std::log(2 * std::numbers::pi));
-        scales_.push_back(std::move(p));
+        log_constant_ += scale_log_norm(sc);
+        scales_.push_back(sc);
     }
 }
 
@@ -605,30 +595,22 @@ double Target::scaled_term(const BlockPrior& p, In theta, double* grad) {
     return value;
 }
 
-// Per scale: log p(τ) + η without constants (add_scales); with grad, its derivative in η
-// and that of every scaled weight's −η − ½ r² e^{−2η} (whose value prior_term counts).
-// half-normal: −e^{2η}/(2s²), derivative −e^{2η}/s²; half-Cauchy: −softplus(2(η − log s)),
-// derivative −2 g(2(η − log s)).
+// Per scale: log p_η(η) without constants (add_scales); with grad, its derivative in η and
+// that of every scaled weight's −η − ½ r² e^{−2η} (whose value prior_term counts).
 double Target::scale_term(In theta, double* grad) const {
     double value = 0;
-    for (const ScalePrior& p : scales_) {
-        const double eta = theta[p.theta], x = 2 * (eta - p.log_scale);
-        double d = 1;
-        if (p.cauchy) {
-            value += eta - inference::log1p_exp(x);
-            d -= 2 * inference::inv_logit(x);
-        } else {
-            const double u = std::exp(x);
-            value += eta - 0.5 * u;
-            d -= u;
-        }
+    for (const ir::Scale& sc : scales_) {
+        const double eta = theta[sc.theta_index];
+        const ScaleLogPrior p = scale_log_prior(sc, eta);
+        value += p.value;
         if (!grad) continue;
+        double d = p.slope;
         const double precision = std::exp(-2 * eta);
-        for (std::size_t j = 0; j < p.weights.size(); ++j) {
-            const double r = theta[p.weights[j]] - p.means[j];
+        for (std::size_t j = 0; j < sc.weights.size(); ++j) {
+            const double r = theta[sc.weights[j]] - sc.means[j];
             d += r * r * precision - 1;
         }
-        grad[p.theta] += d;
+        grad[sc.theta_index] += d;
     }
     return value;
 }

@@ -205,14 +205,6 @@ private:
         double unit_precision = 0;
     };
 
-    // A learned scale: its θ index (log τ), its prior and the weights it scales.
-    struct ScalePrior {
-        int theta = 0;
-        bool cauchy = false;
-        double log_scale = 0;  // log of the prior's scale s
-        std::vector<int> weights;
-        std::vector<double> means;  // their prior means
-    };
 
     // The Student-t entries' share of prior_term: value, and gradient added into grad.
     static double heavy_term(const BlockPrior& p, In theta, double* grad);
@@ -246,7 +238,7 @@ private:
 
     int dim_ = 0;
     std::vector<BlockPrior> blocks_;
-    std::vector<ScalePrior> scales_;
+    std::vector<ir::Scale> scales_;  // the learned scales, with the weights they scale
     Families families_;
     double log_constant_ = 0;
     int max_block_ = 0;

@@ -2,6 +2,7 @@
 
 #include "inference/math.hpp"
 #include "runtime/error.hpp"
+#include "runtime/target/scale_prior.hpp"
 
 #include <fmt/format.h>
 
@@ -15,36 +16,25 @@ namespace vbn {
 namespace {
 
 // log q(η) + log Z (q's unnormalised log density in η = log τ, with the Jacobian τ):
-//   ℓ(η) = log p_τ(e^η) + η − nη − ½ S e^{−2η},
-// and its first two derivatives. ℓ' is strictly decreasing for both priors, so ℓ has one mode.
+//   ℓ(η) = log p_η(η) − nη − ½ S e^{−2η},
+// and its first two derivatives. ℓ' is strictly decreasing (log p_η is concave), so ℓ has one
+// mode.
 struct LogQ {
-    bool cauchy;
-    double log_s;
+    const ir::Scale& scale;
+    double log_norm;
     int n;
     double S;
 
     double value(double eta) const {
-        const double x = 2 * (eta - log_s);
-        const double prior = cauchy ? std::log(2 / std::numbers::pi) - log_s - inference::log1p_exp(x)
-                                    : 0.5 * std::log(2 / std::numbers::pi) - log_s - 0.5 * std::exp(x);
-        return prior + (1 - n) * eta - 0.5 * S * std::exp(-2 * eta);
+        return log_norm + scale_log_prior(scale, eta).value - n * eta - 0.5 * S * std::exp(-2 * eta);
     }
-    double slope(double eta) const {
-        const double x = 2 * (eta - log_s);
-        const double prior = cauchy ? -2 * inference::inv_logit(x) : -std::exp(x);
-        return prior + (1 - n) + S * std::exp(-2 * eta);
-    }
-    double curvature(double eta) const {
-        const double x = 2 * (eta - log_s);
-        const double g = inference::inv_logit(x);
-        const double prior = cauchy ? -4 * g * (1 - g) : -2 * std::exp(x);
-        return prior - 2 * S * std::exp(-2 * eta);
-    }
+    double slope(double eta) const { return scale_log_prior(scale, eta).slope - n + S * std::exp(-2 * eta); }
+    double curvature(double eta) const { return scale_log_prior(scale, eta).curvature - 2 * S * std::exp(-2 * eta); }
 };
 
 // The mode of ℓ by bisection on ℓ' (decreasing) between where it is positive and negative.
-double mode(const LogQ& q) {
-    double lo = q.log_s - 1, hi = q.log_s + 1;
+double mode(const LogQ& q, double guess) {
+    double lo = guess - 1, hi = guess + 1;
     while (q.slope(lo) <= 0 && lo > -700) lo -= 2 * (hi - lo);
     while (q.slope(hi) >= 0 && hi < 700) hi += 2 * (hi - lo);
     for (int it = 0; it < 200 && hi - lo > 1e-13 * std::max(1.0, std::abs(lo)); ++it) {
@@ -59,14 +49,14 @@ double mode(const LogQ& q) {
 // The trapezoid rule on an even grid over the mode ± 14 local sds (1/√−ℓ'') plus a margin:
 // for a smooth density that falls off at least exponentially on both sides its error falls
 // geometrically with the spacing; 1,201 points put 43 in each local sd.
-ScaleQ fit_scale_q(bool cauchy, double log_s, int n, double S) {
-    if (n < 1 || !(S > 0) || !std::isfinite(S) || !std::isfinite(log_s))
+ScaleQ fit_scale_q(const ir::Scale& scale, int n, double S) {
+    if (n < 1 || !(S > 0) || !std::isfinite(S))
         throw Error(ErrorKind::inference,
                     fmt::format("variational EM: a learned scale's update needs n >= 1 weights and a positive finite "
                                 "sum of squares (n = {}, S = {})",
                                 n, S));
-    const LogQ q{cauchy, log_s, n, S};
-    const double centre = mode(q);
+    const LogQ q{scale, scale_log_norm(scale), n, S};
+    const double centre = mode(q, 0.5 * std::log(S / n));  // where the weights alone put τ
     const double sd = 1 / std::sqrt(-q.curvature(centre));
     constexpr int points = 1201;
     const double half_width = 14 * sd + 1, step = 2 * half_width / (points - 1);

@@ -3,11 +3,13 @@
 // Weights w_j | τ ~ N(μ_j, τ²), j = 1..n, share a scale τ with a half-normal or half-Cauchy
 // prior. Given q(θ), the q(τ) that maximises the bound is
 //     q(τ) ∝ p(τ) τ^{−n} exp(−S / (2τ²)),   S = Σ_j E_q[(w_j − μ_j)²]
-// (Bishop 2006, eq. 10.9: the exponentiated expected log joint; with a Gamma prior on the
-// precision 1/τ² it is the Gamma of ARD, Tipping 2001). For these priors it has no closed
-// form, but it is one-dimensional: it is integrated on a grid in η = log τ around its mode,
+// (Bishop 2006, eq. 10.9: the exponentiated expected log joint). With precision_gamma it is
+// ARD's Gamma on 1/τ² (Tipping 2001); with half_normal and half_cauchy it has no closed form.
+// All three are one-dimensional: it is integrated on a grid in η = log τ around its mode,
 // which gives the moments the EM needs, E[1/τ²] and E[log 1/τ²], and q's share of the bound.
 #pragma once
+
+#include "lang/ir.hpp"
 
 namespace vbn {
 
@@ -22,8 +24,8 @@ struct ScaleQ {
     double bound = 0;
 };
 
-// q(τ) for n weights with sum of expected squared deviations S > 0 (n ≥ 1), the prior
-// half_cauchy(s) when cauchy, else half_normal(s); log_s = log s.
-ScaleQ fit_scale_q(bool cauchy, double log_s, int n, double S);
+// q(τ) for n weights with sum of expected squared deviations S > 0 (n ≥ 1) and the prior of
+// `scale` (runtime/target/scale_prior.hpp; its weights are not read).
+ScaleQ fit_scale_q(const ir::Scale& scale, int n, double S);
 
 }  // namespace vbn

@@ -89,8 +89,7 @@ struct PriorBlock {
 
 // A learned scale τ (ir::Scale) and the weights it scales: (block, local entry) pairs.
 struct ScaleProblem {
-    bool cauchy = false;
-    double log_s = 0;
+    const ir::Scale* scale = nullptr;
     std::vector<std::pair<int, int>> entries;
     std::vector<double> means;
 };
@@ -237,8 +236,7 @@ Problem make_problem(const ir::Graph& g, const Families& fam) {
     }
     for (const ir::Scale& sc : g.scales) {
         ScaleProblem sp;
-        sp.cauchy = sc.cauchy;
-        sp.log_s = std::log(sc.scale);
+        sp.scale = &sc;
         p.scales.push_back(std::move(sp));
     }
     for (int b = 0; b < nb; ++b) {
@@ -348,7 +346,7 @@ void update_scales(const Problem& p, State& s) {
             const double d = bs.mu[k] - sp.means[j];
             sum += d * d + bs.sigma(k, k);
         }
-        s.scales[g] = fit_scale_q(sp.cauchy, sp.log_s, static_cast<int>(sp.entries.size()), sum);
+        s.scales[g] = fit_scale_q(*sp.scale, static_cast<int>(sp.entries.size()), sum);
     }
 }
 

@@ -116,6 +116,9 @@ std::string show(const ast::statement& s) {
         std::string operator()(const ast::half_prior& h) const {
             return std::string(h.cauchy ? "half_cauchy(" : "half_normal(") + show(h.scale) + ")";
         }
+        std::string operator()(const ast::precision_gamma_prior& g) const {
+            return "precision_gamma(" + show(g.shape) + ", " + show(g.rate) + ")";
+        }
     };
     struct visitor {
         std::string operator()(const ast::node_decl& n) const {
@@ -321,6 +324,9 @@ TEST_CASE("priors: a learned scale in normal's standard deviation, and its half_
     CHECK(statement_of("b, c ~ normal([0, 1], sigma );") == "prior b c ~ normal({0, 1}, scale sigma)");
     CHECK(statement_of("tau ~ half_normal(2.5);") == "prior tau ~ half_normal(2.5)");
     CHECK(statement_of("tau, s ~ half_cauchy(sqrt(4));") == "prior tau s ~ half_cauchy(sqrt(4))");
+    CHECK(statement_of("tau ~ precision_gamma(1, 0.5);") == "prior tau ~ precision_gamma(1, 0.5)");
+    CHECK(messages_of("tau ~ precision_gamma(1);") ==
+          std::vector<std::string>{"1:24 expected ',' and the Gamma's rate after its shape"});
     // Only a name alone is a scale: `2 * tau` is not, and a name before '(' is a function.
     CHECK(messages_of("b ~ normal(0, 2 * tau);") ==
           std::vector<std::string>{"1:19 expected a number, '(' or a function like sqrt(...) after '*'"});
@@ -641,8 +647,8 @@ TEST_CASE("syntax errors say what was expected, where") {
           std::vector<std::string>{"1:10 expected a distribution: bernoulli(p) or logistic(...)"});
     CHECK(messages_of("w ~ gamma(2, 1);") ==
           std::vector<std::string>{"1:5 unknown prior 'gamma'; expected normal(mean, sd), mvnormal(mean, cov), "
-                                   "student_t(nu, mu, s), cauchy(mu, s), or for a learned scale half_normal(s) or "
-                                   "half_cauchy(s)"});
+                                   "student_t(nu, mu, s), cauchy(mu, s), or for a learned scale half_normal(s), "
+                                   "half_cauchy(s) or precision_gamma(a, b)"});
     CHECK(messages_of("@ node y ~ bernoulli(0.5);") ==
           std::vector<std::string>{
               "1:1 expected a statement: node, covariate or a prior `name ~ normal(...)`"});

@@ -55,10 +55,13 @@ double log_normal(double x, double mu, double sd) {
 double log_logistic(double x) { return -std::log1p(std::exp(-x)); }
 
 // log p(θ | x) + const by hand: θ = (weights, η = log τ), with the Jacobian τ of τ = e^η.
-double by_hand(const ScaleModel& m, const Eigen::VectorXd& theta, bool cauchy, double s) {
-    const double eta = theta[test::theta_index(m.graph, "tau")], tau = std::exp(eta);
-    double lp = eta + (cauchy ? std::log(2 / std::numbers::pi / s) - std::log1p(tau * tau / (s * s))
-                              : std::log(2.0) + log_normal(tau, 0, s));
+// hyperprior 0: half_normal(1.5), 1: half_cauchy(2), 2: precision_gamma(3, 2).
+double by_hand(const ScaleModel& m, const Eigen::VectorXd& theta, int hyperprior) {
+    const double eta = theta[test::theta_index(m.graph, "tau")], tau = std::exp(eta), lambda = 1 / (tau * tau);
+    // log p(τ) + log τ; for the Gamma on λ = τ^{−2}: log p(λ) + log |dλ/dη| = log p(λ) + log 2λ.
+    double lp = hyperprior == 0   ? eta + std::log(2.0) + log_normal(tau, 0, 1.5)
+                : hyperprior == 1 ? eta + std::log(2 / std::numbers::pi / 2) - std::log1p(tau * tau / 4)
+                                  : 3 * std::log(2.0) - std::lgamma(3) + 2 * std::log(lambda) - 2 * lambda + std::log(2 * lambda);
     for (int k = 0; k < 3; ++k) {
         const double b = theta[test::theta_index(m.graph, fmt::format("b[{}]", k + 1))];
         const double w = theta[test::theta_index(m.graph, fmt::format("w[{}]", k + 1))];
@@ -104,9 +107,9 @@ TEST_CASE("learned scales: the graph holds log tau after the blocks, and each we
 }
 
 TEST_CASE("learned scales: the exact log density of weights and log tau, and its gradient") {
-    for (const bool cauchy : {false, true}) {
-        CAPTURE(cauchy);
-        const ScaleModel m = scale_model(cauchy ? "half_cauchy(2)" : "half_normal(1.5)");
+    for (const int hyperprior : {0, 1, 2}) {
+        CAPTURE(hyperprior);
+        const ScaleModel m = scale_model(hyperprior == 0 ? "half_normal(1.5)" : hyperprior == 1 ? "half_cauchy(2)" : "precision_gamma(3, 2)");
         const auto target = make_target(m.graph, m.data);
         CHECK(target->scales() == 1);
         CHECK(target->scale_offset() == 6);
@@ -114,7 +117,7 @@ TEST_CASE("learned scales: the exact log density of weights and log tau, and its
         for (const double eta : {-2.0, 0.3, 3.0}) {
             theta << 0.9, -0.4, -1.2, 0.7, 2.1, 0.05, eta;
             const double got = target->log_density(theta) + target->log_constant();
-            CHECK(got == doctest::Approx(by_hand(m, theta, cauchy, cauchy ? 2 : 1.5)).epsilon(1e-11));
+            CHECK(got == doctest::Approx(by_hand(m, theta, hyperprior)).epsilon(1e-11));
             Eigen::VectorXd grad(7);
             CHECK(target->log_density_gradient(theta, grad) == doctest::Approx(target->log_density(theta)).epsilon(1e-13));
             const Eigen::VectorXd fd = scale_numeric_gradient(*target, theta);
@@ -132,20 +135,24 @@ TEST_CASE("learned scales: the exact log density of weights and log tau, and its
     }
 }
 
-TEST_CASE("learned scales: prior draws of tau have the half-normal's and half-Cauchy's quantiles") {
+TEST_CASE("learned scales: prior draws of tau have the half-normal's, half-Cauchy's and Gamma precision's quantiles") {
     inference::Rng rng(5, 0);
     constexpr int n = 40000;
-    for (const bool cauchy : {false, true}) {
-        CAPTURE(cauchy);
-        const ScaleModel m = scale_model(cauchy ? "half_cauchy(2)" : "half_normal(1.5)");
+    // P(τ < t): half-normal(1.5) at 1.5, 2Φ(1) − 1; half-Cauchy(2) at 2, 1/2; precision_gamma(3, 2)
+    // at 1, P(λ > 1) for λ ~ Gamma(3, rate 2), e^{−2}(1 + 2 + 2²/2).
+    const char* const priors[] = {"half_normal(1.5)", "half_cauchy(2)", "precision_gamma(3, 2)"};
+    const double at[] = {1.5, 2.0, 1.0}, below[] = {0.682689492137, 0.5, 5 * std::exp(-2.0)};
+    for (int h = 0; h < 3; ++h) {
+        CAPTURE(priors[h]);
+        const ScaleModel m = scale_model(priors[h]);
         int tau_inside = 0, b_inside = 0;
         for (int i = 0; i < n; ++i) {
             const Eigen::VectorXd th = draw_prior(m.graph, rng);
             const double tau = std::exp(th[6]);
-            tau_inside += tau < (cauchy ? 2.0 : 1.5);  // half-Cauchy: P(τ < s) = 1/2; half-normal: 2Φ(1) − 1
+            tau_inside += tau < at[h];
             b_inside += std::abs(th[0] - 0.5) < tau;   // b | τ ~ N(0.5, τ²): 2Φ(1) − 1
         }
-        const double p_tau = cauchy ? 0.5 : 0.682689492137;
+        const double p_tau = below[h];
         const double p_b = 0.682689492137;
         // Four binomial standard errors.
         CHECK(std::abs(tau_inside / double(n) - p_tau) < 4 * std::sqrt(p_tau * (1 - p_tau) / n));
@@ -271,17 +278,31 @@ TEST_CASE("learned scales: the variational fit's bound never decreases, and its 
 }
 
 TEST_CASE("learned scales: q(tau) by quadrature in log tau against integration in tau itself") {
-    for (const bool cauchy : {false, true})
+    for (const ir::ScaleKind kind : {ir::ScaleKind::half_normal, ir::ScaleKind::half_cauchy, ir::ScaleKind::precision_gamma})
         for (const auto& [n, S] : {std::pair{1, 0.3}, std::pair{4, 2.0}, std::pair{40, 55.0}, std::pair{3, 1e-4}}) {
-            CAPTURE(cauchy);
+            CAPTURE(static_cast<int>(kind));
             CAPTURE(n);
             CAPTURE(S);
-            const double s = 1.7;
-            const ScaleQ q = fit_scale_q(cauchy, std::log(s), n, S);
-            // q(τ) ∝ p(τ) τ^{−n} e^{−S/(2τ²)} on a fine grid in τ, with its own moments.
+            ir::Scale sc;
+            sc.kind = kind;
+            sc.scale = 1.7;
+            sc.shape = 2.5;
+            sc.rate = 0.8;
+            const ScaleQ q = fit_scale_q(sc, n, S);
+            const bool cauchy = kind == ir::ScaleKind::half_cauchy;
+            // q(τ) ∝ p(τ) τ^{−n} e^{−S/(2τ²)} on a fine grid in τ, with its own moments; the
+            // precision_gamma prior on τ through λ = 1/τ², |dλ/dτ| = 2/τ³.
             auto log_unnormalised = [&](double tau) {
-                const double prior = cauchy ? std::log(2 / (std::numbers::pi * s)) - std::log1p(tau * tau / (s * s))
-                                            : std::log(2.0) + log_normal(tau, 0, s);
+                const double s = sc.scale, lambda = 1 / (tau * tau);
+                double prior = 0;
+                switch (kind) {
+                case ir::ScaleKind::half_normal: prior = std::log(2.0) + log_normal(tau, 0, s); break;
+                case ir::ScaleKind::half_cauchy: prior = std::log(2 / (std::numbers::pi * s)) - std::log1p(tau * tau / (s * s)); break;
+                case ir::ScaleKind::precision_gamma:
+                    prior = sc.shape * std::log(sc.rate) - std::lgamma(sc.shape) + (sc.shape - 1) * std::log(lambda) -
+                            sc.rate * lambda + std::log(2.0) - 3 * std::log(tau);
+                    break;
+                }
                 return prior - n * std::log(tau) - 0.5 * S / (tau * tau);
             };
             double z = 0, m1 = 0, m2 = 0, prec = 0, top = -INFINITY;
@@ -301,5 +322,8 @@ TEST_CASE("learned scales: q(tau) by quadrature in log tau against integration i
             CHECK(q.e_precision == doctest::Approx(prec / z).epsilon(2e-4));
             // −KL(q ‖ p) = log Z + n E[log τ] + ½ S E[1/τ²], Z = ∫ p τ^{−n} e^{−S/(2τ²)} dτ.
             CHECK(q.bound == doctest::Approx(top + std::log(z) + n * q.mean_log + 0.5 * S * q.e_precision).epsilon(1e-5));
+            // A Gamma on the precision is conjugate: q(1/τ²) = Gamma(a + n/2, b + S/2) (ARD).
+            if (kind == ir::ScaleKind::precision_gamma)
+                CHECK(q.e_precision == doctest::Approx((sc.shape + 0.5 * n) / (sc.rate + 0.5 * S)).epsilon(1e-9));
         }
 }
