@@ -174,7 +174,32 @@ def tied_tests(rng, n=500):
     write("tied_tests", ["age", "t1", "t2"] + ["q[%d]" % (k + 1) for k in range(3)], rows)
 
 
+def multilevel_items(rng, n=60):
+    """Twelve yes/no items answered by 60 respondents: one covariate x (standardised) with one
+    slope w shared by the items, the item intercepts b drawn from N(0, tau²) with tau = 1
+    (fixed here at values whose sd is 1.02). About 5% of answers are missing."""
+    b = [-1.3, 0.4, 1.6, -0.2, 0.9, -1.7, 0.1, 0.8, -0.6, 1.2, -0.9, 0.3]
+    w = 0.8
+    raw = [rng.gauss(0, 1) for _ in range(n)]
+    m = sum(raw) / n
+    s = (sum((v - m) ** 2 for v in raw) / (n - 1)) ** 0.5
+    rows = []
+    for v in raw:
+        x = round((v - m) / s, 3)
+        rows.append([x] + hide(rng, [bern(rng, b[k] + w * x) for k in range(12)], 0.05))
+    write("multilevel_items", ["x"] + ["y[%d]" % (k + 1) for k in range(12)], rows)
+
+
+def multilevel_hidden(rng):
+    """A latent class c behind eight items whose intercepts b come from N(0, tau²), tau about
+    1 (fixed values, sd 0.99); loadings v point the same way as c. 10% of answers missing."""
+    b = [0.6, -1.1, 1.4, -0.3, 0.2, -1.5, 0.9, -0.4]
+    v = [1.5, 1.2, 2.0, 1.0, 1.8, 1.4, 1.6, 1.1]
+    write("multilevel_hidden", ["y[%d]" % (k + 1) for k in range(8)], latent_items(rng, 300, 0.3, b, v, 0.10))
+
+
 if __name__ == "__main__":
     for seed, make in enumerate([diagnosis, survey, occupancy, sbn2, naive_bayes, chain_hmm, cauchy_logit,
-                                 interaction_logit, responder_trial, occupancy_shared, tied_tests], 1):
+                                 interaction_logit, responder_trial, occupancy_shared, tied_tests,
+                                 multilevel_items, multilevel_hidden], 1):
         make(random.Random(20261127 + seed))
