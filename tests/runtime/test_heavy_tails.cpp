@@ -12,6 +12,7 @@
 #include "runtime/variational/vb.hpp"
 #include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/per_chain.hpp"
+#include "tests/runtime/target_differences.hpp"
 #include "validation/grid_posterior.hpp"
 
 #include <Eigen/Cholesky>
@@ -60,21 +61,6 @@ Small small(const std::string& priors, const std::string& predictor = "b + w * x
     return s;
 }
 
-// Central differences of the target's log density.
-Eigen::VectorXd numeric_gradient(const Target& t, Eigen::VectorXd theta) {
-    Eigen::VectorXd g(theta.size());
-    for (Eigen::Index k = 0; k < theta.size(); ++k) {
-        const double h = 1e-5 * std::max(1.0, std::abs(theta[k])), x = theta[k];
-        theta[k] = x + h;
-        const double up = t.log_density(theta);
-        theta[k] = x - h;
-        const double down = t.log_density(theta);
-        theta[k] = x;
-        g[k] = (up - down) / (2 * h);
-    }
-    return g;
-}
-
 }  // namespace
 
 TEST_CASE("heavy-tailed priors: the exact, normalised Student-t and Cauchy log density and its gradient") {
@@ -89,7 +75,7 @@ TEST_CASE("heavy-tailed priors: the exact, normalised Student-t and Cauchy log d
         CHECK(got == doctest::Approx(expected).epsilon(1e-11));
         Eigen::VectorXd grad(2);
         target->log_density_gradient(theta, grad);
-        const Eigen::VectorXd fd = numeric_gradient(*target, theta);
+        const Eigen::VectorXd fd = test::log_density_differences(*target, theta);
         for (int k = 0; k < 2; ++k) CHECK(grad[k] == doctest::Approx(fd[k]).epsilon(1e-6).scale(1e-6));
     }
 }
@@ -109,7 +95,7 @@ TEST_CASE("heavy-tailed priors: a Cauchy weight beside an mvnormal parameter in 
     CHECK(target->log_density(theta) + target->log_constant() == doctest::Approx(expected).epsilon(1e-11));
     Eigen::VectorXd grad(3);
     target->log_density_gradient(theta, grad);
-    const Eigen::VectorXd fd = numeric_gradient(*target, theta);
+    const Eigen::VectorXd fd = test::log_density_differences(*target, theta);
     for (int k = 0; k < 3; ++k) CHECK(grad[k] == doctest::Approx(fd[k]).epsilon(1e-6).scale(1e-6));
 }
 

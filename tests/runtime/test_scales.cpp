@@ -10,6 +10,7 @@
 #include "runtime/variational/vb.hpp"
 #include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/per_chain.hpp"
+#include "tests/runtime/target_differences.hpp"
 #include "tests/runtime/theta_index.hpp"
 
 #include <doctest/doctest.h>
@@ -56,7 +57,7 @@ double log_logistic(double x) { return -std::log1p(std::exp(-x)); }
 
 // log p(θ | x) + const by hand: θ = (weights, η = log τ), with the Jacobian τ of τ = e^η.
 // hyperprior 0: half_normal(1.5), 1: half_cauchy(2), 2: precision_gamma(3, 2).
-double by_hand(const ScaleModel& m, const Eigen::VectorXd& theta, int hyperprior) {
+double scale_by_hand(const ScaleModel& m, const Eigen::VectorXd& theta, int hyperprior) {
     const double eta = theta[test::theta_index(m.graph, "tau")], tau = std::exp(eta), lambda = 1 / (tau * tau);
     // log p(τ) + log τ; for the Gamma on λ = τ^{−2}: log p(λ) + log |dλ/dη| = log p(λ) + log 2λ.
     double lp = hyperprior == 0   ? eta + std::log(2.0) + log_normal(tau, 0, 1.5)
@@ -69,20 +70,6 @@ double by_hand(const ScaleModel& m, const Eigen::VectorXd& theta, int hyperprior
         for (int r = 0; r < 5; ++r) lp += log_logistic((scale_ys[r][k] ? 1 : -1) * (b + w * scale_xs[r]));
     }
     return lp;
-}
-
-Eigen::VectorXd scale_numeric_gradient(const Target& t, Eigen::VectorXd theta) {
-    Eigen::VectorXd g(theta.size());
-    for (Eigen::Index k = 0; k < theta.size(); ++k) {
-        const double h = 1e-5 * std::max(1.0, std::abs(theta[k])), x = theta[k];
-        theta[k] = x + h;
-        const double up = t.log_density(theta);
-        theta[k] = x - h;
-        const double down = t.log_density(theta);
-        theta[k] = x;
-        g[k] = (up - down) / (2 * h);
-    }
-    return g;
 }
 
 }  // namespace
@@ -117,10 +104,10 @@ TEST_CASE("learned scales: the exact log density of weights and log tau, and its
         for (const double eta : {-2.0, 0.3, 3.0}) {
             theta << 0.9, -0.4, -1.2, 0.7, 2.1, 0.05, eta;
             const double got = target->log_density(theta) + target->log_constant();
-            CHECK(got == doctest::Approx(by_hand(m, theta, hyperprior)).epsilon(1e-11));
+            CHECK(got == doctest::Approx(scale_by_hand(m, theta, hyperprior)).epsilon(1e-11));
             Eigen::VectorXd grad(7);
             CHECK(target->log_density_gradient(theta, grad) == doctest::Approx(target->log_density(theta)).epsilon(1e-13));
-            const Eigen::VectorXd fd = scale_numeric_gradient(*target, theta);
+            const Eigen::VectorXd fd = test::log_density_differences(*target, theta);
             for (int k = 0; k < 7; ++k) CHECK(grad[k] == doctest::Approx(fd[k]).epsilon(1e-6).scale(1e-6));
             // A block's own terms change with its weights as the whole does, τ held.
             const int b = 1;
