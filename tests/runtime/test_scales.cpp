@@ -3,7 +3,9 @@
 // against differences, and prior draws against the half-normal's and half-Cauchy's quantiles.
 #include "runtime/data/dataset.hpp"
 #include "runtime/data/model.hpp"
+#include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
+#include "runtime/sampling/methods.hpp"
 #include "runtime/target/prior.hpp"
 #include "runtime/target/target.hpp"
 #include "runtime/variational/scale_q.hpp"
@@ -313,4 +315,29 @@ TEST_CASE("learned scales: q(tau) by quadrature in log tau against integration i
             if (kind == ir::ScaleKind::precision_gamma)
                 CHECK(q.e_precision == doctest::Approx((sc.shape + 0.5 * n) / (sc.rate + 0.5 * S)).epsilon(1e-9));
         }
+}
+
+TEST_CASE("learned scales: auto's choice, and the methods that cannot move them refuse by name") {
+    const ir::Graph g = compile_model(funnel_text, "funnel.vbn");
+    std::istringstream in(funnel_csv);
+    const Dataset data = load_csv(g, in, "funnel.csv");
+    std::string why;
+    CHECK(choose_method(g, data, &why) == "gibbs");  // y[2] has missing entries
+    CHECK(why.find("learned prior scales") != std::string::npos);
+    for (const std::string method : {"varmix", "regen"}) {
+        CAPTURE(method);
+        FitOptions o;
+        o.method = method;
+        o.chains = 1;
+        o.warmup = 10;
+        o.draws = 10;
+        try {
+            fit(g, data, o);
+            FAIL("fit should refuse");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::usage);
+            CHECK(std::string(e.what()).find("--method " + method + " does not move learned prior scales (such as 'tau')") !=
+                  std::string::npos);
+        }
+    }
 }
