@@ -389,9 +389,14 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
     return doc;
 }
 
-nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts) {
+std::array<double, 3> VbParameter::marginal_quantiles() const {
     // z_0.95 = Φ⁻¹(0.95): the Gaussian marginals' 5% and 95% quantiles are mean ∓ z sd.
     constexpr double z95 = 1.6448536269514722;
+    if (quantiles) return *quantiles;
+    return {mean - z95 * sd, mean, mean + z95 * sd};
+}
+
+nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameters, const VbFacts& facts) {
     nlohmann::ordered_json doc;
     doc["method"] = facts.method;
     doc["chains"] = nullptr;
@@ -405,9 +410,10 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
         p["name"] = v.name;
         p["mean"] = number_or_null(v.mean);
         p["sd"] = number_or_null(v.sd);
-        p["q5"] = number_or_null(v.mean - z95 * v.sd);
-        p["q50"] = number_or_null(v.mean);
-        p["q95"] = number_or_null(v.mean + z95 * v.sd);
+        const std::array<double, 3> q = v.marginal_quantiles();
+        p["q5"] = number_or_null(q[0]);
+        p["q50"] = number_or_null(q[1]);
+        p["q95"] = number_or_null(q[2]);
         if (const auto& c = v.corrected) {
             p["vb_mean"] = p["mean"];
             p["vb_sd"] = p["sd"];

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <array>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -114,6 +115,11 @@ struct VbParameter {
     std::string name;
     double mean = 0, sd = 0;  // the variational fit's marginal
     std::optional<CorrectedMarginal> corrected{};
+    // Its 5%, 50% and 95% quantiles where the marginal is not Gaussian (a learned scale: exp
+    // of log τ's); absent, mean ∓ z sd.
+    std::optional<std::array<double, 3>> quantiles{};
+
+    std::array<double, 3> marginal_quantiles() const;
 };
 struct VbFacts {
     std::string method = "vb";

@@ -14,6 +14,7 @@
 #include <boost/math/distributions/normal.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace vbn::commands {
@@ -32,6 +33,10 @@ std::vector<VbParameter> parameters(const ir::Graph& g, const VbFit& q, const st
             const auto j = static_cast<std::size_t>(k - (g.dim - static_cast<int>(g.scales.size())));
             p.mean = q.scale_mean.at(j);
             p.sd = q.scale_sd.at(j);
+            // The fit's Gaussian over log τ, its quantiles mapped back to τ.
+            const double z95 = boost::math::quantile(boost::math::normal(), 0.95), sd_log = std::sqrt(q.variance(k));
+            p.quantiles = std::array<double, 3>{std::exp(q.mean[k] - z95 * sd_log), std::exp(q.mean[k]),
+                                                std::exp(q.mean[k] + z95 * sd_log)};
             if (c)
                 p.corrected = CorrectedMarginal{c->scale_mean[static_cast<Eigen::Index>(j)], c->scale_sd[static_cast<Eigen::Index>(j)],
                                                 c->scale_mcse[static_cast<Eigen::Index>(j)], std::exp(c->q5[k]),
@@ -58,11 +63,12 @@ void print_table(const std::vector<VbParameter>& params, const std::optional<Ref
                            c->tempered ? "tempering" : "importance sampling", c->seconds);
         return;
     }
-    const double z95 = boost::math::quantile(boost::math::normal(), 0.95);
     out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
-    for (const auto& p : params)
-        out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd,
-                           p.mean - z95 * p.sd, p.mean, p.mean + z95 * p.sd);
+    for (const auto& p : params) {
+        const std::array<double, 3> q = p.marginal_quantiles();
+        out << fmt::format("{:<{}} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g} {:>10.4g}\n", p.name, width, p.mean, p.sd, q[0],
+                           q[1], q[2]);
+    }
     out << '\n';
 }
 
