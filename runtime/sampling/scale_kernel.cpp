@@ -20,14 +20,13 @@ ScaleSliceKernel::ScaleSliceKernel(const ir::Graph& graph) {
     }
 }
 
-double scale_log_conditional(const ScaleSliceKernel::Scale& s, const Eigen::VectorXd& x, double eta) {
-    const ir::Scale& sc = s.prior;
+double scaled_sum_of_squares(const ir::Scale& sc, const Eigen::VectorXd& x) {
     double sum = 0;
     for (std::size_t j = 0; j < sc.weights.size(); ++j) {
         const double r = x[sc.weights[j]] - sc.means[j];
         sum += r * r;
     }
-    return scale_log_prior(sc, eta).value - static_cast<double>(sc.weights.size()) * eta - 0.5 * sum * std::exp(-2 * eta);
+    return sum;
 }
 
 // Neal (2003): a level under the density at η, an interval of the current width placed at
@@ -36,10 +35,14 @@ double scale_log_conditional(const ScaleSliceKernel::Scale& s, const Eigen::Vect
 void ScaleSliceKernel::step(inference::State& state, inference::Density&, inference::Rng& rng,
                             inference::TransitionInfo& info) {
     for (Scale& s : scales_) {
+        // The weights stay put during the step: their sum of squares is taken once.
+        const int n = static_cast<int>(s.prior.weights.size());
+        const double sum = scaled_sum_of_squares(s.prior, state.x);
+        auto conditional = [&](double at) { return scale_log_conditional(s.prior, n, sum, at); };
         const double eta = state.x[s.prior.theta_index];
-        const double current = scale_log_conditional(s, state.x, eta);
+        const double current = conditional(eta);
         const double level = current + std::log(rng.uniform());
-        auto above = [&](double at) { return scale_log_conditional(s, state.x, at) > level; };
+        auto above = [&](double at) { return conditional(at) > level; };
         double lo = eta - s.width * rng.uniform(), hi = lo + s.width;
         for (int i = 0; i < max_step_out && above(lo); ++i) lo -= s.width;
         for (int i = 0; i < max_step_out && above(hi); ++i) hi += s.width;
@@ -52,7 +55,7 @@ void ScaleSliceKernel::step(inference::State& state, inference::Density&, infere
             }
             (at < eta ? lo : hi) = at;
         }
-        state.lp += scale_log_conditional(s, state.x, next) - current;
+        state.lp += conditional(next) - current;
         state.x[s.prior.theta_index] = next;
         ++updates_;
         if (adapting_) {

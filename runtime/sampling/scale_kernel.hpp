@@ -44,7 +44,7 @@ private:
     long updates_ = 0;  // scale updates, for the stats
 };
 
-// log p(η | w) + const of one scale at the state x (the formula above).
-double scale_log_conditional(const ScaleSliceKernel::Scale& s, const Eigen::VectorXd& x, double eta);
+// Σ_j (w_j − μ_j)² over the weights a scale scales, at the state x.
+double scaled_sum_of_squares(const ir::Scale& scale, const Eigen::VectorXd& x);
 
 }  // namespace vbn

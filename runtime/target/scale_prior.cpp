@@ -36,6 +36,10 @@ ScaleLogPrior scale_log_prior(const ir::Scale& sc, double eta) {
     return p;
 }
 
+double scale_log_conditional(const ir::Scale& sc, int n, double S, double eta) {
+    return scale_log_prior(sc, eta).value - n * eta - 0.5 * S * std::exp(-2 * eta);
+}
+
 double scale_log_norm(const ir::Scale& sc) {
     switch (sc.kind) {
     case ir::ScaleKind::half_normal: return std::log(2.0) - 0.5 * std::log(2 * std::numbers::pi) - std::log(sc.scale);

@@ -21,4 +21,9 @@ ScaleLogPrior scale_log_prior(const ir::Scale& scale, double eta);
 // The constant the value above leaves out.
 double scale_log_norm(const ir::Scale& scale);
 
+// log p_η(η) − nη − ½ S e^{−2η}: η's log density given n weights it scales with
+// S = Σ_j (w_j − μ_j)² (without log_norm and the weights' 2π's). It is the slice step's exact
+// conditional (S from the draws) and the variational q(η)'s log density (S the expected sum).
+double scale_log_conditional(const ir::Scale& scale, int n, double S, double eta);
+
 }  // namespace vbn

@@ -25,9 +25,7 @@ struct LogQ {
     int n;
     double S;
 
-    double value(double eta) const {
-        return log_norm + scale_log_prior(scale, eta).value - n * eta - 0.5 * S * std::exp(-2 * eta);
-    }
+    double value(double eta) const { return log_norm + scale_log_conditional(scale, n, S, eta); }
     double slope(double eta) const { return scale_log_prior(scale, eta).slope - n + S * std::exp(-2 * eta); }
     double curvature(double eta) const { return scale_log_prior(scale, eta).curvature - 2 * S * std::exp(-2 * eta); }
 };
