@@ -132,8 +132,9 @@ void resolve_method(RunState& run) {
     run.r.labelings = symmetries.labelings;
     if (run.by_auto) run.r.notes.push_back(fmt::format("method auto chose {}: {}", run.r.method, why));
     if (!graph.scales.empty() && run.method->scales == ScaleMoves::refused)
-        throw Error(ErrorKind::usage, fmt::format("--method {} does not move learned prior scales (such as '{}'); use nuts "
-                                                  "(auto's choice for them), varblock or gibbs",
+        throw Error(ErrorKind::usage, fmt::format("--method {} does not move learned prior scales (such as '{}'); use auto "
+                                                  "(varblock or gibbs, each with a slice step for the scales), nuts, varmh "
+                                                  "or rwm",
                                                   run.r.method, graph.scales.front().name));
     if (run.method->dense_only && graph.dim > max_dense_dim)
         throw Error(ErrorKind::limit, fmt::format("--method {2} adapts dense {0} x {0} covariances, too large for {0} "
