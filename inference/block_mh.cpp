@@ -107,6 +107,15 @@ void BlockIndependenceMH::setup(const Density& target) {
                 block.cached_u.setZero(r.size);
                 block.proposed_u.setZero(r.size);
             }
+            block.batch = target.block_batch(b);
+            if (block.batch > 1) {
+                block.ahead_x.setZero(r.size, block.batch);
+                if (block.overrelax != 0) block.ahead_u.setZero(r.size, block.batch);
+                block.ahead_log_q.setZero(block.batch);
+                block.ahead_value.setZero(block.batch);
+                block.at.setZero(r.size, 1);
+                block.at_value.setZero(1);
+            }
             if (whole_recentre_.applies(b)) {
                 block.centre = static_cast<int>(centres_.size());
                 centres_.push_back(
@@ -176,6 +185,7 @@ MetropolisDecision BlockIndependenceMH::decide(Block& block, State& state, Densi
 double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng) {
     Block& block = blocks_[static_cast<std::size_t>(b)];
     if (block.whitened >= 0) return move_whitened(block, state, target, rng);
+    if (block.batch > 1) return move_ahead(block, state, target, rng);
     const auto current_x = state.x.segment(block.offset, block.size);
     // (The warmup does not overrelax, so a cache filled there has no cached_u: end_warmup
     // clears it.)
@@ -195,6 +205,71 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
         if (overrelaxed) block.cached_u.swap(block.proposed_u);
     }
     return decision.probability;
+}
+
+// move() with the block's proposals drawn ahead and evaluated together (see the header).
+double BlockIndependenceMH::move_ahead(Block& block, State& state, Density& target, Rng& rng) {
+    const auto current_x = state.x.segment(block.offset, block.size);
+    const bool overrelaxed = block.overrelax != 0 && !in_warmup_;
+    if (!block.cached || current_x != block.cached_x) {
+        block.cached_x = current_x;
+        block.cached_log_q = overrelaxed ? block.q.whiten(current_x, block.cached_u) : block.q.log_density(current_x);
+        block.cached = true;
+        block.has_value = false;
+        if (overrelaxed) block.used = block.ahead;  // they started from another point
+    }
+    if (!block.has_value) {
+        block.at.col(0) = current_x;
+        target.block_log_densities(block.target_block, block.at, block.at_value);
+        block.has_value = true;
+    }
+    require_finite_current(block.at_value[0], "block independence mh");
+    if (block.used == block.ahead) draw_ahead(block, target, rng, overrelaxed);
+    const int k = block.used++;
+    const double proposed = proposal_log_density(block.ahead_value[k]);
+    const double log_q = block.ahead_log_q[k];
+    // Fig. 6, as in decide().
+    const MetropolisDecision decision =
+        metropolis((proposed - log_q) - (block.at_value[0] - block.cached_log_q), rng);
+    ++block.proposed;
+    ++stats_.proposed;
+    if (!decision.accept) {
+        if (overrelaxed) block.used = block.ahead;  // the rest started from the rejected point
+        return decision.probability;
+    }
+    ++block.accepted;
+    ++stats_.accepted;
+    state.x.segment(block.offset, block.size) = block.ahead_x.col(k);
+    proposal_.segment(block.offset, block.size) = block.ahead_x.col(k);
+    state.lp += proposed - block.at_value[0];
+    block.at_value[0] = proposed;
+    block.cached_x = block.ahead_x.col(k);
+    block.cached_log_q = log_q;
+    if (overrelaxed) block.cached_u = block.ahead_u.col(k);
+    return decision.probability;
+}
+
+void BlockIndependenceMH::draw_ahead(Block& block, Density& target, Rng& rng, bool overrelaxed) {
+    const int n = block.batch;
+    for (int k = 0; k < n; ++k) {
+        auto x = block.ahead_x.col(k);
+        if (!overrelaxed) {
+            block.ahead_log_q[k] = block.q.sample_log_density(rng, x);
+            continue;
+        }
+        // Each from the one before, as if it were accepted.
+        auto u = block.ahead_u.col(k);
+        const double chi_square = block.q.overrelax_noise(rng, u);
+        block.ahead_log_q[k] = k == 0 ? block.q.overrelaxed_from(block.overrelax, block.cached_u, u, chi_square, x, u)
+                                      : block.q.overrelaxed_from(block.overrelax, block.ahead_u.col(k - 1), u, chi_square, x, u);
+    }
+    target.block_log_densities(block.target_block, block.ahead_x.leftCols(n), block.ahead_value.head(n));
+    block.ahead = n;
+    block.used = 0;
+}
+
+void BlockIndependenceMH::discard_ahead() {
+    for (Block& block : blocks_) block.ahead = block.used = 0;
 }
 
 // One move of a whitened sub-block S: z*_S from its standard proposal, the rest of z kept,
@@ -272,6 +347,7 @@ void BlockIndependenceMH::begin_warmup(int iterations) {
 
 void BlockIndependenceMH::end_warmup() {
     in_warmup_ = false;
+    discard_ahead();  // drawn as independence proposals, from the warmup's centre
     for (Block& block : blocks_)
         if (block.overrelax != 0) block.cached = false;  // the overrelaxed moves need cached_u
     if (warmup_step_ < 0) return;
@@ -290,6 +366,7 @@ void BlockIndependenceMH::recentre_whole() {
         c.x = (n * c.draws.mean() + w * c.initial) / (n + w);
         block.q.assign(c.x, c.lower);
         block.cached = false;
+        block.ahead = block.used = 0;  // drawn from the old centre
     }
 }
 

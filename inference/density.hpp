@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace vbn::inference {
@@ -47,6 +48,26 @@ public:
     virtual bool block_separable(int b) const {
         (void)b;
         return false;
+    }
+
+    // How many values of block b a kernel should evaluate together (block_log_densities);
+    // 1, the default: one at a time. Only a block whose terms involve its own entries alone
+    // may return more.
+    virtual int block_batch(int b) const {
+        (void)b;
+        return 1;
+    }
+
+    // The terms of block b at each column of `values` (block b's entries only, at most
+    // block_batch(b) columns) into out: block_log_density's, to rounding, whatever the other
+    // blocks hold. A kernel that uses them uses them for its current state too, so that every
+    // ratio it forms is of values computed alike.
+    virtual void block_log_densities(int b, const Eigen::Ref<const Eigen::MatrixXd>& values,
+                                     Eigen::Ref<Eigen::VectorXd> out) {
+        (void)b;
+        (void)values;
+        (void)out;
+        throw std::logic_error("this density evaluates no block's values together");
     }
 };
 

@@ -371,13 +371,22 @@ double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eige
 
 double GaussianProposal::sample_overrelaxed(Rng& rng, double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
                                             Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out) {
-    for (Eigen::Index i = 0; i < u_out.size(); ++i) u_out[i] = rng.normal();
+    const double chi_square = overrelax_noise(rng, u_out);
+    return overrelaxed_from(alpha, u, u_out, chi_square, out, u_out);
+}
+
+double GaussianProposal::overrelax_noise(Rng& rng, Eigen::Ref<Eigen::VectorXd> normals) const {
+    for (Eigen::Index i = 0; i < normals.size(); ++i) normals[i] = rng.normal();
+    return is_student_t() ? sample_chi_square(rng, df_ + static_cast<double>(dim())) : 0.0;
+}
+
+double GaussianProposal::overrelaxed_from(double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
+                                          const Eigen::Ref<const Eigen::VectorXd>& normals, double chi_square,
+                                          Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out) {
     double spread = std::sqrt(1.0 - alpha * alpha);
-    if (is_student_t()) {
-        const double d = static_cast<double>(dim());
-        spread /= std::sqrt(sample_chi_square(rng, df_ + d) / (df_ + u.squaredNorm()));
-    }
-    u_out = alpha * u + spread * u_out;
+    // λ | u ~ Gamma((ν + d)/2, rate (ν + |u|²)/2), that is χ²(ν + d) / (ν + |u|²).
+    if (is_student_t()) spread /= std::sqrt(chi_square / (df_ + u.squaredNorm()));
+    u_out = alpha * u + spread * normals;  // element by element, so u_out may be normals
     return place(u_out, u_out.squaredNorm(), out);
 }
 

@@ -108,6 +108,14 @@ public:
     // out and u* into u_out (which must not alias u); returns log q(x*).
     double sample_overrelaxed(Rng& rng, double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
                               Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out);
+    // sample_overrelaxed in two halves, for a kernel that draws its proposals ahead of the
+    // point they start from: the random numbers (dim() standard normals into `normals`,
+    // then, for a t, a χ²(ν + d) draw, returned; 0 for a Gaussian), and the draw from u
+    // given them. The two in turn are sample_overrelaxed: the same numbers, the same bits.
+    double overrelax_noise(Rng& rng, Eigen::Ref<Eigen::VectorXd> normals) const;
+    double overrelaxed_from(double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,
+                            const Eigen::Ref<const Eigen::VectorXd>& normals, double chi_square,
+                            Eigen::Ref<Eigen::VectorXd> out, Eigen::Ref<Eigen::VectorXd> u_out);
 
     // The same draw as sample() (the same random numbers, in the same order) and its log q,
     // from the draw's own standard normals rather than by solving with the Cholesky factor

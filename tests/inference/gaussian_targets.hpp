@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,34 @@ private:
     Eigen::MatrixXd precision_;
     std::vector<inference::BlockRange> blocks_;
     Eigen::VectorXd z_, pz_, pbz_;  // scratch, so evaluations allocate nothing
+};
+
+// A one-block GaussianDensity that evaluates its block `batch` values at a time
+// (Density::block_batch), as a target over many rows does; block_log_densities gives the
+// log density of each value and counts the calls and the values.
+class BatchedGaussian : public GaussianDensity {
+public:
+    BatchedGaussian(GaussianDensity g, int batch) : GaussianDensity(std::move(g)), batch_(batch), x_(dim()) {
+        if (block_count() != 1) throw std::invalid_argument("BatchedGaussian: one block only");
+    }
+    int block_batch(int) const override { return batch_; }
+    void block_log_densities(int, const Eigen::Ref<const Eigen::MatrixXd>& values, Eigen::Ref<Eigen::VectorXd> out) override {
+        if (values.cols() > batch_ || values.rows() != dim() || out.size() != values.cols())
+            throw std::invalid_argument("BatchedGaussian: values do not fit the batch");
+        ++batched_calls;
+        batched_values += values.cols();
+        for (Eigen::Index j = 0; j < values.cols(); ++j) {
+            x_ = values.col(j);
+            out[j] = exact(x_);
+        }
+    }
+
+    long batched_calls = 0;
+    long batched_values = 0;
+
+private:
+    int batch_;
+    Eigen::VectorXd x_;
 };
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();

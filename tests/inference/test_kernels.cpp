@@ -903,8 +903,7 @@ double t_over_gaussian(const GaussianDensity& target, const std::vector<Gaussian
 // λ), but the tilt moves h = Σ_j log(q_j / N_j) itself: by 27.9 and −23.5 standard errors
 // (1.3 with the right kernel). So the t case also checks that h's mean has not changed since
 // the start: each chain's change has mean 0 when the kernel leaves the target invariant.
-TEST_CASE("overrelaxed block moves leave the target invariant: exact draws stay exact, coupled blocks and wide proposals") {
-    GaussianDensity target = vbn::test::correlated_10d();
+void check_exact_draws_stay_exact(GaussianDensity& target) {
     const Eigen::MatrixXd l = Eigen::LLT<Eigen::MatrixXd>(target.covariance()).matrixL();
     const int chains = 20000, sweeps = 10;
     for (const double df : {GaussianProposal::gaussian_df, 5.0}) {
@@ -940,6 +939,11 @@ TEST_CASE("overrelaxed block moves leave the target invariant: exact draws stay 
             CHECK_MESSAGE(std::abs(mean) <= 4 * se, "log(t/N) moved by ", mean, " = ", mean / se, " se");
         }
     }
+}
+
+TEST_CASE("overrelaxed block moves leave the target invariant: exact draws stay exact, coupled blocks and wide proposals") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    check_exact_draws_stay_exact(target);
 }
 
 // Lag-1 autocorrelation of one column of the draws.
@@ -978,6 +982,62 @@ TEST_CASE("overrelaxed whole blocks: with the target as proposal every move is a
     // sqrt(1/3) = 0.58 expected; batch means of 20,000 draws estimate each mcse to about 10%.
     CHECK(mean_var[1] < 0.7 * mean_var[0]);
     CHECK(mean_var[1] > 0.45 * mean_var[0]);
+}
+
+// Proposals drawn ahead (inference/block_mh.hpp): a block the density evaluates 16 values at
+// a time. Independence proposals are all used; overrelaxed ones are drawn each from the one
+// before and discarded after a rejection. A kernel that kept them (or that drew one from a
+// point the chain did not reach) would leave another distribution invariant, which the
+// exact-draws check sees; one that mixed batched and single values in a ratio would break lp.
+TEST_CASE("whole blocks drawn ahead: Gaussians stay invariant, independence and overrelaxed, re-centred or not") {
+    std::uint64_t seed = 700;
+    for (const bool ten : {false, true}) {
+        for (const double df : {GaussianProposal::gaussian_df, 5.0}) {
+            for (const double alpha : {0.0, -0.5}) {
+                INFO((ten ? 10 : 2) << "-D, df " << df << ", alpha " << alpha);
+                vbn::test::BatchedGaussian target(one_block(ten ? vbn::test::correlated_10d() : vbn::test::correlated_2d()), 16);
+                BlockIndependenceMH k(nearby_proposal(target, 1.2, df), BlockSplit{}, BlockRecentre{true, 300}, alpha);
+                const RunResult r = run_kernel(k, target, 1000, 40000, ++seed);
+                const std::string failures = vbn::test::check_moments(r.draws, target.mean(), target.covariance());
+                CHECK_MESSAGE(failures.empty(), failures);
+                CHECK(r.max_lp_error < 1e-10);
+                CHECK(r.accept_rate > 0.2);
+                CHECK(target.block_calls == 0);  // every value from block_log_densities
+                // 41,000 moves; independence proposals all used (plus the current point's
+                // value at the start and after each re-centring), overrelaxed ones discarded
+                // after each rejection.
+                CHECK(target.batched_values >= 41000);
+                if (alpha == 0) CHECK(target.batched_values <= 41000 + 4 * 16);
+                else CHECK(target.batched_values > 41000 + 1000);
+            }
+        }
+    }
+}
+
+TEST_CASE("whole blocks drawn ahead: overrelaxed moves leave exact draws exact and stay antithetic") {
+    vbn::test::BatchedGaussian target(one_block(vbn::test::correlated_10d()), 16);
+    check_exact_draws_stay_exact(target);
+    CHECK(target.block_calls == 0);
+    // With the target as proposal every move is accepted and none is discarded: the draws are
+    // the AR(1) of the unbatched kernel, lag-1 autocorrelation α in whitened coordinates.
+    vbn::test::BatchedGaussian same(one_block(vbn::test::correlated_10d()), 16);
+    const GaussianProposal exact(same.mean(), same.covariance());
+    BlockIndependenceMH k(exact, BlockSplit{}, BlockRecentre{}, -0.5);
+    const int n = 20000;
+    const RunResult r = run_kernel(k, same, 100, n, 22);
+    CHECK(r.accept_rate == 1.0);
+    CHECK(same.batched_values <= n + 100 + 3 * 16);
+    const Eigen::MatrixXd z = exact.cholesky().triangularView<Eigen::Lower>().solve(
+        (r.draws.rowwise() - same.mean().transpose()).transpose()).transpose();
+    for (Eigen::Index j = 0; j < z.cols(); ++j) CHECK(std::abs(lag1(z.col(j)) + 0.5) < 4 / std::sqrt(static_cast<double>(n)));
+}
+
+TEST_CASE("whole blocks drawn ahead: the same seed gives the same draws, a clone the same as the original") {
+    vbn::test::BatchedGaussian target(one_block(vbn::test::correlated_10d()), 16);
+    for (const double alpha : {0.0, -0.3}) {
+        const BlockIndependenceMH k(vbn::test::shifted_proposal(target, 0.2, 1.2, 100.0), BlockSplit{}, BlockRecentre{true, 30}, alpha);
+        check_same_seed_same_draws(k, target);
+    }
 }
 
 TEST_CASE("overrelaxed whole blocks: the same seed gives the same draws; alpha outside (-1, 1) is refused") {
