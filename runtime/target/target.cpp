@@ -10,6 +10,7 @@
 #include <Eigen/Cholesky>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -515,6 +516,12 @@ Target::Workspace Target::make_workspace() const {
     ws.exp_theta_.resize(max_block_);
     // Even and odd rows; zero between gradients (add_sign_gradient leaves them so).
     ws.sign_buckets_.setZero(2 * groups * sign_group_size);
+    for (int b = 0; b < blocks(); ++b) {
+        if (block_batch(b) == 1) continue;
+        ws.theta_.setZero(dim_);
+        ws.lanes_.resize(static_cast<Eigen::Index>(max_block_) * kBlockBatch);
+        break;
+    }
     if (pattern_terms_) {
         ws.family_logs_.resize(family_first_.back());
         ws.component_logs_.resize(static_cast<Eigen::Index>(families_.components.size()));
@@ -1350,6 +1357,92 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
     }
     for (int j = 0; j < draws; ++j) out[j] += summed_out_term(thetas.col(j), nullptr, -1, ws);
     for (int j = 0; j < draws && !scales_.empty(); ++j) out[j] += scale_term(thetas.col(j), nullptr);
+}
+
+int Target::block_batch(int b) const {
+    if (!complete_block(b)) return 1;
+    const Merged& m = merged_[sz(b)];
+    const long entries = static_cast<long>(m.rows()) * (block_size(b) + 4);
+    return m.sign_groups == 0 && m.product_logs && entries >= kBatchMinEntries ? kBlockBatch : 1;
+}
+
+namespace {
+// block_log_densities with one run of equal weights' product per lane (Merged::product_logs):
+// L values (8 or 16) are the lanes of every operation, so a row's features are read once and
+// broadcast, η of all the values is f_t' V (V's rows held as lanes), and exp, the products and
+// the sums are vector operations across the values; each lane's product of factors in (1, 2]
+// is logged at its run's end or after kProductRows rows, as chunk_value does.
+// v: the block's k entries, lane-major (v[i * L + j] = entry i of value j).
+template <int L>
+void lane_values(const Eigen::MatrixXd& f, const Eigen::VectorXd& a, const Eigen::VectorXd& w_pos,
+                 const Eigen::VectorXd& w_neg, const Eigen::VectorXd& w_total, const std::vector<int>& run_end,
+                 const double* __restrict v, double* __restrict out) {
+    // η's lanes in vectors of 8 (GCC's vector extension: a plain loop over the lanes inside the
+    // loop over features was vectorised only in part, with scalar tails).
+    using Lanes8 = double __attribute__((vector_size(64)));
+    constexpr int V = L / 8;
+    static_assert(L % 8 == 0, "whole vectors of 8 lanes");
+    const auto rows = static_cast<int>(a.size());
+    const auto k = static_cast<int>(f.cols());
+    const double* fcol = f.data();
+    const auto stride = static_cast<std::ptrdiff_t>(f.rows());
+    alignas(64) double lin[L] = {}, logs[L] = {}, product[L], eta[L];
+    std::fill(product, product + L, 1.0);
+    int in_product = 0;
+    auto run = run_end.begin();
+    for (int t = 0; t < rows; ++t) {
+        Lanes8 acc[V];
+        for (int h = 0; h < V; ++h) acc[h] = Lanes8{} + a[t];
+        for (int i = 0; i < k; ++i) {
+            const double x = fcol[i * stride + t];
+            for (int h = 0; h < V; ++h) {
+                Lanes8 w;
+                std::memcpy(&w, v + i * L + 8 * h, sizeof w);
+                acc[h] += x * w;
+            }
+        }
+        std::memcpy(eta, acc, sizeof acc);
+        const double wp = w_pos[t], wn = w_neg[t];
+        for (int j = 0; j < L; ++j) {
+            // Past |η| = 708, e^-|η| adds nothing to 1: the clamp keeps the exp's argument where
+            // its cheaper form holds (std::min keeps a NaN, its first argument).
+            product[j] *= 1.0 + inference::exp_nonpositive_normal(-std::min(std::abs(eta[j]), 708.0));
+            lin[j] += wp * std::min(eta[j], 0.0) - wn * std::max(eta[j], 0.0);
+        }
+        if (t + 1 == *run) ++run;
+        else if (++in_product < kProductRows) continue;
+        for (int j = 0; j < L; ++j) logs[j] += w_total[t] * std::log(product[j]);
+        std::fill(product, product + L, 1.0);
+        in_product = 0;
+    }
+    for (int j = 0; j < L; ++j) out[j] = lin[j] - logs[j];
+}
+}  // namespace
+
+// The block's family by lane_values, then each value's prior.
+void Target::block_log_densities(int b, const Eigen::Ref<const Eigen::MatrixXd>& values, Out out, Workspace& ws) const {
+    check_block(b);
+    const auto n = static_cast<int>(values.cols());
+    if (block_batch(b) == 1 || n < 1 || n > kBlockBatch || values.rows() != block_size(b) || out.size() != n)
+        throw Error(ErrorKind::usage,
+                    fmt::format("block_log_densities: block {} takes 1 to {} values of {} entries, not {} of {} into {}",
+                                b, block_batch(b), block_size(b), n, values.rows(), out.size()));
+    const Merged& m = merged_[sz(b)];
+    const BlockPrior& p = blocks_[sz(b)];
+    // Lanes: the values, the last repeated to fill them.
+    const int lanes = n <= 8 ? 8 : kBlockBatch;
+    alignas(64) std::array<double, kBlockBatch> lane_out;
+    auto v = ws.lanes_.head(static_cast<Eigen::Index>(p.size) * lanes);
+    for (int i = 0; i < p.size; ++i)
+        for (int j = 0; j < lanes; ++j) v[i * lanes + j] = values(i, std::min(j, n - 1));
+    if (lanes == 8)
+        lane_values<8>(dense_rows(b), m.a, m.w_pos, m.w_neg, m.w_total, m.run_end, v.data(), lane_out.data());
+    else
+        lane_values<kBlockBatch>(dense_rows(b), m.a, m.w_pos, m.w_neg, m.w_total, m.run_end, v.data(), lane_out.data());
+    for (int j = 0; j < n; ++j) {
+        ws.theta_.segment(p.offset, p.size) = values.col(j);
+        out[j] = lane_out[sz(j)] + prior_term(b, ws.theta_, nullptr, ws);
+    }
 }
 
 double Target::block_log_density(int b, In theta, Workspace& ws) const {

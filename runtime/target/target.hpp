@@ -70,6 +70,9 @@ public:
         // pattern_log_likelihoods (sized only with TargetOptions::pattern_terms):
         Eigen::VectorXd family_logs_;    // per complete-family row, through the blocks: log g(y η)
         Eigen::VectorXd component_logs_; // per component: log Σ_x Π g, not weighted
+        // block_log_densities (sized only where some block_batch exceeds 1):
+        Eigen::VectorXd theta_;          // a full θ holding one value's block, for its prior
+        Eigen::VectorXd lanes_;          // the values' entries, lane-major
     };
 
     Target(const ir::Graph& graph, const Dataset& data, const TargetOptions& options = {});
@@ -110,6 +113,21 @@ public:
     // signs) is read a chunk of rows at a time for every column, so its rows come from memory
     // once per call rather than once per column (the importance correction's many draws).
     void log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const;
+    // How many values of block b block_log_densities takes at once: kBlockBatch for a
+    // complete block whose features are read row by row (no packed signs), whose rows'
+    // weights come in long runs (Merged::product_logs: one log per run) and whose family is
+    // too large to stay in cache (kBatchMinEntries); 1 otherwise, where evaluating values
+    // together gains nothing. Kernels that draw their proposals ahead (inference/block_mh.hpp)
+    // and the pilot of the exact proposal evaluate that many at once.
+    static constexpr int kBlockBatch = 16;
+    static constexpr long kBatchMinEntries = 1L << 17;  // rows × (block size + 4) doubles: 1 MB
+    int block_batch(int b) const;
+    // block_log_density of block b at each column of `values` (block b's entries only, 1 to
+    // block_batch(b) columns; the block is complete, so nothing else enters) into out. The
+    // values are the lanes of one pass over the rows (each row read once for all of them), so
+    // they equal block_log_density's to rounding, not bit for bit: a kernel that uses them
+    // uses them for its current state as well.
+    void block_log_densities(int b, const Eigen::Ref<const Eigen::MatrixXd>& values, Out out, Workspace& ws) const;
 
     // Only the terms that involve block b: its prior, its node's complete-family patterns
     // and the summed-out components touching it. Between two θ that differ only in block b,
@@ -344,6 +362,11 @@ public:
     inference::BlockRange block(int b) const override { return {target_->block_offset(b), target_->block_size(b)}; }
     double block_log_density(int b, const Eigen::VectorXd& x) override { return target_->block_log_density(b, x, ws_); }
     bool block_separable(int b) const override { return target_->block_separable(b); }
+    int block_batch(int b) const override { return target_->block_batch(b); }
+    void block_log_densities(int b, const Eigen::Ref<const Eigen::MatrixXd>& values,
+                             Eigen::Ref<Eigen::VectorXd> out) override {
+        target_->block_log_densities(b, values, out, ws_);
+    }
 
     const Target& target() const { return *target_; }
 

@@ -818,6 +818,45 @@ TEST_CASE("log_densities gives log_density's bits for every column") {
     }
 }
 
+TEST_CASE("block_log_densities: block_log_density's values to rounding, for a block too large for cache") {
+    // 20,000 rows of 3 real covariates (block of 4: 160,000 doubles, over kBatchMinEntries),
+    // every row its own pattern; one value far out, where |η| passes 708.
+    Rng rng(78);
+    std::string csv = "z[1],z[2],z[3],y\n";
+    for (int t = 0; t < 20000; ++t) {
+        for (int k = 0; k < 3; ++k) csv += fmt::format("{},", rng.normal());
+        csv += rng.uniform() < 0.6 ? "1\n" : "-1\n";
+    }
+    const Parsed p = parse_case("covariate z[3];\nnode y ~ logistic(0.2 + b + w * z);\nb ~ normal(0, 2);\nw ~ normal(0, 1);\n", csv);
+    const Target target(p.graph, p.data);
+    REQUIRE(target.block_batch(0) == Target::kBlockBatch);
+    auto ws = target.make_workspace();
+    for (const int n : {1, 5, 8, 9, 16}) {
+        INFO(n << " values");
+        Eigen::MatrixXd thetas(target.dim(), n);
+        for (int j = 0; j < n; ++j) thetas.col(j) = random_theta(target.dim(), rng, j == 2 ? 400.0 : 1.0);
+        Vec batch(n);
+        target.block_log_densities(0, thetas, batch, ws);
+        for (int j = 0; j < n; ++j) {
+            const double single = target.block_log_density(0, thetas.col(j), ws);
+            CHECK(std::abs(batch[j] - single) <= 1e-12 * std::abs(single));
+        }
+    }
+    Eigen::MatrixXd too_many(target.dim(), Target::kBlockBatch + 1);
+    too_many.setZero();
+    Vec out(too_many.cols());
+    CHECK_THROWS_AS(target.block_log_densities(0, too_many, out, ws), Error);
+    // A small family stays in cache, and packed signs are read another way: one at a time.
+    const Parsed small = parse_case("covariate z[3];\nnode y ~ logistic(b + w * z);\nb ~ normal(0, 2);\nw ~ normal(0, 1);\n",
+                                    "z[1],z[2],z[3],y\n0.5,1,2,1\n-1,0.3,2,-1\n");
+    const Target few(small.graph, small.data);
+    CHECK(few.block_batch(0) == 1);
+    auto few_ws = few.make_workspace();
+    Eigen::MatrixXd one = Eigen::MatrixXd::Zero(few.dim(), 1);
+    Vec one_out(1);
+    CHECK_THROWS_AS(few.block_log_densities(0, one, one_out, few_ws), Error);
+}
+
 // Products of parents (interactions): a hidden or missing factor inside a product links the
 // factor to several summed-out values at once. Every way of summing them out (enumeration,
 // variable elimination, shared tables, the direct sum) must agree with the brute force over
