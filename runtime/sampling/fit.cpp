@@ -226,16 +226,49 @@ bool large_data(const Dataset& d) {
     return values > static_cast<double>(1 << 20);
 }
 
-// The target, then the variational fit on it (and, where every node is observed and one
-// thread runs, the exact proposal from the prior mean as fit_beside_target builds it).
+// The target, then the variational fit on it (and, where every node is observed, the exact
+// proposal from the prior mean as fit_beside_target builds it: with two threads or more
+// beside the fit, which then joins the proposal's pilot draws, as there; with one, after it).
 void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_from_prior) {
     compile_target(run);
     run.r.target_seconds = inference::seconds_since(t_target);
     const auto t0 = Clock::now();
-    run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
-    run.proposal_start = Clock::now();
-    run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t0).count();
-    if (proposal_from_prior && uses_exact_proposal(*run.method, run.o)) build_early_proposal(run, nullptr);
+    const bool proposal = proposal_from_prior && uses_exact_proposal(*run.method, run.o);
+    if (!proposal || run.o.threads < 2) {
+        run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
+        run.proposal_start = Clock::now();
+        run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t0).count();
+        if (proposal) build_early_proposal(run, nullptr);
+        return;
+    }
+    std::exception_ptr vb_error, proposal_error;
+    auto vb_done = t0;
+    inference::ChunkShare share;
+    inference::run_parts(2, [&](std::size_t part) {
+        if (part == 1) {
+            try {
+                run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
+            } catch (...) {
+                vb_error = std::current_exception();
+            }
+            vb_done = Clock::now();
+            share.join();
+            return;
+        }
+        struct Closing {
+            inference::ChunkShare& s;
+            ~Closing() { s.close(); }
+        } closing{share};
+        try {
+            build_early_proposal(run, &share);
+        } catch (...) {
+            proposal_error = std::current_exception();
+        }
+    });
+    for (const auto& e : {vb_error, proposal_error})
+        if (e) std::rethrow_exception(e);
+    run.proposal_start = vb_done;
+    run.r.vb_seconds = std::chrono::duration<double>(vb_done - t0).count();
 }
 
 // Stage 3: the posterior as the kernels need it: the compiled target, the variational fit,

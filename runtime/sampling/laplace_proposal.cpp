@@ -66,7 +66,8 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
     };
     const auto parts = o.share ? std::size_t{2} : static_cast<std::size_t>(std::clamp<long>(o.threads, 1, (draws + chunk - 1) / chunk));
     std::vector<Scratch> scratch(parts);
-    Vec log_w(draws);
+    Vec log_w(draws), log_q(draws);
+    const int batch = target.block_batch(b);
     const auto body = [&](std::size_t begin, std::size_t end, std::size_t part) {
         Scratch& s = scratch[part];
         if (!s.ws) {
@@ -75,12 +76,19 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
             s.x = x;
         }
         inference::Rng chunk_rng(chunk_seed, begin / chunk);
-        for (auto i = static_cast<long>(begin); i < static_cast<long>(end); ++i) {
-            auto v = values.col(i);
-            const double log_q = s.q->sample_log_density(chunk_rng, v);
-            s.x.segment(off, size) = v;
-            log_w[i] = target.block_log_density(b, s.x, *s.ws) - log_q;
+        const auto first = static_cast<long>(begin), last = static_cast<long>(end);
+        for (long i = first; i < last; ++i) log_q[i] = s.q->sample_log_density(chunk_rng, values.col(i));
+        // A block of many rows evaluates several draws in one pass over them.
+        for (long i = first, n = 1; i < last; i += n) {
+            n = std::min<long>(batch, last - i);
+            if (batch > 1) {
+                target.block_log_densities(b, values.middleCols(i, n), log_w.segment(i, n), *s.ws);
+                continue;
+            }
+            s.x.segment(off, size) = values.col(i);
+            log_w[i] = target.block_log_density(b, s.x, *s.ws);
         }
+        log_w.segment(first, last - first) -= log_q.segment(first, last - first);
     };
     if (o.share)
         o.share->run(static_cast<std::size_t>(draws), chunk, body);
