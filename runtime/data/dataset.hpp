@@ -37,6 +37,14 @@ struct Dataset {
 
     std::size_t binary_columns() const { return binary_names.size(); }
     std::size_t real_columns() const { return real_names.size(); }
+    // More than 2^20 values in the patterns (8 MB): a second copy of the data's families, as
+    // the variational fit builds for itself, then costs more memory than it saves time, so
+    // fit and vb run the fit on the exact target's families instead. At 2 x 10^5 rows x 10
+    // covariates two copies and their construction buffers made a peak of 177 MB against 125.
+    bool large() const {
+        const double values = static_cast<double>(patterns) * static_cast<double>(binary_columns() + real_columns());
+        return values > static_cast<double>(1 << 20);
+    }
     std::int8_t value(int pattern, int binary_column) const {
         return binary[static_cast<std::size_t>(pattern) * binary_names.size() + static_cast<std::size_t>(binary_column)];
     }

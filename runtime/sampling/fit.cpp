@@ -217,15 +217,6 @@ void fit_beside_target(RunState& run, Clock::time_point t_target) {
     run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - target_done).count();
 }
 
-// Beside the target the variational fit builds its own copy of the data's families, as large
-// as the data: above 2^20 values (8 MB of patterns) the fit runs after the target, on the
-// target's families. At 2 x 10^5 rows x 10 covariates the beside path held both copies and
-// their construction buffers at once: a peak of 177 MB against 125 MB (the draws are the same).
-bool large_data(const Dataset& d) {
-    const double values = static_cast<double>(d.patterns) * static_cast<double>(d.binary_columns() + d.real_columns());
-    return values > static_cast<double>(1 << 20);
-}
-
 // The target, then the variational fit on it (and, where every node is observed, the exact
 // proposal from the prior mean as fit_beside_target builds it: with two threads or more
 // beside the fit, which then joins the proposal's pilot draws, as there; with one, after it).
@@ -284,7 +275,7 @@ void prepare_posterior(RunState& run) {
     if (o.threads > 1)
         inference::start_workers(static_cast<std::size_t>(std::max(proposal_beside_vb ? 1 : 0, std::min(o.threads, o.chains) - 1)));
     const auto t_target = Clock::now();
-    if (proposal_beside_vb && o.threads > 1 && !large_data(run.data))
+    if (proposal_beside_vb && o.threads > 1 && !run.data.large())
         fit_beside_target(run, t_target);
     else
         fit_after_target(run, t_target, proposal_beside_vb);

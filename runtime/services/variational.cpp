@@ -10,10 +10,9 @@ namespace vbn::services {
 
 namespace {
 
-// The importance correction of the VB fit, or nothing when the exact target cannot be built
-// (a summed-out group too large to enumerate: the VB fit alone is then reported).
-std::optional<RefinedPosterior> correct(const ir::Graph& graph, const Dataset& data, const VbFit& q, const RefineOptions& ro,
-                                        const Callbacks& cb) {
+// The exact target for the importance correction, or nothing when it cannot be built (a
+// summed-out group too large to enumerate: the VB fit alone is then reported), with a note.
+std::optional<Target> correction_target(const ir::Graph& graph, const Dataset& data, const Callbacks& cb) {
     if (graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
     if (graph.dim > max_dense_dim) {
         cb.note(fmt::format("no importance correction: its Newton step needs a dense {0} x {0} Hessian, too large for {0} "
@@ -28,12 +27,16 @@ std::optional<RefinedPosterior> correct(const ir::Graph& graph, const Dataset& d
         if (e.kind() != ErrorKind::limit) throw;
         cb.note(std::string("no importance correction (it needs the exact posterior): ") + e.what());
         cb.note("the numbers below are the raw variational fit");
-        return std::nullopt;
     }
+    return target;
+}
+
+// The importance correction of the VB fit on the target.
+RefinedPosterior correct(const Target& target, const VbFit& q, const RefineOptions& ro, const Callbacks& cb) {
     RefineOptions o = ro;
     o.interrupt = cb.interrupt;
     o.note = [&cb](const std::string& message) { cb.note(message); };
-    return refine(*target, q, o);
+    return refine(target, q, o);
 }
 
 }  // namespace
@@ -44,7 +47,12 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
     if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
     vo.keep_finished_on_cancel = true;
     VariationalRun run;
-    run.result = vbn::variational(graph, data, vo);
+    // On large data the target comes first and the fit runs on its families (Dataset::large);
+    // otherwise the fit builds its own, and the target follows for the correction.
+    std::optional<Target> target;
+    const bool target_first = settings.correct && data.large();
+    if (target_first) target = correction_target(graph, data, callbacks);
+    run.result = target ? vbn::variational(graph, target->families(), vo) : vbn::variational(graph, data, vo);
     if (!run.result.fits.empty())
         if (const std::string w = idle_hidden_warning(graph, run.result.best_fit(), static_cast<int>(run.result.fits.size()));
             !w.empty())
@@ -52,7 +60,8 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
     // Interrupted, the best fit so far is the answer: the correction (seconds of work) is skipped.
     if (settings.correct && !run.result.interrupted) {
         try {
-            run.corrected = correct(graph, data, run.result.best_fit(), settings.correction, callbacks);
+            if (!target_first) target = correction_target(graph, data, callbacks);
+            if (target) run.corrected = correct(*target, run.result.best_fit(), settings.correction, callbacks);
         } catch (const Error& e) {
             // Interrupted while tempering (which takes longer than sampling): the VB fit stands.
             if (e.kind() != ErrorKind::cancelled) throw;

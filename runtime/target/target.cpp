@@ -1329,6 +1329,19 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
     check_summed_out();
     for (int j = 0; j < draws; ++j) check_theta(thetas.col(j));
     out.setZero();
+    if (every_block_batches()) {
+        // Then log_density is the sum of the blocks' terms: 16 columns a pass per block.
+        alignas(64) std::array<double, kBlockBatch> values;
+        for (int from = 0; from < draws; from += kBlockBatch) {
+            const int n = std::min(kBlockBatch, draws - from);
+            Eigen::Map<Eigen::VectorXd> v(values.data(), n);
+            for (int b = 0; b < blocks(); ++b) {
+                block_log_densities(b, thetas.block(block_offset(b), from, block_size(b), n), v, ws);
+                out.segment(from, n) += v;
+            }
+        }
+        return;
+    }
     std::vector<double> complete(sz(draws)), open_product(sz(draws));
     std::vector<int> open_rows(sz(draws));
     for (int b = 0; b < blocks(); ++b) {
@@ -1357,6 +1370,13 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
     }
     for (int j = 0; j < draws; ++j) out[j] += summed_out_term(thetas.col(j), nullptr, -1, ws);
     for (int j = 0; j < draws && !scales_.empty(); ++j) out[j] += scale_term(thetas.col(j), nullptr);
+}
+
+bool Target::every_block_batches() const {
+    if (!families_.components.empty() || !scales_.empty()) return false;
+    for (int b = 0; b < blocks(); ++b)
+        if (block_batch(b) == 1) return false;
+    return true;
 }
 
 int Target::block_batch(int b) const {

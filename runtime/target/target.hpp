@@ -108,10 +108,13 @@ public:
     double log_density(In theta, Workspace& ws) const;
     // The same, writing ∇_θ into grad (size dim()).
     double log_density_gradient(In theta, Out grad, Workspace& ws) const;
-    // log_density of each column of thetas into out (thetas.cols() entries): the same bits as
-    // log_density column by column. A family evaluated row by row (real covariates: no packed
-    // signs) is read a chunk of rows at a time for every column, so its rows come from memory
-    // once per call rather than once per column (the importance correction's many draws).
+    // log_density of each column of thetas into out (thetas.cols() entries). Where every block
+    // batches (block_batch > 1, and nothing is summed out and no scale learned), the sum of
+    // the blocks' block_log_densities, 16 columns a pass: equal to log_density to rounding
+    // (each column's value does not depend on the others in its pass). Otherwise the same bits
+    // as log_density column by column, a family evaluated row by row (real covariates: no
+    // packed signs) read a chunk of rows at a time for every column, so its rows come from
+    // memory once per call rather than once per column (the importance correction's many draws).
     void log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const;
     // How many values of block b block_log_densities takes at once: kBlockBatch for a
     // complete block whose features are read row by row (no packed signs), whose rows'
@@ -122,6 +125,8 @@ public:
     static constexpr int kBlockBatch = 16;
     static constexpr long kBatchMinEntries = 1L << 17;  // rows × (block size + 4) doubles: 1 MB
     int block_batch(int b) const;
+    // Every block batches, nothing is summed out and no scale is learned (log_densities).
+    bool every_block_batches() const;
     // block_log_density of block b at each column of `values` (block b's entries only, 1 to
     // block_batch(b) columns; the block is complete, so nothing else enters) into out. The
     // values are the lanes of one pass over the rows (each row read once for all of them), so

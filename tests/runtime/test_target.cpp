@@ -842,6 +842,21 @@ TEST_CASE("block_log_densities: block_log_density's values to rounding, for a bl
             CHECK(std::abs(batch[j] - single) <= 1e-12 * std::abs(single));
         }
     }
+    // log_densities sums the blocks' batched values (here one block): log_density to rounding,
+    // each column's bits whatever columns share its pass (so the importance correction's
+    // weights do not depend on how its draws are split over threads).
+    REQUIRE(target.every_block_batches());
+    Eigen::MatrixXd draws(target.dim(), 37);
+    for (int j = 0; j < draws.cols(); ++j) draws.col(j) = random_theta(target.dim(), rng, 1.0);
+    Vec all(draws.cols());
+    target.log_densities(draws, all, ws);
+    for (int j = 0; j < draws.cols(); ++j) {
+        const double single = target.log_density(draws.col(j), ws);
+        CHECK(std::abs(all[j] - single) <= 1e-12 * std::abs(single));
+        Vec alone(1);
+        target.log_densities(draws.col(j), alone, ws);
+        CHECK(alone[0] == all[j]);
+    }
     Eigen::MatrixXd too_many(target.dim(), Target::kBlockBatch + 1);
     too_many.setZero();
     Vec out(too_many.cols());
