@@ -1047,8 +1047,9 @@ double third_derivative(double eta) {
 }
 }  // namespace
 
+template <class Visit>
 void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, const char* what, Workspace& ws,
-                                 Eigen::MatrixXd& x, Eigen::VectorXd& c) const {
+                                 Visit visit) const {
     check_theta(theta);
     if (!complete_block(b))
         throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no {} here", b, what));
@@ -1060,48 +1061,56 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
                                                   lower.rows(), lower.cols()));
     const auto l = lower.triangularView<Eigen::Lower>();
     build_eta_tables(m, theta.segment(p.offset, k), ws);
-    x.resize(n, k);
-    c.resize(n);
-    // A chunk's rows f_t' at once, then x_t' = f_t' L for all of them by one triangular product
-    // (a product per row took most of the mean correction's time: 0.3-0.5 ms at 20 weights).
+    // Rows a part at a time, so that large data need no copy of their features: a part's x and
+    // c, each chunk's rows f_t' at once, then x_t' = f_t' L for all of them by one triangular
+    // product (a product per row took most of the mean correction's time: 0.3-0.5 ms at 20
+    // weights).
+    constexpr int part_rows = 8192;
+    Eigen::MatrixXd x(std::min(n, part_rows), k);
+    Eigen::VectorXd c(std::min(n, part_rows));
     Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> f(std::min(n, chunk_rows), k);
-    for (int start = 0; start < n; start += chunk_rows) {
-        const int len = std::min(chunk_rows, n - start);
-        complete_eta(b, theta, start, len, ws);
-        for (int t = 0; t < len; ++t) {
-            row_features(m, dense_rows(b), k, start + t, 1.0, f.row(t).data());
-            c[start + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
+    for (int part = 0; part < n; part += part_rows) {
+        const int rows = std::min(part_rows, n - part);
+        for (int start = part; start < part + rows; start += chunk_rows) {
+            const int len = std::min(chunk_rows, part + rows - start);
+            complete_eta(b, theta, start, len, ws);
+            for (int t = 0; t < len; ++t) {
+                row_features(m, dense_rows(b), k, start + t, 1.0, f.row(t).data());
+                c[start - part + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
+            }
+            x.middleRows(start - part, len).noalias() = f.topRows(len) * l;
         }
-        x.middleRows(start, len).noalias() = f.topRows(len) * l;
+        visit(x.topRows(rows), c.head(rows));
     }
 }
 
 Eigen::VectorXd Target::complete_block_mean_shift(int b, In theta, const Eigen::MatrixXd& lower, Workspace& ws) const {
     // ½ Σ T[Σ] = ½ L Σ_t c_t |x_t|² x_t with x_t = L' f_t (T[Σ] = Σ_t c_t f_t |x_t|², Σ = L L').
-    Eigen::MatrixXd x;
-    Eigen::VectorXd c;
-    whitened_third_rows(b, theta, lower, "mean correction", ws, x, c);
-    const Eigen::VectorXd weights = c.cwiseProduct(x.rowwise().squaredNorm());
-    const Eigen::VectorXd whitened = 0.5 * (x.transpose() * weights);
+    Eigen::VectorXd whitened = Eigen::VectorXd::Zero(lower.rows());
+    whitened_third_rows(b, theta, lower, "mean correction", ws, [&](const auto& x, const auto& c) {
+        const Eigen::VectorXd weights = c.cwiseProduct(x.rowwise().squaredNorm());
+        whitened.noalias() += x.transpose() * weights;
+    });
+    whitened *= 0.5;
     return lower.triangularView<Eigen::Lower>() * whitened;
 }
 
 std::vector<Eigen::MatrixXd> Target::complete_block_third_derivatives(int b, In theta, const Eigen::MatrixXd& lower,
                                                                        Workspace& ws) const {
-    Eigen::MatrixXd x;
-    Eigen::VectorXd c;
-    whitened_third_rows(b, theta, lower, "third derivatives", ws, x, c);
-    const int k = static_cast<int>(x.cols()), n = static_cast<int>(x.rows());
-    // Each slice's leading (a+1) × (a+1) block by one product (rows · d³/3 multiply-adds in
-    // all, not rows · d³); the rest by the symmetry of the three indices: entry (i, j) of slice
-    // a is an entry of slice max(a, i, j)'s leading block.
-    std::vector<Eigen::MatrixXd> out(sz(k), Eigen::MatrixXd(k, k));
-    Eigen::MatrixXd scaled(n, k);
-    for (int a = 0; a < k; ++a) {
-        const int lead = a + 1;
-        scaled.leftCols(lead) = x.leftCols(lead).array().colwise() * (c.array() * x.col(a).array());
-        out[sz(a)].topLeftCorner(lead, lead).noalias() = x.leftCols(lead).transpose() * scaled.leftCols(lead);
-    }
+    const auto k = static_cast<int>(lower.rows());
+    // Each slice's leading (a+1) × (a+1) block by one product per part of the rows (rows ·
+    // d³/3 multiply-adds in all, not rows · d³); the rest by the symmetry of the three indices:
+    // entry (i, j) of slice a is an entry of slice max(a, i, j)'s leading block.
+    std::vector<Eigen::MatrixXd> out(sz(k), Eigen::MatrixXd::Zero(k, k));
+    Eigen::MatrixXd scaled;
+    whitened_third_rows(b, theta, lower, "third derivatives", ws, [&](const auto& x, const auto& c) {
+        scaled.resize(x.rows(), k);
+        for (int a = 0; a < k; ++a) {
+            const int lead = a + 1;
+            scaled.leftCols(lead) = x.leftCols(lead).array().colwise() * (c.array() * x.col(a).array());
+            out[sz(a)].topLeftCorner(lead, lead).noalias() += x.leftCols(lead).transpose() * scaled.leftCols(lead);
+        }
+    });
     for (int a = 0; a < k; ++a)
         for (int j = 0; j < k; ++j)
             for (int i = 0; i < k; ++i) {

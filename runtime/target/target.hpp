@@ -347,8 +347,9 @@ private:
     // For complete block b at θ: its rows' whitened features x_t = L' f_t (rows of x) and
     // weights c_t = w_t d³/dη³ log g(η_t) (the mean correction's and the third derivatives'
     // common pass); `what` names the caller in the errors.
+    template <class Visit>
     void whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, const char* what, Workspace& ws,
-                             Eigen::MatrixXd& x, Eigen::VectorXd& c) const;
+                             Visit visit) const;
 };
 
 // The target as the samplers see it: one per chain, owning its workspace. Blocks are the

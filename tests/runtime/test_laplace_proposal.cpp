@@ -38,7 +38,27 @@ struct Example {
     Dataset data;
     explicit Example(const std::string& name)
         : g(load_model(paper + name + ".vbn")), data(load_csv(g, paper + name + ".csv")) {}
+    explicit Example(int rows);
 };
+
+// A logistic regression on 3 real covariates over `rows` generated rows (each its own
+// pattern): weights 0.3 (bias), 0.8, -0.4, -0.4.
+Example::Example(int rows) {
+    inference::Rng rng(91);
+    std::string csv = "z[1],z[2],z[3],y\n";
+    for (int t = 0; t < rows; ++t) {
+        double eta = 0.3;
+        for (int k = 0; k < 3; ++k) {
+            const double z = rng.normal();
+            eta += (k == 0 ? 0.8 : -0.4) * z;
+            csv += fmt::format("{:.6f},", z);
+        }
+        csv += rng.uniform() < 1 / (1 + std::exp(-eta)) ? "1\n" : "-1\n";
+    }
+    g = compile_model("covariate z[3];\nnode y ~ logistic(b + w * z);\nb ~ normal(0, 2);\nw ~ normal(0, 1);\n", "generated.vbn");
+    std::istringstream in(csv);
+    data = load_csv(g, in, "generated.csv");
+}
 
 }  // namespace
 
@@ -288,21 +308,9 @@ TEST_CASE("every node observed: the proposal is built beside the variational fit
 // this large evaluates its values 16 at a time (Target::block_batch), the pilot's draws and
 // varblock's proposals both. 270,000 rows of 3 covariates: 1.08 M values.
 TEST_CASE("large data: the proposal beside the variational fit, values 16 at a time, the same draws with 1 or 2 threads") {
-    inference::Rng rng(91);
-    std::string csv = "z[1],z[2],z[3],y\n";
-    for (int t = 0; t < 270000; ++t) {
-        double eta = 0.3;
-        for (int k = 0; k < 3; ++k) {
-            const double z = rng.normal();
-            eta += (k == 0 ? 0.8 : -0.4) * z;
-            csv += fmt::format("{:.6f},", z);
-        }
-        csv += rng.uniform() < 1 / (1 + std::exp(-eta)) ? "1\n" : "-1\n";
-    }
-    const ir::Graph g = compile_model("covariate z[3];\nnode y ~ logistic(b + w * z);\nb ~ normal(0, 2);\nw ~ normal(0, 1);\n",
-                                      "large.vbn");
-    std::istringstream in(csv);
-    const Dataset data = load_csv(g, in, "large.csv");
+    const Example e(270000);
+    const ir::Graph& g = e.g;
+    const Dataset& data = e.data;
     REQUIRE(Target(g, data).block_batch(0) == Target::kBlockBatch);
     FitOptions o = vbn::test::short_run("varblock", 2, 40, 40, 3);
     o.threads = 1;
@@ -369,10 +377,11 @@ Eigen::VectorXd shift_by_differences(const Target& target, const Eigen::VectorXd
 }  // namespace
 
 TEST_CASE("the mean correction is half of Σ T[Σ], T the third derivative, from packed signs and from dense rows") {
-    // unimodal_d10: 10 ±1 parents, packed signs; unimodal_d5: 5 parents, rows kept dense.
-    for (const std::string name : {"unimodal_d10", "unimodal_d5"}) {
+    // unimodal_d10: 10 ±1 parents, packed signs; unimodal_d5: 5 parents, rows kept dense;
+    // 20,000 generated rows, taken in parts of 8,192.
+    for (const std::string name : {"unimodal_d10", "unimodal_d5", "20000 rows"}) {
         CAPTURE(name);
-        const Example e(name);
+        const Example e = name == "20000 rows" ? Example(20000) : Example(name);
         const Target target(e.g, e.data);
         REQUIRE(target.blocks() == 1);
         const NewtonMode mode = posterior_mode(target, Eigen::VectorXd::Zero(target.dim()));
@@ -389,9 +398,9 @@ TEST_CASE("the mean correction is half of Σ T[Σ], T the third derivative, from
 }
 
 TEST_CASE("the whitened third derivatives: differences of the exact Hessian, and their contraction is the mean correction") {
-    for (const std::string name : {"unimodal_d10", "unimodal_d5"}) {
+    for (const std::string name : {"unimodal_d10", "unimodal_d5", "20000 rows"}) {
         CAPTURE(name);
-        const Example e(name);
+        const Example e = name == "20000 rows" ? Example(20000) : Example(name);
         const Target target(e.g, e.data);
         const NewtonMode mode = posterior_mode(target, Eigen::VectorXd::Zero(target.dim()));
         REQUIRE(mode.converged);
