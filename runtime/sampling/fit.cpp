@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 
 namespace vbn {
@@ -166,6 +167,51 @@ void build_early_proposal(RunState& run, inference::ChunkShare* with) {
     run.early = laplace_proposal(*run.target, prior_mean(run.graph), lo);
 }
 
+struct BesideTimes {
+    Clock::time_point main_done, vb_done;
+};
+
+// Two jobs side by side: `vb` (the variational fit) on a second thread, which then joins the
+// pilot draws of the exact proposal that this thread builds once `main` has run and returned
+// true. Errors are rethrown after both have finished, main's first.
+BesideTimes vb_beside(RunState& run, const std::function<void()>& vb, const std::function<bool()>& main) {
+    std::exception_ptr main_error, vb_error, proposal_error;
+    BesideTimes t{Clock::now(), Clock::now()};
+    inference::ChunkShare share;
+    inference::run_parts(2, [&](std::size_t part) {
+        if (part == 1) {
+            try {
+                vb();
+            } catch (...) {
+                vb_error = std::current_exception();
+            }
+            t.vb_done = Clock::now();
+            share.join();
+            return;
+        }
+        struct Closing {
+            inference::ChunkShare& s;
+            ~Closing() { s.close(); }
+        } closing{share};
+        bool build = false;
+        try {
+            build = main();
+        } catch (...) {
+            main_error = std::current_exception();
+        }
+        t.main_done = Clock::now();
+        if (main_error || !build) return;
+        try {
+            build_early_proposal(run, &share);
+        } catch (...) {
+            proposal_error = std::current_exception();
+        }
+    });
+    for (const auto& e : {main_error, vb_error, proposal_error})
+        if (e) std::rethrow_exception(e);
+    return t;
+}
+
 // With every node observed each block's posterior is a Bayesian logistic regression, with
 // one mode, so the exact proposal's Newton can start at the prior mean rather than the VB
 // mean, and the variational fit needs nothing from the target: with two threads or more the
@@ -177,44 +223,17 @@ void build_early_proposal(RunState& run, inference::ChunkShare* with) {
 // (exact_proposal). At 20 weights a whole run took 10.0 ms against 10.4 with the fit after
 // the target (medians of 60 alternated runs).
 void fit_beside_target(RunState& run, Clock::time_point t_target) {
-    std::exception_ptr target_error, vb_error, proposal_error;
-    auto target_done = t_target, vb_done = t_target;
-    inference::ChunkShare share;
-    inference::run_parts(2, [&](std::size_t part) {
-        if (part == 1) {
-            try {
-                run.r.vb = variational(run.graph, run.data, run.o.vb);
-            } catch (...) {
-                vb_error = std::current_exception();
-            }
-            vb_done = Clock::now();
-            share.join();
-            return;
-        }
-        struct Closing {
-            inference::ChunkShare& s;
-            ~Closing() { s.close(); }
-        } closing{share};
-        try {
+    const BesideTimes t = vb_beside(
+        run, [&] { run.r.vb = variational(run.graph, run.data, run.o.vb); },
+        [&] {
             compile_target(run);
-        } catch (...) {
-            target_error = std::current_exception();
-        }
-        target_done = Clock::now();
-        if (target_error || !uses_exact_proposal(*run.method, run.o)) return;
-        try {
-            build_early_proposal(run, &share);
-        } catch (...) {
-            proposal_error = std::current_exception();
-        }
-    });
-    for (const auto& e : {target_error, vb_error, proposal_error})
-        if (e) std::rethrow_exception(e);
+            return uses_exact_proposal(*run.method, run.o);
+        });
     // The phases as the run waited for them: the target; what is left of the variational fit
     // after it; and, from the end of both, what is left of the proposal.
-    run.r.target_seconds = std::chrono::duration<double>(target_done - t_target).count();
-    run.proposal_start = std::max(target_done, vb_done);
-    run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - target_done).count();
+    run.r.target_seconds = std::chrono::duration<double>(t.main_done - t_target).count();
+    run.proposal_start = std::max(t.main_done, t.vb_done);
+    run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t.main_done).count();
 }
 
 // The target, then the variational fit on it (and, where every node is observed, the exact
@@ -224,42 +243,16 @@ void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_f
     compile_target(run);
     run.r.target_seconds = inference::seconds_since(t_target);
     const auto t0 = Clock::now();
+    const auto fit_on_target = [&] { run.r.vb = variational(run.graph, run.target->families(), run.o.vb); };
     const bool proposal = proposal_from_prior && uses_exact_proposal(*run.method, run.o);
-    if (!proposal || run.o.threads < 2) {
-        run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
+    if (proposal && run.o.threads > 1) {
+        run.proposal_start = vb_beside(run, fit_on_target, [] { return true; }).vb_done;
+    } else {
+        fit_on_target();
         run.proposal_start = Clock::now();
-        run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t0).count();
-        if (proposal) build_early_proposal(run, nullptr);
-        return;
     }
-    std::exception_ptr vb_error, proposal_error;
-    auto vb_done = t0;
-    inference::ChunkShare share;
-    inference::run_parts(2, [&](std::size_t part) {
-        if (part == 1) {
-            try {
-                run.r.vb = variational(run.graph, run.target->families(), run.o.vb);
-            } catch (...) {
-                vb_error = std::current_exception();
-            }
-            vb_done = Clock::now();
-            share.join();
-            return;
-        }
-        struct Closing {
-            inference::ChunkShare& s;
-            ~Closing() { s.close(); }
-        } closing{share};
-        try {
-            build_early_proposal(run, &share);
-        } catch (...) {
-            proposal_error = std::current_exception();
-        }
-    });
-    for (const auto& e : {vb_error, proposal_error})
-        if (e) std::rethrow_exception(e);
-    run.proposal_start = vb_done;
-    run.r.vb_seconds = std::chrono::duration<double>(vb_done - t0).count();
+    run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t0).count();
+    if (proposal && run.o.threads < 2) build_early_proposal(run, nullptr);
 }
 
 // Stage 3: the posterior as the kernels need it: the compiled target, the variational fit,
