@@ -181,6 +181,14 @@ MetropolisDecision BlockIndependenceMH::decide(Block& block, State& state, Densi
     return decision;
 }
 
+bool BlockIndependenceMH::sync_cache(Block& block, const Eigen::Ref<const Eigen::VectorXd>& x, bool overrelaxed) {
+    if (block.cached && x == block.cached_x) return false;
+    block.cached_x = x;
+    block.cached_log_q = overrelaxed ? block.q.whiten(x, block.cached_u) : block.q.log_density(x);
+    block.cached = true;
+    return true;
+}
+
 // One MH move of blocks_[b] against its exact conditional; returns min(1, ratio).
 double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng) {
     Block& block = blocks_[static_cast<std::size_t>(b)];
@@ -190,11 +198,7 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
     // (The warmup does not overrelax, so a cache filled there has no cached_u: end_warmup
     // clears it.)
     const bool overrelaxed = block.overrelax != 0 && !in_warmup_;
-    if (!block.cached || current_x != block.cached_x) {
-        block.cached_x = current_x;
-        block.cached_log_q = overrelaxed ? block.q.whiten(current_x, block.cached_u) : block.q.log_density(current_x);
-        block.cached = true;
-    }
+    sync_cache(block, current_x, overrelaxed);
     auto seg = proposal_.segment(block.offset, block.size);
     const double log_q = overrelaxed ? block.q.sample_overrelaxed(rng, block.overrelax, block.cached_u, seg, block.proposed_u)
                                      : block.q.sample_log_density(rng, seg);
@@ -211,10 +215,7 @@ double BlockIndependenceMH::move(int b, State& state, Density& target, Rng& rng)
 double BlockIndependenceMH::move_ahead(Block& block, State& state, Density& target, Rng& rng) {
     const auto current_x = state.x.segment(block.offset, block.size);
     const bool overrelaxed = block.overrelax != 0 && !in_warmup_;
-    if (!block.cached || current_x != block.cached_x) {
-        block.cached_x = current_x;
-        block.cached_log_q = overrelaxed ? block.q.whiten(current_x, block.cached_u) : block.q.log_density(current_x);
-        block.cached = true;
+    if (sync_cache(block, current_x, overrelaxed)) {
         block.has_value = false;
         if (overrelaxed) block.used = block.ahead;  // they started from another point
     }

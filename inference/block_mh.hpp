@@ -211,6 +211,9 @@ private:
     double move(int b, State& state, Density& target, Rng& rng);
     double move_whitened(Block& block, State& state, Density& target, Rng& rng);
     double move_ahead(Block& block, State& state, Density& target, Rng& rng);
+    // Brings a whole block's cached point and log q there (and, overrelaxed, its whitened
+    // coordinates) to x; true where x is not the cached point.
+    static bool sync_cache(Block& block, const Eigen::Ref<const Eigen::VectorXd>& x, bool overrelaxed);
     // Draws and evaluates block.batch proposals from block.cached_x.
     static void draw_ahead(Block& block, Density& target, Rng& rng, bool overrelaxed);
     // Forgets the proposals drawn ahead (the proposal changed, or the chain's point did).
