@@ -33,6 +33,12 @@ public:
         return blocks_[block].get() + offset * width_;
     }
     void clear() { blocks_.clear(); }
+    // Frees the blocks that hold only rows before r, for a reader that goes through the rows
+    // in order and does not come back (rows there may no longer be read or added).
+    void release_before(std::size_t r) {
+        const std::size_t upto = std::min(locate(r).first, blocks_.size());
+        for (std::size_t b = 0; b < upto; ++b) blocks_[b].reset();
+    }
 
 private:
     static constexpr std::size_t first_rows = 16, max_doublings = 12;

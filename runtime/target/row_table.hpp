@@ -65,6 +65,11 @@ public:
     const double* row(std::size_t r) const { return rows_.row(r); }
     double weight(std::size_t r) const { return weight_[r]; }
 
+    // For a reader that copies the rows out in order, freeing as it goes: first the index
+    // (nothing may be added after it), then the blocks of rows before r.
+    void drop_index() { std::vector<std::uint64_t>().swap(slots_); }
+    void release_before(std::size_t r) { rows_.release_before(r); }
+
 private:
     void grow() { double_row_index(slots_); }
 
