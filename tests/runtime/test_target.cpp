@@ -8,6 +8,7 @@
 #include "runtime/index.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/factor_tables.hpp"
+#include "runtime/target/row_table.hpp"
 #include "tests/support/graph_builder.hpp"
 
 #include <doctest/doctest.h>
@@ -21,6 +22,7 @@
 #include <map>
 #include <numbers>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -816,6 +818,40 @@ TEST_CASE("log_densities gives log_density's bits for every column") {
         Vec wrong(3);
         CHECK_THROWS_AS(target.log_densities(thetas, wrong, ws), Error);
     }
+}
+
+// A family of ±1 parents: rows (y, a, 1, x_1 … x_10) differ only in sign bits. The tables
+// index by the hash's low bits; a hash whose updates shift left loses the sign bit, and put
+// all 2,048 such rows in one probe chain (the same 32 low bits for every row).
+TEST_CASE("hash_doubles spreads rows of ±1 values over its low bits") {
+    std::set<std::uint64_t> low12, low32;
+    std::vector<double> row(13);
+    for (int code = 0; code < 2048; ++code) {
+        row[0] = code & 1024 ? 1.0 : -1.0;
+        row[1] = 0.0;
+        row[2] = 1.0;
+        for (int k = 0; k < 10; ++k) row[sz(3 + k)] = code >> k & 1 ? 1.0 : -1.0;
+        const auto h = static_cast<std::uint64_t>(hash_doubles(row.data(), row.size()));
+        low12.insert(h & 4095);
+        low32.insert(h & 0xffffffffULL);
+    }
+    // 2,048 random keys fill about 4,096 (1 − e^−½) = 1,612 of 4,096 buckets (sd about 15).
+    CHECK(low12.size() > 1500);
+    CHECK(low32.size() == 2048);
+    // And a row table counts each of them once, with its weight.
+    RowTable t(13);
+    for (int rep = 0; rep < 2; ++rep)
+        for (int code = 0; code < 2048; ++code) {
+            double* c = t.candidate();
+            c[0] = code & 1024 ? 1.0 : -1.0;
+            c[1] = 0.0;
+            c[2] = 1.0;
+            for (int k = 0; k < 10; ++k) c[3 + k] = code >> k & 1 ? 1.0 : -1.0;
+            CHECK(t.commit(1.0) == code);
+        }
+    REQUIRE(t.rows() == 2048);
+    CHECK(t.weight(0) == 2.0);
+    CHECK(t.weight(2047) == 2.0);
 }
 
 TEST_CASE("block_log_densities: block_log_density's values to rounding, for a block too large for cache") {
