@@ -12,6 +12,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/variational/vb_refine.hpp"
 #include "tests/runtime/fit_options.hpp"
+#include "tests/runtime/same_chains.hpp"
 #include "tests/runtime/paper_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -317,11 +318,7 @@ TEST_CASE("large data: the proposal beside the variational fit, values 16 at a t
     const FitResult one = fit(g, data, o);
     o.threads = 2;
     const FitResult two = fit(g, data, o);
-    REQUIRE(one.chains.size() == two.chains.size());
-    for (std::size_t c = 0; c < one.chains.size(); ++c) {
-        CHECK(one.chains[c].draws == two.chains[c].draws);
-        CHECK(one.chains[c].lp == two.chains[c].lp);
-    }
+    CHECK(vbn::test::same_chains(one, two));
     CHECK(one.vb.best_fit().mean == two.vb.best_fit().mean);
     // The draws are the posterior's: within 0.03 (about 6 posterior sds) of the generating weights.
     const Eigen::MatrixXd& d = one.chains[0].draws;
@@ -343,11 +340,7 @@ TEST_CASE("varblock: whole blocks from a t(100) re-centred in warmup give the sa
         noted |= n.find("whole blocks (1 of 1) propose from that t with 100 degrees of freedom, re-centred in warmup") !=
                   std::string::npos;
     CHECK(noted);
-    REQUIRE(one.chains.size() == two.chains.size());
-    for (std::size_t c = 0; c < one.chains.size(); ++c) {
-        CHECK(one.chains[c].draws == two.chains[c].draws);
-        CHECK(one.chains[c].lp == two.chains[c].lp);
-    }
+    CHECK(vbn::test::same_chains(one, two));
     CHECK(one.chains[0].draws != one.chains[1].draws);
     // Without the re-centring the same seed gives other draws: the re-centring is in use.
     o.varblock_recentre.enabled = false;
