@@ -11,6 +11,7 @@
 #include "runtime/variational/scale_q.hpp"
 #include "runtime/variational/vb.hpp"
 #include "runtime/variational/vb_refine.hpp"
+#include "tests/runtime/fit_options.hpp"
 #include "tests/runtime/per_chain.hpp"
 #include "tests/runtime/target_differences.hpp"
 #include "tests/runtime/theta_index.hpp"
@@ -218,12 +219,7 @@ TEST_CASE("learned scales: every method that moves them against the exact poster
     const int cols[3] = {test::theta_index(g, "b[1]"), test::theta_index(g, "b[2]"), test::theta_index(g, "tau")};
     for (const std::string method : {"auto", "varblock", "gibbs"}) {
         CAPTURE(method);
-        FitOptions o;
-        o.method = method;
-        o.seed = 3;
-        o.warmup = 1000;
-        o.draws = 4000;
-        o.chains = 4;
+        FitOptions o = test::short_run(method, 4, 1000, 4000, 3);
         o.threads = 2;
         const FitResult r = fit(g, data, o);
         std::string failures;
@@ -326,11 +322,7 @@ TEST_CASE("learned scales: auto's choice, and the methods that cannot move them 
     CHECK(why.find("learned prior scales") != std::string::npos);
     for (const std::string method : {"varmix", "regen"}) {
         CAPTURE(method);
-        FitOptions o;
-        o.method = method;
-        o.chains = 1;
-        o.warmup = 10;
-        o.draws = 10;
+        const FitOptions o = test::short_run(method, 1, 10, 10, FitOptions{}.seed);
         try {
             fit(g, data, o);
             FAIL("fit should refuse");
