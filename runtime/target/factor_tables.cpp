@@ -38,7 +38,8 @@ std::size_t FactorTables::KeyHash::operator()(const std::vector<double>& key) co
 
 // Every component's tables are built, the choice of those summed directly read from them, and
 // those components' tables then taken out: one pass over the factors.
-FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct)
+FactorTables::FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct,
+                           long kept_entries)
     : offsets_(std::move(block_offsets)) {
     Index index;
     first_ref_.push_back(0);
@@ -54,6 +55,27 @@ FactorTables::FactorTables(const Families& families, std::vector<int> block_offs
             for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) out.push_back(refs_[sz(r)].table);
         std::sort(out.begin(), out.end());
         out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+    keep_entries(kept_entries);
+}
+
+void FactorTables::keep_entries(long limit) {
+    kept_at_.assign(refs_.size(), -1);
+    long total = 0;
+    for (std::size_t c = 0; c + 1 < first_ref_.size(); ++c)
+        if (size_[c] > 0 && (1L << size_[c]) <= kChunk) total += static_cast<long>(first_ref_[c + 1] - first_ref_[c]) << size_[c];
+    if (total > limit) return;
+    Scratch s;
+    s.entries.resize(static_cast<std::size_t>(kChunk));
+    kept_entries_.reserve(static_cast<std::size_t>(total));
+    for (std::size_t c = 0; c + 1 < first_ref_.size(); ++c) {
+        if (size_[c] == 0 || (1L << size_[c]) > kChunk) continue;
+        const int len = 1 << size_[c];
+        for (int r = first_ref_[c]; r < first_ref_[c + 1]; ++r) {
+            ref_entries(refs_[sz(r)], 0, len, s);
+            kept_at_[sz(r)] = static_cast<long>(kept_entries_.size());
+            kept_entries_.insert(kept_entries_.end(), s.entries.begin(), s.entries.begin() + len);
+        }
     }
 }
 
@@ -242,13 +264,18 @@ void FactorTables::ref_entries(const Ref& r, long start, int len, Scratch& s) co
     }
 }
 
+const int* FactorTables::entries_of(int r, long start, int len, Scratch& s) const {
+    if (start == 0 && kept_at_[sz(r)] >= 0) return kept_entries_.data() + kept_at_[sz(r)];
+    ref_entries(refs_[sz(r)], start, len, s);
+    return s.entries.data();
+}
+
 void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {
     double* terms = s.terms.data();
     std::fill(terms, terms + len, 0.0);
     const double* logs = s.logs.data();
-    const int* entries = s.entries.data();
     for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
-        ref_entries(refs_[sz(r)], start, len, s);
+        const int* entries = entries_of(r, start, len, s);
         for (int i = 0; i < len; ++i) terms[i] += logs[entries[i]];
     }
 }
@@ -306,13 +333,11 @@ void FactorTables::sum_terms(int c, double& top, double& sum, Scratch& s) const 
 
 void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const {
     const double* terms = s.terms.data();
-    const int* entries = s.entries.data();
     double* acc = s.acc.data();
     for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
-        const Ref& ref = refs_[sz(r)];
-        const int block = tables_[sz(ref.table)].block;
+        const int block = tables_[sz(refs_[sz(r)].table)].block;
         if (block < 0 || (only_block >= 0 && block != only_block)) continue;
-        ref_entries(ref, start, len, s);
+        const int* entries = entries_of(r, start, len, s);
         for (int i = 0; i < len; ++i) acc[entries[i]] += terms[i];
     }
 }

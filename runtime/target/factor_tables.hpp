@@ -43,7 +43,12 @@ public:
     // component() and log_sum() must not be asked for them. Without direct all are tabulated,
     // except those summed by variable elimination (Component::order): they get nothing here,
     // and are not marked direct.
-    FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct = nullptr);
+    // kept_entries caps the entries kept from construction (keep_entries); 0 keeps none.
+    FactorTables(const Families& families, std::vector<int> block_offsets, std::vector<char>* direct = nullptr,
+                 long kept_entries = kKeptEntries);
+    // keep_entries()'s default limit, 16 MB of ints: beyond it (millions of distinct rows) the
+    // entries are remade at each evaluation, as the memory is worth more there than the time.
+    static constexpr long kKeptEntries = 1L << 22;
 
     Scratch make_scratch() const;
     int tables() const { return static_cast<int>(tables_.size()); }
@@ -116,11 +121,20 @@ private:
 
     // The entries ref r reads at configurations [start, start + len) into s.entries.
     void ref_entries(const Ref& r, long start, int len, Scratch& s) const;
+    // The same entries, kept from construction where the component has one chunk (see
+    // keep_entries), else made in s.entries.
+    const int* entries_of(int r, long start, int len, Scratch& s) const;
+    // Keeps the entries of every ref of the one-chunk components, up to `limit` in all:
+    // they depend on the data alone, and remaking them at each evaluation was a quarter of a
+    // hidden-variable fit's time (many small components, 2^m of 2–32 configurations).
+    void keep_entries(long limit);
 
     std::vector<int> offsets_;
     std::vector<Table> tables_;
     std::vector<Ref> refs_;
     std::vector<Bit> bits_;
+    std::vector<int> kept_entries_;    // keep_entries(): the refs' entries, one after another
+    std::vector<long> kept_at_;        // per ref: its first in kept_entries_, or -1
     std::vector<int> first_ref_;       // per component, and one past the last
     std::vector<int> size_;            // per component: m
     std::vector<double> weight_;       // per component
