@@ -22,14 +22,7 @@ read_reference <- function(path) {
   data.frame(name = field("name"), mean = as.numeric(field("mean")), sd = as.numeric(field("sd")))
 }
 
-# The CSV's columns grouped by node (y[1], y[2] -> y): 1/0 with NA for nodes, numbers for
-# covariates; a scalar node is a vector, an array a matrix.
-read_raw <- function(path) {
-  raw <- read.csv(path, check.names = FALSE, na.strings = "")
-  groups <- split(names(raw), sub("\\[.*", "", names(raw)))
-  c(list(N = nrow(raw)), lapply(groups, function(cols)
-    if (length(cols) == 1 && !grepl("\\[", cols)) raw[[cols]] else as.matrix(raw[, cols])))
-}
+source(file.path(here, "corpus_data.R"))
 
 ref <- read_reference(file.path(dir, "reference.json"))
 base <- sub("\\[.*", "", ref$name)

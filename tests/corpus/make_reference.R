@@ -24,25 +24,7 @@ warmup <- 1000L                             # NUTS adapts well within 1000 on th
 here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 dir <- file.path(here, model)
 source(file.path(here, "quantities.R"))
-
-# vbn's CSV -> distinct rows with counts; binary 1/0 -> +1/-1, missing -> 0.
-read_corpus_data <- function(path) {
-  raw <- read.csv(path, colClasses = "character", check.names = FALSE, na.strings = "")
-  key <- do.call(paste, c(raw, sep = ","))
-  keep <- !duplicated(key)
-  cnt <- as.integer(table(key)[key[keep]])
-  rows <- raw[keep, , drop = FALSE]
-  groups <- split(names(rows), sub("\\[.*", "", names(rows)))
-  data <- list(N = nrow(rows), cnt = cnt)
-  for (g in names(groups)) {
-    cols <- rows[, groups[[g]], drop = FALSE]
-    binary <- all(unlist(cols) %in% c("0", "1", NA))
-    m <- sapply(cols, function(v) if (binary) ifelse(is.na(v), 0L, ifelse(v == "1", 1L, -1L))
-                                  else as.numeric(v))
-    data[[g]] <- matrix(m, nrow = nrow(rows))
-  }
-  data
-}
+source(file.path(here, "corpus_data.R"))
 
 data <- read_corpus_data(file.path(dir, "data.csv"))
 sm <- stan_model(file.path(dir, "model.stan"))
