@@ -6,8 +6,11 @@ Each window is a folder bench/results/windows/<UTC date-time>/ made by bench/run
     machine.tsv   the machine's facts (commit, CPU, nproc, load averages, versions)
     peers.tsv     bench/peers/run_peers.R's rows: Stan and JAGS, each program, sampler time
     vbn.tsv       bench/speed_table's rows: one per `vbn fit` run
+    corpus_peers.tsv, corpus_vbn.tsv   the same for the hidden-variable corpus (run_corpus.R,
+                  speed_table --corpus), where a window has them
 
-From all of them (and the references bench/reference/EXAMPLE.json) this script writes
+From all of them (and the references: bench/reference/EXAMPLE.json for the examples, the
+quantities of tests/corpus/MODEL/reference.json for the corpus) this script writes
 
     bench/results/speed_table.md   every window in full, newest first
     bench/README.md, README.md     the headline table, between `<!-- speed-table:begin -->` and
@@ -42,9 +45,15 @@ NOTE = "<!-- made by bench/make_tables.py from bench/results/windows: rerun it, 
 LABELS = {"unimodal_d1": "1 parent", "unimodal_d5": "5 parents", "unimodal_d10": "10 parents",
           "unimodal_d20": "20 parents", "unimodal_d50": "50 parents",
           "multimodal": "multimodal (hidden parent)", "bimodal": "bimodal (hidden parent)",
-          "sbn_3x8": "SBN 3×8"}
+          "sbn_3x8": "SBN 3×8 (hidden causes)", "diagnosis": "diagnosis (2 hidden diseases)",
+          "survey": "latent-class survey", "occupancy": "occupancy (hidden presence)",
+          "sbn2": "two-layer SBN", "housevotes": "House votes latent class"}
 PEERS = {"stan": "Stan NUTS", "jags": "JAGS"}
 PROGRAMS = {"U": "rows", "M": "rows", "Uc": "counts", "Mc": "counts"}
+# The corpus's programs (bench/peers/run_corpus.R): Stan sums the hidden values out over
+# distinct rows with counts, JAGS samples them row by row.
+CORPUS_PROGRAMS = {("stan", "model"): "counts, hidden summed out", ("jags", "model"): "rows, hidden sampled",
+                   ("stan", "fast"): "counts, hidden summed out, matrix form"}
 
 
 def fail(message):
@@ -65,6 +74,14 @@ def read_tsv(path):
             fail(f"{path}: row {n}: {len(cells)} columns, the header has {len(header)}")
         rows.append(dict(zip(header, cells)))
     return rows
+
+
+def read_all(window, name):
+    """The rows of a window's NAME and of its corpus_NAME, where it has them (one at least)."""
+    paths = [p for p in (os.path.join(window, name), os.path.join(window, "corpus_" + name)) if os.path.exists(p)]
+    if not paths:
+        fail(f"{window}: neither {name} nor corpus_{name}")
+    return [r for p in paths for r in read_tsv(p)]
 
 
 def read_machine(path):
@@ -112,10 +129,35 @@ def run_of(r, time_key):
             "mean": floats(r["mean"]), "sd": floats(r["sd"])}
 
 
+def program_label(peer, program):
+    return CORPUS_PROGRAMS.get((peer, program)) or PROGRAMS.get(program, program)
+
+
+def compiled_name(p):
+    """The Stan program a peer row ran, as run_peers.R and run_corpus.R name it."""
+    if p["program"] == "model":
+        return f"{p['example']}/model"
+    return {"fast": f"{p['example']} (matrix form)"}.get(p["program"], p["program"])
+
+
+def corpus_references(corpus_dir):
+    """tests/corpus/MODEL/reference.json as make_tables' references: the means and sds of its
+    quantities, in the order bench/speed_table and run_corpus.R write them."""
+    refs = {}
+    for name in sorted(os.listdir(corpus_dir)) if os.path.isdir(corpus_dir) else []:
+        path = os.path.join(corpus_dir, name, "reference.json")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                qs = json.load(f)["quantities"]
+            refs[name] = {"names": [q["name"] for q in qs], "mean": [q["mean"] for q in qs],
+                          "sd": [q["sd"] for q in qs]}
+    return refs
+
+
 def load_window(path, refs):
     """A window's vbn methods and peers' programs, aggregated per example."""
     vbn, peer_runs, picks = {}, {}, {}
-    for r in read_tsv(os.path.join(path, "vbn.tsv")):
+    for r in read_all(path, "vbn.tsv"):
         vbn.setdefault((r["example"], r["method"]), []).append(run_of(r, "wall_s"))
         picks.setdefault((r["example"], r["method"]), []).append(r["picked"])
     methods = {}
@@ -125,7 +167,7 @@ def load_window(path, refs):
             runs, refs.get(example), example=example, method=method, picked=picked,
             label=f"{method} ({picked})" if method == "auto" else method)
     rows = {}
-    for r in read_tsv(os.path.join(path, "peers.tsv")):
+    for r in read_all(path, "peers.tsv"):
         key = (r["example"], r["peer"], r["program"])
         peer_runs.setdefault(key, []).append(run_of(r, "sampler_s"))
         rows[key] = r
@@ -135,7 +177,7 @@ def load_window(path, refs):
         peers[(example, peer, program)] = aggregate(
             runs, refs.get(example), example=example, peer=peer, program=program,
             compile=float(r["compile_s"]),
-            label=f"{PEERS[peer]}, {PROGRAMS.get(program, program)} ({r['rows']})")
+            label=f"{PEERS[peer]}, {program_label(peer, program)} ({r['rows']})")
     best = {}
     for p in peers.values():
         key = (p["example"], p["peer"])
@@ -146,8 +188,8 @@ def load_window(path, refs):
             "methods": methods, "peers": peers, "best": best, "examples": examples}
 
 
-def load_windows(results, reference_dir):
-    refs = {}
+def load_windows(results, reference_dir, corpus_dir):
+    refs = corpus_references(corpus_dir)
     for name in sorted(os.listdir(reference_dir)):
         if name.endswith(".json"):
             with open(os.path.join(reference_dir, name), encoding="utf-8") as f:
@@ -173,16 +215,30 @@ def ratio(a, peer):
     return None if peer is None else a / peer["ess_s"]
 
 
+def latest_with(windows, example):
+    """The newest window that ran `auto` on EXAMPLE."""
+    return next((w for w in reversed(windows) if (example, "auto") in w["methods"]), None)
+
+
+def versus(m, peer):
+    """× a peer, and where the peer's chains did not converge (R-hat > 1.01), its R-hat."""
+    text = times(ratio(m["ess_s"], peer))
+    return text if peer is None or peer["rhat"] <= 1.01 else f"{text} (R-hat {peer['rhat']:.2f})"
+
+
 def headline(windows):
-    """The latest window's `auto` rows, with × Stan over all windows."""
-    w = windows[-1]
+    """Each example's `auto` row from the newest window that ran it, with × Stan over all windows."""
+    examples = list(dict.fromkeys(e for w in reversed(windows) for e in w["examples"]))
     out = ["| example | `auto` picks | ESS/s | × Stan | × JAGS | RMSE of means (ref. sd) | max R-hat "
-           "| error-based ESS/s × Stan | × Stan, all windows: median (range, windows) |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for example in w["examples"]:
-        m = w["methods"].get((example, "auto"))
-        if m is None:
+           "| error-based ESS/s × Stan | × Stan, all windows: median (range, windows) | window |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    used = {}
+    for example in examples:
+        w = latest_with(windows, example)
+        if w is None:
             continue
+        used[w["name"]] = w
+        m = w["methods"][(example, "auto")]
         stan, jags = w["best"].get((example, "stan")), w["best"].get((example, "jags"))
         ratios = [ratio(v["methods"][(example, "auto")]["ess_s"], v["best"].get((example, "stan")))
                   for v in windows if (example, "auto") in v["methods"]]
@@ -191,20 +247,22 @@ def headline(windows):
                                          f"{times(max(ratios))}, {len(ratios)})")
         prec = None if stan is None or not m["prec_s"] or not stan["prec_s"] else m["prec_s"] / stan["prec_s"]
         out.append(f"| {LABELS.get(example, example)} | {m['picked']} | {num(m['ess_s'])} | "
-                   f"{times(ratio(m['ess_s'], stan))} | {times(ratio(m['ess_s'], jags))} | {num(m['err'], 3)} | "
-                   f"{m['rhat']:.3f} | {times(prec)} | {spread} |")
-    facts = w["machine"]
-    out += ["", f"Window {w['name']} (the latest of {len(windows)}; every window in full in "
-            f"[bench/results/speed_table.md]({{link}})): commit {facts.get('commit', '?')}, "
-            f"{facts.get('nproc', '?')} cores, load average {facts.get('load_before', '?')} before, "
-            f"{facts.get('load_after', '?')} after (1, 5, 15 minutes; the machine is shared with other work)."]
+                   f"{versus(m, stan)} | {versus(m, jags)} | {num(m['err'], 3)} | "
+                   f"{m['rhat']:.3f} | {times(prec)} | {spread} | {w['name']} |")
+    out += ["", f"Each example from the newest of the {len(windows)} windows that ran it (every window in full in "
+            f"[bench/results/speed_table.md]({{link}})). A peer's R-hat is shown where its chains did not "
+            "converge (above 1.01). Windows:"]
+    for name, w in sorted(used.items()):
+        facts = w["machine"]
+        out.append(f"- {name}: commit {facts.get('commit', '?')}, {facts.get('nproc', '?')} cores, load average "
+                   f"{facts.get('load_before', '?')} before, {facts.get('load_after', '?')} after (1, 5, 15 minutes).")
     return out
 
 
 def window_table(w):
     out = [f"### Window {w['name']}", ""]
     for key in ("commit", "cpu", "nproc", "vbn", "R", "rstan", "jags", "load_before", "load_between",
-                "load_resumed", "load_after", "started", "finished", "settings", "note"):
+                "load_resumed", "load_corpus", "load_corpus_between", "load_after", "started", "finished", "settings", "note"):
         if key in w["machine"]:
             out.append(f"- {key.replace('_', ' ')}: {w['machine'][key]}")
     out += ["", "| example | method | runs | time s | min bulk-ESS | min tail-ESS | ESS | ESS/s | × Stan | × JAGS "
@@ -219,7 +277,8 @@ def window_table(w):
                        f"{num(r['tail'])} | {num(r['ess'])} | {num(r['ess_s'])} | {times(ratio(r['ess_s'], stan))} | "
                        f"{times(ratio(r['ess_s'], jags))} | {num(r['err'], 3)} | {num(r['err_sd'], 3)} | "
                        f"{num(r['prec_s'])} | {r['rhat']:.3f} |")
-    compiles = sorted({(p["program"], p["compile"]) for p in w["peers"].values() if p["peer"] == "stan"})
+    compiles = sorted({(compiled_name(p), p["compile"])
+                       for p in w["peers"].values() if p["peer"] == "stan"})
     if compiles:
         out += ["", "Stan's compilation, not in the times: " +
                 ", ".join(f"{prog}.stan {secs:.1f} s" for prog, secs in compiles) + "."]
@@ -234,7 +293,9 @@ def speed_table_md(windows):
              "min(bulk-ESS, tail-ESS); × Stan and × JAGS against the faster program of each peer "
              "(row by row, or over distinct rows with counts; the number of rows each evaluates in "
              "brackets); medians over the runs (seeds 1, 2, ...). RMSE of means and of sds: over the "
-             "runs, against the reference (bench/reference/), in reference sds, the largest over the "
+             "runs, against the reference (bench/reference/; for the hidden-variable corpus, "
+             "tests/corpus/MODEL/reference.json's quantities, which do not depend on a hidden node's "
+             "labeling), in reference sds, the largest over the "
              "parameters; error-based ESS/s = 1 / (RMSE of means² × mean time), the effective draws "
              "per second the errors imply. R-hat: the largest over parameters and runs.", ""]
     for w in reversed(windows):
@@ -263,9 +324,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default=os.path.join(here, "results"), help="the directory of the results")
     ap.add_argument("--reference-dir", default=os.path.join(here, "reference"))
+    ap.add_argument("--corpus", default=os.path.join(root, "tests", "corpus"),
+                    help="the corpus, whose references score its models")
     ap.add_argument("--check", action="store_true", help="compare only; exit 1 if a file differs")
     a = ap.parse_args()
-    windows = load_windows(a.results, a.reference_dir)
+    windows = load_windows(a.results, a.reference_dir, a.corpus)
 
     targets = {os.path.join(a.results, "speed_table.md"): lambda old: speed_table_md(windows)}
     for path, link in ((os.path.join(here, "README.md"), "results/speed_table.md"),
