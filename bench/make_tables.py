@@ -223,7 +223,7 @@ def latest_with(windows, example):
 def versus(m, peer):
     """× a peer, and where the peer's chains did not converge (R-hat > 1.01), its R-hat."""
     text = times(ratio(m["ess_s"], peer))
-    return text if peer is None or peer["rhat"] <= 1.01 else f"{text} (R-hat {peer['rhat']:.2f})"
+    return text if peer is None or peer["rhat"] <= 1.01 else f"{text} (R-hat {peer['rhat']:.3f})"
 
 
 def headline(windows):
