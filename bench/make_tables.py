@@ -28,6 +28,7 @@ program (row by row, or over distinct rows with counts).
     python3 bench/make_tables.py            # rewrite the three files
     python3 bench/make_tables.py --check    # exit 1 (with a diff) if any is not what the
                                             # windows give; nothing is written
+    python3 bench/make_tables.py --self-test  # its own checks on a made-up window
 
 Only the Python standard library is needed.
 """
@@ -318,7 +319,46 @@ def splice(text, new_section, path):
     return text[:begin] + new_section + text[end:]
 
 
+def self_test():
+    """A made-up window with only corpus rows: its reference comes from the corpus folder, a
+    peer above R-hat 1.01 is marked, and means of the wrong length are refused."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, refdir, win = (os.path.join(tmp, d) for d in ("corpus", "reference", "results/windows/W"))
+        for d in (os.path.join(corpus, "toy"), refdir, win):
+            os.makedirs(d)
+        with open(os.path.join(corpus, "toy", "reference.json"), "w") as f:
+            json.dump({"quantities": [{"name": "|w|", "mean": 1.0, "sd": 0.5}]}, f)
+        with open(os.path.join(win, "machine.tsv"), "w") as f:
+            f.write("commit\tabc\n")
+        head = "example\tmethod\tpicked\tseed\twall_s\tess_bulk\tess_tail\tess\tess_per_s\trhat\tmean\tsd\n"
+        with open(os.path.join(win, "corpus_vbn.tsv"), "w") as f:
+            f.write(head + "toy\tauto\tnuts\t1\t1.0\t900\t800\t800\t800\t1.002\t1.1\t0.5\n")
+        with open(os.path.join(win, "corpus_peers.tsv"), "w") as f:
+            f.write("\t".join(["example", "peer", "program", "rows", "seed", "sampler_s", "call_s", "compile_s",
+                               "ess_bulk", "ess_tail", "ess", "ess_per_s", "rhat", "mean", "sd"]) + "\n")
+            f.write("toy\tstan\tfast\t10\t1\t2.0\t4\t30\t500\t400\t400\t200\t1.002\t1.0\t0.5\n")
+            f.write("toy\tjags\tmodel\t20\t1\t8.0\t8\t0\t50\t40\t40\t5\t1.05\t0.9\t0.6\n")
+        windows = load_windows(os.path.join(tmp, "results"), refdir, corpus)
+        m = windows[0]["methods"][("toy", "auto")]
+        assert abs(m["err"] - 0.2) < 1e-12, m["err"]  # (1.1 - 1.0) / 0.5
+        row = next(l for l in headline(windows) if l.startswith("| toy"))
+        assert "| 4.0 | 160 (R-hat 1.050) |" in row, row
+        assert "matrix form" in windows[0]["best"][("toy", "stan")]["label"]
+        with open(os.path.join(win, "corpus_vbn.tsv"), "a") as f:
+            f.write("toy\tauto\tnuts\t2\t1.0\t900\t800\t800\t800\t1.002\t1.1,2\t0.5,1\n")
+        try:
+            load_windows(os.path.join(tmp, "results"), refdir, corpus)
+            raise AssertionError("means of the wrong length were accepted")
+        except SystemExit as e:
+            assert "against a reference of 1" in str(e), e
+    print("make_tables.py: self-test passed")
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return 0
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
