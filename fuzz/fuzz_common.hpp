@@ -4,6 +4,7 @@
 #pragma once
 
 #include "lang/ir.hpp"
+#include "lang/limits.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
 #include "runtime/target/target.hpp"
@@ -16,6 +17,17 @@
 #include <numeric>
 
 namespace vbn::fuzz {
+
+// The language's size limits scaled down 20 times: a model at the full limits takes seconds
+// to lower under the sanitizers (20 million fixed weights, about 1 GB), over the 10 s a run
+// may take, and says nothing the golden tests of the limits do not.
+inline lang::Limits small_limits() {
+    lang::Limits l;
+    l.elements = 50'000;
+    l.covariance_entries = 1'000'000;
+    l.fixed_terms = 1'000'000;
+    return l;
+}
 
 [[noreturn]] inline void finding(const char* what) {
     std::fprintf(stderr, "fuzz finding: %s\n", what);

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t sep = input.find("\n%%\n");
     if (sep == std::string::npos) return 0;
     try {
-        const vbn::ir::Graph graph = vbn::compile_model(input.substr(0, sep), "fuzz.vbn");
+        const vbn::ir::Graph graph = vbn::compile_model(input.substr(0, sep), "fuzz.vbn", nullptr,
+                                                            vbn::fuzz::small_limits());
         if (graph.elements.size() > 64) return 0;  // keep one input cheap
         std::istringstream in(input.substr(sep + 4));
         const vbn::Dataset d = vbn::load_csv(graph, in, "fuzz.csv");

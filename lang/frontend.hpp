@@ -9,6 +9,7 @@
 #include "lang/ast.hpp"
 #include "lang/diagnostics.hpp"
 #include "lang/ir.hpp"
+#include "lang/limits.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -40,9 +41,10 @@ bool parse(const Source& source, ast::program& out, SourceMap& map, Diagnostics&
 
 // Semantics: resolves names, evaluates constants, infers shapes, checks the graph and
 // builds the IR. Reports every error it can find; returns nullopt if there was any.
-std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map, Diagnostics& diag);
+std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map, Diagnostics& diag,
+                               const Limits& limits = {});
 
 // parse + lower. The graph's name is the source's name.
-std::optional<ir::Graph> compile(const Source& source, Diagnostics& diag);
+std::optional<ir::Graph> compile(const Source& source, Diagnostics& diag, const Limits& limits = {});
 
 }  // namespace vbn::lang

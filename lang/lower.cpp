@@ -93,15 +93,15 @@ void add_variable(Lowering& s, const ast::identifier& name, const boost::spirit:
                      fmt::format("array size must be at least 1, found {}; write '{}' for a single {}", v.size, name.name,
                                  kind == ir::VariableKind::binary ? "node" : "covariate"));
         v.size = 1;  // still declared, so its uses do not cascade into more errors
-    } else if (static_cast<long>(s.g.elements.size()) + v.size > max_elements) {
+    } else if (static_cast<long>(s.g.elements.size()) + v.size > s.limits.elements) {
         if (v.is_array)
             s.diag.error(s.bracket_after(name.name, decl_node, loc),
                          fmt::format("array size {} is too large; a model holds at most {} node and covariate elements",
-                                     v.size, max_elements));
+                                     v.size, s.limits.elements));
         else
             s.diag.error(loc, fmt::format("the model is too large: with '{}' it has more than {} node and covariate "
                                           "elements",
-                                          name.name, max_elements));
+                                          name.name, s.limits.elements));
         v.size = 1;
     }
     v.first_element = static_cast<int>(s.g.elements.size());
@@ -173,9 +173,10 @@ void report_in_text_order(const Diagnostics& local, Diagnostics& out) {
 }  // namespace
 }  // namespace lowering
 
-std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map, Diagnostics& diag) {
+std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map, Diagnostics& diag,
+                               const Limits& limits) {
     Diagnostics local{map.source()};
-    lowering::Lowering s{map, local};
+    lowering::Lowering s{map, local, limits};
     lowering::declare(s, program);
     lowering::lower_nodes(s);
     lowering::check_declared_used(s);
@@ -188,12 +189,12 @@ std::optional<ir::Graph> lower(const ast::program& program, const SourceMap& map
     return std::move(s.g);
 }
 
-std::optional<ir::Graph> compile(const Source& source, Diagnostics& diag) {
+std::optional<ir::Graph> compile(const Source& source, Diagnostics& diag, const Limits& limits) {
     ast::program program;
     SourceMap map{source};
     // Lowering a tree with syntax errors would only add confusing follow-on messages.
     if (!parse(source, program, map, diag)) return std::nullopt;
-    auto graph = lower(program, map, diag);
+    auto graph = lower(program, map, diag, limits);
     if (graph) graph->name = source.name();
     return graph;
 }

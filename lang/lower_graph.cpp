@@ -234,19 +234,19 @@ bool add_block(Lowering& s, const std::vector<int>& group) {
         return s.params[static_cast<std::size_t>(w.param)].declared;
     });
     const Location at = s.params[static_cast<std::size_t>((tying == refs.end() ? refs.front() : *tying).param)].loc;
-    if (static_cast<long>(refs.size()) > max_block_size) {
+    if (static_cast<long>(refs.size()) > s.limits.block_size) {
         s.diag.error(at, fmt::format("too many learned weights in one block: the declared parameters tie {} node "
                                         "elements with {} weights together, and one block holds at most {}",
-                                        group.size(), refs.size(), max_block_size));
+                                        group.size(), refs.size(), s.limits.block_size));
         return false;
     }
     // An untied element's prior covariance is already counted (lower_nodes.cpp); a tied
     // block's is counted here, so that many large tied blocks cannot exhaust memory either.
     const long entries = static_cast<long>(refs.size()) * static_cast<long>(refs.size());
-    if (group.size() > 1 && s.covariance_entries + entries > max_covariance_entries) {
+    if (group.size() > 1 && s.covariance_entries + entries > s.limits.covariance_entries) {
         s.diag.error(at, fmt::format("the model is too large: with this tied block the prior covariances of its "
                                         "blocks need {} entries, and at most {} fit",
-                                        s.covariance_entries + entries, max_covariance_entries));
+                                        s.covariance_entries + entries, s.limits.covariance_entries));
         return false;
     }
     if (group.size() > 1) s.covariance_entries += entries;

@@ -188,9 +188,9 @@ void add_offset(Lowering& s, const ir::Variable& v, double c, Location loc) {
 void add_fixed(Lowering& s, const ir::Variable& v, const Parents& parents, const std::vector<double>& coefs,
                Location loc) {
     const long added = static_cast<long>(v.size) * static_cast<long>(parents.elements.size());
-    if (s.fixed_terms + added > max_fixed_terms) {
+    if (s.fixed_terms + added > s.limits.fixed_terms) {
         s.diag.error(loc, fmt::format("the model is too large: with this term it has {} fixed weights, and at most {} fit",
-                                      s.fixed_terms + added, max_fixed_terms));
+                                      s.fixed_terms + added, s.limits.fixed_terms));
         return;
     }
     s.fixed_terms += added;
@@ -204,17 +204,17 @@ void add_fixed(Lowering& s, const ir::Variable& v, const Parents& parents, const
 bool fits(Lowering& s, const ir::Variable& v, const ParamInfo& info, int P) {
     const auto before = static_cast<long>(s.g.cpds[static_cast<std::size_t>(v.first_element)].features.size());
     const long after = before + P;
-    if (after > max_block_size) {
+    if (after > s.limits.block_size) {
         s.diag.error(info.loc, fmt::format("too many learned weights: with '{}' each element of '{}' has {}, and one block "
                                            "holds at most {}",
-                                           info.name, v.name, after, max_block_size));
+                                           info.name, v.name, after, s.limits.block_size));
         return false;
     }
     const long added = static_cast<long>(v.size) * (after * after - before * before);
-    if (s.covariance_entries + added > max_covariance_entries) {
+    if (s.covariance_entries + added > s.limits.covariance_entries) {
         s.diag.error(info.loc, fmt::format("the model is too large: with '{}' the prior covariances of its blocks need {} "
                                            "entries, and at most {} fit",
-                                           info.name, s.covariance_entries + added, max_covariance_entries));
+                                           info.name, s.covariance_entries + added, s.limits.covariance_entries));
         return false;
     }
     s.covariance_entries += added;

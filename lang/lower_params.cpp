@@ -131,10 +131,10 @@ bool use_declared(Lowering& s, int node, const ast::identifier& id, Location loc
         return true;
     }
     const long per_element = static_cast<long>(s.g.cpds[static_cast<std::size_t>(v.first_element)].features.size()) + P;
-    if (per_element > max_block_size) {
+    if (per_element > s.limits.block_size) {
         s.diag.error(loc, fmt::format("too many learned weights: with '{}' each element of '{}' has {}, and one block "
                                       "holds at most {}",
-                                      id.name, v.name, per_element, max_block_size));
+                                      id.name, v.name, per_element, s.limits.block_size));
         return true;
     }
     ParamInfo& info = s.params[static_cast<std::size_t>(p)];

@@ -20,12 +20,6 @@
 
 namespace vbn::lang::lowering {
 
-// Sizes beyond which a model is refused with an error instead of exhausting memory. The
-// IR stores each block's prior covariance densely, so block sizes are what costs.
-inline constexpr long max_elements = 1'000'000;           // nodes and covariates, all elements
-inline constexpr long max_block_size = 2048;              // learned weights of one node element
-inline constexpr long max_covariance_entries = 20'000'000;  // Σ over blocks of size²
-inline constexpr long max_fixed_terms = 20'000'000;         // `CONST * PARENTS` terms, all elements
 
 // The parameter element whose value is the weight of one feature.
 struct WeightRef {
@@ -89,11 +83,12 @@ struct Parents {
 };
 
 struct Lowering {
-    Lowering(const SourceMap& m, Diagnostics& d) : map(m), diag(d), eval(m, d) {}
+    Lowering(const SourceMap& m, Diagnostics& d, const Limits& l) : map(m), diag(d), eval(m, d), limits(l) {}
 
     const SourceMap& map;
     Diagnostics& diag;
     ConstEval eval;
+    Limits limits;
     ir::Graph g;
 
     std::map<std::string, int> variable_by_name;

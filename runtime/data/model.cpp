@@ -25,10 +25,11 @@ std::string read_file(const std::string& path, const char* what) {
     return std::move(buf).str();
 }
 
-ir::Graph compile_model(const std::string& text, const std::string& name, std::string* warnings) {
+ir::Graph compile_model(const std::string& text, const std::string& name, std::string* warnings,
+                        const lang::Limits& limits) {
     const lang::Source source(name, text);
     lang::Diagnostics diag(source);
-    std::optional<ir::Graph> graph = lang::compile(source, diag);
+    std::optional<ir::Graph> graph = lang::compile(source, diag, limits);
     if (!graph || diag.has_errors()) {
         lang::Location first;
         for (const auto& d : diag.items())

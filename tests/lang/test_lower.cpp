@@ -397,3 +397,21 @@ TEST_CASE("lower() reports nothing and builds the graph from a parsed program") 
     CHECK(g->blocks.empty());
     CHECK(g->dim == 0);
 }
+
+TEST_CASE("smaller limits refuse a model the language's limits accept, with the same message") {
+    // 300 x 300 fixed weights and 300 + 300 elements: within the defaults, over these.
+    const std::string text = "node g[300] ~ bernoulli(0.5);\nnode h[300] ~ logistic(b + 0.3 * g);\nb ~ normal(0, 2);\n";
+    lang::Source source{"t.vbn", text};
+    lang::Diagnostics fine{source};
+    CHECK(lang::compile(source, fine).has_value());
+    lang::Limits fixed;
+    fixed.fixed_terms = 89'999;
+    lang::Diagnostics refused{source};
+    CHECK(!lang::compile(source, refused, fixed).has_value());
+    CHECK(refused.format().find("it has 90000 fixed weights, and at most 89999 fit") != std::string::npos);
+    lang::Limits elements;
+    elements.elements = 599;
+    lang::Diagnostics few{source};
+    CHECK(!lang::compile(source, few, elements).has_value());
+    CHECK(few.format().find("at most 599 node and covariate elements") != std::string::npos);
+}
