@@ -18,7 +18,7 @@
 
 namespace vbn::fuzz {
 
-// The language's size limits scaled down 20 times: a model at the full limits takes seconds
+// The language's size limits scaled down 20 times (all but one block's size): a model at the full limits takes seconds
 // to lower under the sanitizers (20 million fixed weights, about 1 GB), over the 10 s a run
 // may take, and says nothing the golden tests of the limits do not.
 inline lang::Limits small_limits() {
