@@ -61,15 +61,23 @@ FactorTables::FactorTables(const Families& families, std::vector<int> block_offs
 
 void FactorTables::keep_entries(long limit) {
     kept_at_.assign(refs_.size(), -1);
+    // Whole one-chunk components, in order, each while the total stays within the limit; the
+    // rest are remade at each evaluation, with the same bits.
+    const std::size_t n = first_ref_.empty() ? 0 : first_ref_.size() - 1;
+    std::vector<char> keep(n, 0);
     long total = 0;
-    for (std::size_t c = 0; c + 1 < first_ref_.size(); ++c)
-        if (size_[c] > 0 && (1L << size_[c]) <= kChunk) total += static_cast<long>(first_ref_[c + 1] - first_ref_[c]) << size_[c];
-    if (total > limit) return;
+    for (std::size_t c = 0; c < n; ++c) {
+        if (size_[c] == 0 || (1L << size_[c]) > kChunk) continue;
+        const long need = static_cast<long>(first_ref_[c + 1] - first_ref_[c]) << size_[c];
+        if (total + need > limit) continue;
+        keep[c] = 1;
+        total += need;
+    }
     Scratch s;
     s.entries.resize(static_cast<std::size_t>(kChunk));
     kept_entries_.reserve(static_cast<std::size_t>(total));
-    for (std::size_t c = 0; c + 1 < first_ref_.size(); ++c) {
-        if (size_[c] == 0 || (1L << size_[c]) > kChunk) continue;
+    for (std::size_t c = 0; c < n; ++c) {
+        if (!keep[c]) continue;
         const int len = 1 << size_[c];
         for (int r = first_ref_[c]; r < first_ref_[c + 1]; ++r) {
             ref_entries(refs_[sz(r)], 0, len, s);

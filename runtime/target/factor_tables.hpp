@@ -49,6 +49,8 @@ public:
     // keep_entries()'s default limit, 16 MB of ints: beyond it (millions of distinct rows) the
     // entries are remade at each evaluation, as the memory is worth more there than the time.
     static constexpr long kKeptEntries = 1L << 22;
+    // How many entries keep_entries() kept.
+    long entries_kept() const { return static_cast<long>(kept_entries_.size()); }
 
     Scratch make_scratch() const;
     int tables() const { return static_cast<int>(tables_.size()); }
@@ -124,7 +126,8 @@ private:
     // The same entries, kept from construction where the component has one chunk (see
     // keep_entries), else made in s.entries.
     const int* entries_of(int r, long start, int len, Scratch& s) const;
-    // Keeps the entries of every ref of the one-chunk components, up to `limit` in all:
+    // Keeps the entries of the refs of one-chunk components, whole components in order while
+    // the total stays within `limit`:
     // they depend on the data alone, and remaking them at each evaluation was a quarter of a
     // hidden-variable fit's time (many small components, 2^m of 2–32 configurations).
     void keep_entries(long limit);

@@ -737,20 +737,33 @@ TEST_CASE("entries kept from construction give the bits of entries remade at eac
         const Case c = random_chain(seed, 80);
         INFO("model " << c.name);
         const Families fam = build_families(c.graph, make_dataset(c.graph, c.rows));
-        const FactorTables kept(fam, block_offsets(c.graph)), remade(fam, block_offsets(c.graph), nullptr, 0);
+        const FactorTables all(fam, block_offsets(c.graph)), remade(fam, block_offsets(c.graph), nullptr, 0);
+        const long full = all.entries_kept();
+        REQUIRE(full > 1);
+        CHECK(remade.entries_kept() == 0);
+        // A limit below the total keeps some components whole and remakes the rest.
+        const FactorTables some(fam, block_offsets(c.graph), nullptr, full / 2);
+        CHECK(some.entries_kept() > 0);
+        CHECK(some.entries_kept() <= full / 2);
         Rng rng(seed);
         const Vec theta = random_theta(c.graph.dim, rng);
-        auto sk = kept.make_scratch(), sr = remade.make_scratch();
-        kept.fill(nullptr, theta, true, sk);
-        remade.fill(nullptr, theta, true, sr);
-        for (int k = 0; k < static_cast<int>(fam.components.size()); ++k) {
-            CHECK(kept.component(k, true, -1, sk) == remade.component(k, true, -1, sr));
-            CHECK(kept.log_sum(k, sk) == remade.log_sum(k, sr));
-        }
-        Vec gk = Vec::Zero(c.graph.dim), gr = Vec::Zero(c.graph.dim);
-        kept.gradient(nullptr, -1, gk.data(), sk);
-        remade.gradient(nullptr, -1, gr.data(), sr);
-        CHECK(gk == gr);
+        // Each component's value and log sum, then the gradient they accumulated.
+        const auto evaluate = [&](const FactorTables& t) {
+            auto sc = t.make_scratch();
+            t.fill(nullptr, theta, true, sc);
+            std::vector<double> out;
+            for (int k = 0; k < static_cast<int>(fam.components.size()); ++k) {
+                out.push_back(t.component(k, true, -1, sc));
+                out.push_back(t.log_sum(k, sc));
+            }
+            Vec g = Vec::Zero(c.graph.dim);
+            t.gradient(nullptr, -1, g.data(), sc);
+            out.insert(out.end(), g.data(), g.data() + g.size());
+            return out;
+        };
+        const std::vector<double> expected = evaluate(remade);
+        CHECK(evaluate(all) == expected);
+        CHECK(evaluate(some) == expected);
     }
 }
 
