@@ -282,14 +282,18 @@ struct HeavyFit {
     }
 };
 
-// q(θ_i) and the ξ of its complete patterns: what an accelerated step saves and restores.
-struct BlockFit {
+// q(θ_i): what an accelerated step saves and restores (with the Cholesky factor of Σ⁻¹).
+struct BlockQ {
     Vec mu;
     Mat sigma;
     double log_det = 0;  // log |Σ|
+    HeavyFit heavy;      // q(λ) of the Student-t entries (none for a Gaussian prior)
+};
+
+// q(θ_i) and the ξ of its complete patterns.
+struct BlockFit : BlockQ {
     // Complete-family patterns: ξ, λ(ξ), log g(ξ), E[η], E[η²], one entry per pattern.
     Vec xi, lambda, log_g, e_eta, e_eta2;
-    HeavyFit heavy;  // q(λ) of the Student-t entries (none for a Gaussian prior)
 };
 
 // λ(ξ) and log g(ξ) of every complete pattern, computed once per new ξ: the next q(θ_i) and
@@ -909,20 +913,36 @@ public:
             const double vn = v_[b].norm();
             // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
             const double alpha = vn > 0 ? std::clamp(-r_[b].norm() / vn, -max_step, -1.0) : -1.0;
-            saved_[b] = bs;
+            saved_[b].q = bs;
+            saved_[b].llt = bs.llt;
             const double before = add_block_bound(p, bs, s.scales, b);
             bs.xi = (xi0_[b] - 2.0 * alpha * r_[b] + alpha * alpha * v_[b]).cwiseAbs();
             update_lambda(bs);
             const int bi = static_cast<int>(b);
             update_block(p, s, bi, iteration);
             update_xi_complete(p, s, bi);
-            if (!(add_block_bound(p, bs, s.scales, b) >= before)) static_cast<BlockFit&>(bs) = saved_[b];
+            if (add_block_bound(p, bs, s.scales, b) >= before) continue;
+            ++undone_;
+            // Back to ξ2. After a plain step the patterns' ξ, λ, log g, E[η] and E[η²] are
+            // functions of q(θ_i) and its factor (update_xi_complete), so they are made again
+            // from the saved q, by the same operations on the same numbers: the same bits as
+            // a saved copy, without five vectors of one entry per pattern (40 MB at 10^6).
+            static_cast<BlockQ&>(bs) = saved_[b].q;
+            bs.llt = saved_[b].llt;
+            update_xi_complete(p, s, bi);
         }
     }
 
+    int undone() const { return undone_; }
+
 private:
+    int undone_ = 0;
+    struct Saved {
+        BlockQ q;
+        Eigen::LLT<Mat> llt;
+    };
     std::vector<Vec> xi0_, r_, v_;
-    std::vector<BlockFit> saved_;
+    std::vector<Saved> saved_;
 };
 
 // One EM run from one start (Variational MCMC, Fig. 2–3): q(θ) block by block, ξ, then
@@ -970,6 +990,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
         }
         return end_iteration(true);
     };
+    int undone = 0;
     if (options.accelerate && p.components.empty()) {
         Squarem sq(s);
         for (;;) {
@@ -982,6 +1003,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
             update_scales(p, s);
             if (end_iteration(false)) break;
         }
+        undone = sq.undone();
     } else {
         while (!em_iteration()) {
         }
@@ -992,6 +1014,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
     fit.iterations = it;
     fit.converged = converged;
     fit.restart = restart;
+    fit.steps_undone = undone;
     return fit;
 }
 

@@ -67,6 +67,7 @@ struct VbFit {
     int iterations = 0;
     bool converged = false;          // false: stopped at max_iterations
     int restart = 0;                 // which start this fit came from
+    int steps_undone = 0;            // SQUAREM steps that lowered a block's bound, taken back
 
     Eigen::VectorXd block_mean(const ir::Block& b) const { return mean.segment(b.offset, b.size); }
     const Eigen::MatrixXd& block_cov(const ir::Block& b) const;
