@@ -355,7 +355,12 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
         bool identity = rows == n;
         for (int r = 0; identity && r < rows; ++r) identity = from_row[sz(r)] == r;
         m.shares_family = identity;
-        if (!identity) {
+        if (identity) {
+            // The family's a and w hold the same numbers (w + 0 = w): a copy of each would be
+            // 16 MB at 10^6 rows.
+            m.a = Eigen::VectorXd();
+            m.w_total = Eigen::VectorXd();
+        } else {
             m.f.resize(rows, k);
             for (int j = 0; j < k; ++j)
                 for (int r = 0; r < rows; ++r) m.f(r, j) = cf.f(from_row[sz(r)], j);
@@ -732,7 +737,7 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
         combine_sign_tables<false>(m, p.size, m.a.data() + start, ws.sign_sums_.data(), start, len, eta.data());
     } else {
         eta.noalias() = dense_rows(b).middleRows(start, len) * theta.segment(p.offset, p.size);
-        eta += m.a.segment(start, len);
+        eta += row_offsets(b).segment(start, len);
     }
 }
 
@@ -740,7 +745,8 @@ void Target::complete_eta(int b, In theta, int start, int len, Workspace& ws) co
 // e = exp(-|η|) into ws.resid_ (the gradient reads it) and Σ w_pos min(η, 0) - w_neg max(η, 0)
 // - Σ w log(1 + e), carrying the open product of a run's rows (open_product, open_rows) from
 // chunk to chunk. complete_term and log_densities both call it, so both give the same bits.
-double Target::chunk_value(const Merged& m, int start, int len, Workspace& ws, double& open_product, int& open_rows) {
+double Target::chunk_value(const Merged& m, const Eigen::VectorXd& w_total, int start, int len, Workspace& ws,
+                           double& open_product, int& open_rows) {
     const auto eta = ws.eta_.head(len);
     const auto wp = m.w_pos.segment(start, len).array();
     const auto wn = m.w_neg.segment(start, len).array();
@@ -766,20 +772,20 @@ double Target::chunk_value(const Merged& m, int start, int len, Workspace& ws, d
     // few parents and many rows per pattern) the products would hold a factor or two and
     // leave a scalar log per row: there the logs are taken a packet at a time and weighted.
     double logs = 0;
-    if (!m.product_logs) logs = (m.w_total.segment(start, len).array() * (1.0 + e).log()).sum();
+    if (!m.product_logs) logs = (w_total.segment(start, len).array() * (1.0 + e).log()).sum();
     for (int from = start; m.product_logs && from < start + len;) {
         const int run_to = *std::upper_bound(m.run_end.begin(), m.run_end.end(), from);
         const int to = std::min(start + len, run_to);
         // An open product is of the rows just before `from`, in the same run.
         if (open_rows + (to - from) > kProductRows) {
-            logs += m.w_total[from] * std::log(open_product);
+            logs += w_total[from] * std::log(open_product);
             open_product = 1;
             open_rows = 0;
         }
         open_product *= (1.0 + e.segment(from - start, to - from)).prod();
         open_rows += to - from;
         if (to == run_to) {
-            logs += m.w_total[from] * std::log(open_product);
+            logs += w_total[from] * std::log(open_product);
             open_product = 1;
             open_rows = 0;
         }
@@ -818,7 +824,7 @@ double Target::complete_term(int b, In theta, double* grad, Workspace& ws) const
         const int len = std::min(chunk_rows, n - start);
         complete_eta(b, theta, start, len, ws);
         const auto eta = ws.eta_.head(len);
-        value += chunk_value(m, start, len, ws, open_product, open_rows);
+        value += chunk_value(m, row_totals(b), start, len, ws, open_product, open_rows);
         if (grad) {
             // A plain loop rather than Eigen's select, which this Eigen evaluates a scalar at a
             // time, with a branch and a scalar division.
@@ -940,12 +946,12 @@ double Target::complete_term_by_products(int b, In theta, double bound, double* 
         complete_exp_eta(b, start, len, ws);
         const double* e = ws.eta_.data();  // E_t of the chunk's rows
         if (!m.product_logs) {
-            logs += (m.w_total.segment(start, len).array() * (1.0 + ws.eta_.head(len).array()).log()).sum();
+            logs += (row_totals(b).segment(start, len).array() * (1.0 + ws.eta_.head(len).array()).log()).sum();
         }
         for (int from = start; m.product_logs && from < start + len;) {
             const int run_to = *std::upper_bound(m.run_end.begin(), m.run_end.end(), from);
             const int to = std::min(start + len, run_to);
-            const double weight = m.w_total[from];
+            const double weight = row_totals(b)[from];
             int t = from - start;
             const int end = to - start;
             while (end - t >= 16) {
@@ -1028,7 +1034,7 @@ Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspa
         complete_eta(b, theta, start, len, ws);
         for (int t = 0; t < len; ++t) {
             const double e = std::exp(-std::abs(ws.eta_[t]));
-            const double root = std::sqrt(m.w_total[start + t] * e) / (1 + e);
+            const double root = std::sqrt(row_totals(b)[start + t] * e) / (1 + e);
             row_features(m, dense_rows(b), k, start + t, root, x.col(t).data());
         }
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.leftCols(len));
@@ -1076,7 +1082,7 @@ void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, 
             complete_eta(b, theta, start, len, ws);
             for (int t = 0; t < len; ++t) {
                 row_features(m, dense_rows(b), k, start + t, 1.0, f.row(t).data());
-                c[start - part + t] = m.w_total[start + t] * third_derivative(ws.eta_[t]);
+                c[start - part + t] = row_totals(b)[start + t] * third_derivative(ws.eta_[t]);
             }
             x.middleRows(start - part, len).noalias() = f.topRows(len) * l;
         }
@@ -1365,7 +1371,7 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
                 const int len = std::min(chunk_rows, m.rows() - start);
                 for (int j = 0; j < draws; ++j) {
                     complete_eta(b, thetas.col(j), start, len, ws);
-                    complete[sz(j)] += chunk_value(m, start, len, ws, open_product[sz(j)], open_rows[sz(j)]);
+                    complete[sz(j)] += chunk_value(m, row_totals(b), start, len, ws, open_product[sz(j)], open_rows[sz(j)]);
                 }
             }
         } else {
@@ -1465,9 +1471,10 @@ void Target::block_log_densities(int b, const Eigen::Ref<const Eigen::MatrixXd>&
     for (int i = 0; i < p.size; ++i)
         for (int j = 0; j < lanes; ++j) v[i * lanes + j] = values(i, std::min(j, n - 1));
     if (lanes == 8)
-        lane_values<8>(dense_rows(b), m.a, m.w_pos, m.w_neg, m.w_total, m.run_end, v.data(), lane_out.data());
+        lane_values<8>(dense_rows(b), row_offsets(b), m.w_pos, m.w_neg, row_totals(b), m.run_end, v.data(), lane_out.data());
     else
-        lane_values<kBlockBatch>(dense_rows(b), m.a, m.w_pos, m.w_neg, m.w_total, m.run_end, v.data(), lane_out.data());
+        lane_values<kBlockBatch>(dense_rows(b), row_offsets(b), m.w_pos, m.w_neg, row_totals(b), m.run_end, v.data(),
+                                 lane_out.data());
     for (int j = 0; j < n; ++j) {
         ws.theta_.segment(p.offset, p.size) = values.col(j);
         out[j] = lane_out[sz(j)] + prior_term(b, ws.theta_, nullptr, ws);

@@ -285,10 +285,12 @@ private:
         // and their weights already ascend, as where no row repeats): the family's f is
         // read in place instead of a copy as large as the data (dense_rows).
         bool shares_family = false;
-        Eigen::VectorXd a;         // offsets
+        // Offsets and w_pos + w_neg: empty where shares_family, as the family's own a and w
+        // are the same numbers (row_offsets, row_totals read one or the other).
+        Eigen::VectorXd a;
         Eigen::VectorXd w_pos;     // rows with y = +1
         Eigen::VectorXd w_neg;     // rows with y = -1
-        Eigen::VectorXd w_total;   // w_pos + w_neg
+        Eigen::VectorXd w_total;
         std::vector<int> run_end;  // ends of the runs of rows of equal w_total, ascending
         bool product_logs = false; // runs long enough (kLogGroup rows on average) for one log
                                    // per run of a chunk (of a product); else one log per row
@@ -312,7 +314,7 @@ private:
         double max_abs_a = 0;
         double lin_a = 0;
         Eigen::VectorXd lin_f;
-        int rows() const { return static_cast<int>(a.size()); }
+        int rows() const { return static_cast<int>(w_pos.size()); }
         // Group g's sign bytes from row `start` on.
         const unsigned char* group_signs(int g, int start) const {
             return signs.data() + static_cast<std::size_t>(g) * static_cast<std::size_t>(rows()) + static_cast<std::size_t>(start);
@@ -322,7 +324,8 @@ private:
     std::vector<char> separable_;  // per block: coupled to no other block
     static Merged merge_signs(const CompleteFamily& cf);
     // One chunk of complete_term's value from η in ws.eta_ (target.cpp).
-    static double chunk_value(const Merged& m, int start, int len, Workspace& ws, double& open_product, int& open_rows);
+    static double chunk_value(const Merged& m, const Eigen::VectorXd& w_total, int start, int len, Workspace& ws,
+                              double& open_product, int& open_rows);
     // With packed signs, the tables of θ_b's signed sums that complete_eta reads, into
     // ws.sign_sums_ (nothing otherwise).
     static void build_eta_tables(const Merged& m, In theta_b, Workspace& ws);
@@ -339,6 +342,15 @@ private:
                                     double* out);
     // Row `row` of the block's features (k of them) times scale into out, unpacking packed signs.
     static void row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out);
+    // Block b's merged rows' offsets and total weights.
+    const Eigen::VectorXd& row_offsets(int b) const {
+        return merged_[static_cast<std::size_t>(b)].shares_family ? families_.complete[static_cast<std::size_t>(b)].a
+                                                                  : merged_[static_cast<std::size_t>(b)].a;
+    }
+    const Eigen::VectorXd& row_totals(int b) const {
+        return merged_[static_cast<std::size_t>(b)].shares_family ? families_.complete[static_cast<std::size_t>(b)].w
+                                                                  : merged_[static_cast<std::size_t>(b)].w_total;
+    }
     // Block b's merged rows' features where they are not packed as signs.
     const Eigen::MatrixXd& dense_rows(int b) const {
         return merged_[static_cast<std::size_t>(b)].shares_family ? families_.complete[static_cast<std::size_t>(b)].f
