@@ -190,6 +190,46 @@ long line_of(const Dataset& d, int pattern) {
     return sz(pattern) < d.first_line.size() ? d.first_line[sz(pattern)] : 0;
 }
 
+// Numbers in a linear predictor are refused beyond ±1e100: η² (in the variational bound and
+// the Hessians) and the sums over rows of log g(±η) or of the features would overflow a
+// double, and the log density would be infinite or NaN at every θ, even 0. Predictors people
+// write stay within ±10³; the limit stops only numbers no one means (a constant 1.1e308).
+constexpr double kMaxPredictorMagnitude = 1e100;
+
+// |x_first Π x_also| in a row; an unobserved binary value counts as 1 (it is ±1).
+double product_magnitude(const ir::Graph& g, const std::vector<double>& x, int first, const std::vector<int>& also) {
+    auto one = [&](int e) { return g.elements[sz(e)].binary ? 1.0 : std::abs(x[sz(e)]); };
+    double v = first < 0 ? 1.0 : one(first);
+    for (int e : also) v *= one(e);
+    return v;
+}
+
+// Every node's constant and fixed terms together, and each learned term's value, within
+// ±kMaxPredictorMagnitude in this row; else a data error naming the line and the node.
+void check_magnitudes(const ir::Graph& g, const Dataset& d, int pattern, const std::vector<double>& x) {
+    for (std::size_t e = 0; e < g.elements.size(); ++e) {
+        if (!g.elements[e].binary) continue;
+        const ir::Cpd& cpd = g.cpds[e];
+        double fixed = std::abs(cpd.offset);
+        for (const auto& t : cpd.fixed) fixed += std::abs(t.coef) * product_magnitude(g, x, t.element, t.also);
+        const auto refuse = [&](const char* what, double v) {
+            const long line = line_of(d, pattern);
+            throw Error(ErrorKind::data,
+                        fmt::format("{}: line {}: the linear predictor of node '{}' has {} {:g} in this row, beyond "
+                                    "±1e100, where its square and its sums over rows overflow; rescale the "
+                                    "covariates or the fixed weights",
+                                    d.name, line, g.elements[e].name, what, v),
+                        line);
+        };
+        // Written as !(v <= limit) so that a NaN (0 · inf in a product) is refused too.
+        if (!(fixed <= kMaxPredictorMagnitude)) refuse("constant and fixed terms adding up to", fixed);
+        for (const auto& ft : cpd.features) {
+            const double v = std::abs(ft.sign) * product_magnitude(g, x, ft.element, ft.also);
+            if (!(v <= kMaxPredictorMagnitude)) refuse("a learned term's feature of", v);
+        }
+    }
+}
+
 // One row pattern's values: ±1 for observed binary elements, 0 for unobserved ones, the
 // real value for covariates.
 void read_values(const ir::Graph& g, const Dataset& d, int pattern, std::vector<double>& x) {
@@ -350,6 +390,7 @@ public:
             throw Error(ErrorKind::data, fmt::format("{}: pattern {} has an invalid count {}", d_.name, p + 1, w));
         if (w == 0 && !options_.pattern_terms) return;
         read_values(g_, d_, p, x_);
+        check_magnitudes(g_, d_, p, x_);
         prune_barren();
         UnionFind uf(n_);
         route_factors(w, uf);

@@ -732,6 +732,40 @@ TEST_CASE("factor tables shared by components give each component's value and gr
     }
 }
 
+// Found by fuzz_model_data: `logistic(b + 1.1e308)` over three rows with y = -1 summed
+// log g(-1.1e308) to -inf, and the log density at θ = 0 was infinite. Numbers beyond ±1e100
+// in a linear predictor are refused, naming the line and the node; 1e99 still evaluates.
+TEST_CASE("a linear predictor beyond ±1e100 in a row is a data error naming the line") {
+    const auto target_of = [](const std::string& model, const std::string& csv) {
+        const ir::Graph g = compile_model(model, "test.vbn");
+        std::istringstream in(csv);
+        return Target(g, load_csv(g, in, "test.csv"));
+    };
+    const auto refused = [&](const std::string& model, const std::string& csv, const std::string& expected) {
+        CAPTURE(model);
+        try {
+            (void)target_of(model, csv);
+            FAIL("expected a data error");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::data);
+            CHECK(std::string(e.what()).find(expected) != std::string::npos);
+        }
+    };
+    const std::string ys = "y[1],y[2]\n1,-1\n-1,-1\n-1,-1\n-1,1\n1,\n";
+    refused("node y[2] ~ logistic(b + 1.1e308);\nb ~ normal(0, 2);\n", ys,
+            "test.csv: line 2: the linear predictor of node 'y[1]' has constant and fixed terms adding up to 1.1e+308");
+    // A fixed weight on a covariate, and a learned weight on a product of covariates.
+    refused("covariate x;\nnode y ~ logistic(b + 1e60 * x);\nb ~ normal(0, 2);\n", "x,y\n1,1\n1e50,0\n",
+            "line 3: the linear predictor of node 'y' has constant and fixed terms adding up to 1e+110");
+    refused("covariate x;\nnode y ~ logistic(b + w * x * x);\nb, w ~ normal(0, 2);\n", "x,y\n1,1\n1e60,0\n",
+            "line 3: the linear predictor of node 'y' has a learned term's feature of 1e+120");
+    // Within the limit the log density at θ = 0 is finite, as is its gradient.
+    const Target t = target_of("node y[2] ~ logistic(b + 1e99);\nb ~ normal(0, 2);\n", ys);
+    Vec grad(t.dim());
+    CHECK(std::isfinite(t.log_density_gradient(Vec::Zero(t.dim()), grad)));
+    CHECK(grad.allFinite());
+}
+
 TEST_CASE("entries kept from construction give the bits of entries remade at each evaluation") {
     for (std::uint64_t seed : {51, 52, 53}) {
         const Case c = random_chain(seed, 80);
