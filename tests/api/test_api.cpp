@@ -267,12 +267,14 @@ TEST_CASE("api: limit and inference errors") {
     // auto samples the hidden values instead (the gibbs method) rather than refusing.
     CHECK(vbn::fit(big, d, small_options("auto", 1)).method == "gibbs");
 
-    // A covariate so large that its square overflows: the variational fit refuses to go on
-    // rather than return NaN.
+    // A covariate so large that its square overflows: refused as the data are read into the
+    // model, naming the row, rather than a NaN (or, as before, an error from deep inside the
+    // variational fit).
     const vbn::Model huge = vbn::Model::from_string("covariate x;\nnode y ~ logistic(b * x);\nb ~ normal(0, 1);\n", "huge");
     const vbn::Dataset dh = vbn::Dataset::from_columns(huge, {{"y", {1, -1, 1}}, {"x", {1, 2, 1e200}}});
-    const auto i = expect_throw<vbn::InferenceError>([&] { vbn::variational(huge, dh); });
-    CHECK(i.kind() == vbn::ErrorKind::inference);
+    const auto i = expect_throw<vbn::DataError>([&] { vbn::variational(huge, dh); });
+    CHECK(i.kind() == vbn::ErrorKind::data);
+    CHECK(std::string(i.what()).find("a learned term's feature of 1e+200 in this row, beyond ±1e100") != std::string::npos);
 }
 
 TEST_CASE("api: fit results, callbacks and streamed draws") {
