@@ -18,6 +18,7 @@
 #include <limits>
 #include <numbers>
 #include <numeric>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -250,6 +251,21 @@ void add_sign_gradient(int k, int groups, double* buckets, double* grad) {
     }
 }
 
+// to[r] = from[order[r]], freeing `from`: where the order is the identity (every weight the
+// same, as where no two rows are alike) `from` becomes `to` without a copy, which at 10^6
+// rows would hold 8 MB twice.
+void take_in_order(const std::vector<int>& order, Eigen::VectorXd& from, Eigen::VectorXd& to) {
+    bool identity = true;
+    for (std::size_t r = 0; identity && r < order.size(); ++r) identity = order[r] == static_cast<int>(r);
+    if (identity) {
+        to = std::move(from);
+        return;
+    }
+    to.resize(from.size());
+    for (std::size_t r = 0; r < order.size(); ++r) to[static_cast<Eigen::Index>(r)] = from[order[r]];
+    from = Eigen::VectorXd();
+}
+
 }  // namespace
 
 // Rows equal in (a, f) are merged whatever y is; the order is that of first appearance,
@@ -289,35 +305,37 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
     const int rows = static_cast<int>(first.size());
     Eigen::VectorXd w_pos = Eigen::VectorXd::Zero(rows), w_neg = Eigen::VectorXd::Zero(rows);
     for (int t = 0; t < n; ++t) (cf.y[t] > 0 ? w_pos : w_neg)[row_of[sz(t)]] += cf.w[t];
-    const Eigen::VectorXd w_total = w_pos + w_neg;
+    row_of = {};
+    Eigen::VectorXd w_total = w_pos + w_neg;
     // Rows in runs of equal total weight (their logs are taken of products; see complete_term),
     // taken straight from the family's rows: each merged row r is family row first[order[r]].
     std::vector<int> order(sz(rows));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int r, int q) { return w_total[r] < w_total[q]; });
-    Merged m;
-    m.a.resize(rows);
-    m.w_pos.resize(rows);
-    m.w_neg.resize(rows);
-    m.w_total.resize(rows);
-    for (int r = 0; r < rows; ++r) {
-        const int from = order[sz(r)];
-        m.a[r] = cf.a[first[sz(from)]];
-        m.w_pos[r] = w_pos[from];
-        m.w_neg[r] = w_neg[from];
-        m.w_total[r] = w_total[from];
-        if (r > 0 && m.w_total[r] != m.w_total[r - 1]) m.run_end.push_back(r);
-    }
-    m.run_end.push_back(rows);
-    m.product_logs = rows >= kLogGroup * static_cast<int>(m.run_end.size());
     // The family's row of each merged row; f is read a column at a time (it is stored so),
     // not a row at a time with a stride of the family's length between entries.
     std::vector<int> from_row(sz(rows));
     for (int r = 0; r < rows; ++r) from_row[sz(r)] = first[sz(order[sz(r)])];
+    first = {};
+    Merged m;
+    take_in_order(order, w_pos, m.w_pos);
+    take_in_order(order, w_neg, m.w_neg);
+    take_in_order(order, w_total, m.w_total);
+    order = {};
+    for (int r = 1; r < rows; ++r)
+        if (m.w_total[r] != m.w_total[r - 1]) m.run_end.push_back(r);
+    m.run_end.push_back(rows);
+    m.product_logs = rows >= kLogGroup * static_cast<int>(m.run_end.size());
+    bool identity = rows == n;
+    for (int r = 0; identity && r < rows; ++r) identity = from_row[sz(r)] == r;
     bool signs = k >= sign_min_columns;
     for (int j = 0; signs && j < k; ++j) {
         const double* col = cf.f.col(j).data();
         for (int r = 0; r < rows; ++r) signs &= col[from_row[sz(r)]] == 1.0 || col[from_row[sz(r)]] == -1.0;
+    }
+    if (signs || !identity) {
+        m.a.resize(rows);
+        for (int r = 0; r < rows; ++r) m.a[r] = cf.a[from_row[sz(r)]];
     }
     if (signs) {
         // Packed signs only: the dense rows are not kept (complete_term reads one or the other).
@@ -352,13 +370,10 @@ Target::Merged Target::merge_signs(const CompleteFamily& cf) {
             }
         }
     } else {
-        bool identity = rows == n;
-        for (int r = 0; identity && r < rows; ++r) identity = from_row[sz(r)] == r;
         m.shares_family = identity;
         if (identity) {
             // The family's a and w hold the same numbers (w + 0 = w): a copy of each would be
             // 16 MB at 10^6 rows.
-            m.a = Eigen::VectorXd();
             m.w_total = Eigen::VectorXd();
         } else {
             m.f.resize(rows, k);
