@@ -51,6 +51,15 @@ Dataset load_guarded(const ir::Graph& graph, std::istream& in, const std::string
 
 }  // namespace
 
+void Dataset::drop_values() {
+    // Swapped with empty vectors, not cleared: clear() keeps the capacity.
+    std::vector<std::int8_t>().swap(binary);
+    std::vector<double>().swap(real);
+    std::vector<double>().swap(count);
+    std::vector<long>().swap(first_line);
+    std::vector<int>().swap(row_pattern);
+}
+
 Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes, bool keep_row_patterns) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))

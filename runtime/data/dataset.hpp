@@ -35,6 +35,13 @@ struct Dataset {
     // it (DatasetBuilder::keep_row_patterns), for outputs that go row by row (predictions).
     std::vector<int> row_pattern;
 
+    // Frees the patterns' values, counts and lines (and row_pattern), keeping the columns, the
+    // number of patterns and the missing counts: for a fit that owns its data once the target
+    // holds its own copy of them (services::fit given a Dataset&&). At 10^6 rows x 10
+    // covariates that is 96 MB. A target built from what is left is refused (Families checks
+    // that the values fill patterns x columns).
+    void drop_values();
+
     std::size_t binary_columns() const { return binary_names.size(); }
     std::size_t real_columns() const { return real_names.size(); }
     // More than 2^20 values in the patterns (8 MB): a second copy of the data's families, as

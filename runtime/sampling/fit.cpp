@@ -21,6 +21,7 @@
 #include <exception>
 #include <functional>
 #include <optional>
+#include <utility>
 
 namespace vbn {
 
@@ -88,10 +89,12 @@ std::optional<LaplaceProposal> exact_proposal(const MethodInfo& method, const Ta
 
 // What the stages of fit() hand on to each other.
 struct RunState {
-    RunState(const ir::Graph& g, const Dataset& d, const FitOptions& options) : graph(g), data(d), o(options) {}
+    RunState(const ir::Graph& g, const Dataset& d, const FitOptions& options, Dataset* handed)
+        : graph(g), data(d), o(options), handed(handed) {}
     const ir::Graph& graph;
-    const Dataset& data;
+    const Dataset& data;    // read only for its columns and missing counts once the target is built
     const FitOptions& o;
+    Dataset* handed;                        // `data`, where the caller handed it over: dropped after use
     const MethodInfo* method = nullptr;     // never `auto`
     bool by_auto = false;                   // chosen by `auto` (which may fall back to gibbs)
     FitResult r;
@@ -144,11 +147,14 @@ void resolve_method(RunState& run) {
 }
 
 // The compiled target: hidden values summed out, or for a method that samples them nothing
-// summed out. Where there are too many to sum out, `auto` falls back to gibbs.
-void compile_target(RunState& run) {
+// summed out. Where there are too many to sum out, `auto` falls back to gibbs. With
+// drop_data, data handed over are dropped as soon as the target has read them.
+void compile_target(RunState& run, bool drop_data) {
+    std::function<void()> data_read;
+    if (drop_data && run.handed) data_read = [&run] { run.handed->drop_values(); };
     if (!run.method->samples_unobserved) {
         try {
-            run.target = make_target(run.graph, run.data, run.o.max_enumerated);
+            run.target = make_target(run.graph, run.data, run.o.max_enumerated, data_read);
         } catch (const Error& e) {
             if (!run.by_auto || e.kind() != ErrorKind::limit) throw;
             run.method = &method_info(Method::gibbs);
@@ -158,7 +164,7 @@ void compile_target(RunState& run) {
                                                          fmt::arg("max_enumerated", run.o.max_enumerated)));
         }
     }
-    if (run.method->samples_unobserved) run.target = make_complete_data_target(run.graph, run.data);
+    if (run.method->samples_unobserved) run.target = make_complete_data_target(run.graph, run.data, data_read);
 }
 
 void build_early_proposal(RunState& run, inference::ChunkShare* with) {
@@ -226,12 +232,13 @@ void fit_beside_target(RunState& run, Clock::time_point t_target) {
     const BesideTimes t = vb_beside(
         run, [&] { run.r.vb = variational(run.graph, run.data, run.o.vb); },
         [&] {
-            compile_target(run);
+            compile_target(run, false);  // the fit beside it reads the data
             return uses_exact_proposal(*run.method, run.o);
         });
     // The phases as the run waited for them: the target; what is left of the variational fit
     // after it; and, from the end of both, what is left of the proposal.
     run.r.target_seconds = std::chrono::duration<double>(t.main_done - t_target).count();
+    if (run.handed) run.handed->drop_values();
     run.proposal_start = std::max(t.main_done, t.vb_done);
     run.r.vb_seconds = std::chrono::duration<double>(run.proposal_start - t.main_done).count();
 }
@@ -240,7 +247,7 @@ void fit_beside_target(RunState& run, Clock::time_point t_target) {
 // proposal from the prior mean as fit_beside_target builds it: with two threads or more
 // beside the fit, which then joins the proposal's pilot draws, as there; with one, after it).
 void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_from_prior) {
-    compile_target(run);
+    compile_target(run, true);  // the fit below reads the target's families
     run.r.target_seconds = inference::seconds_since(t_target);
     const auto t0 = Clock::now();
     const auto fit_on_target = [&] { run.r.vb = variational(run.graph, run.target->families(), run.o.vb); };
@@ -427,11 +434,9 @@ void run_all_chains(RunState& run, const inference::Kernel& kernel, const std::v
     }
 }
 
-}  // namespace
-
-FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) {
+FitResult fit_run(const ir::Graph& graph, const Dataset& data, const FitOptions& o, Dataset* handed) {
     validate_options(graph, data, o);
-    RunState run(graph, data, o);
+    RunState run(graph, data, o, handed);
     resolve_method(run);
     prepare_posterior(run);
     check_variational_proposal(run);
@@ -446,6 +451,16 @@ FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) 
     run_all_chains(run, *kernel, inits);
     if (!run.r.approximate_flips.empty()) run.r.target = std::move(run.target);
     return std::move(run.r);
+}
+
+}  // namespace
+
+FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& o) {
+    return fit_run(graph, data, o, nullptr);
+}
+
+FitResult fit(const ir::Graph& graph, Dataset&& data, const FitOptions& o) {
+    return fit_run(graph, data, o, &data);
 }
 
 }  // namespace vbn

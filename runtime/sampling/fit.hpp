@@ -137,5 +137,10 @@ std::vector<int> output_order(const ir::Graph& graph);
 // summation would be exponential — except with `auto`, which then falls back to gibbs with
 // a note — inference when every chain failed).
 FitResult fit(const ir::Graph& graph, const Dataset& data, const FitOptions& options);
+// The same, handed the data: their values are dropped (Dataset::drop_values) once nothing
+// reads them, so that the rows are not held twice (the target keeps its own copy): as soon
+// as the target has read them where the variational fit runs on its families (large data,
+// or unobserved values), else once the fit beside the target is done. The draws are the same.
+FitResult fit(const ir::Graph& graph, Dataset&& data, const FitOptions& options);
 
 }  // namespace vbn

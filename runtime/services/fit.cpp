@@ -74,10 +74,8 @@ void log_failures(const FitSummary& s, const Callbacks& cb) {
     for (const auto& f : s.failures) cb.warning(f);
 }
 
-}  // namespace
-
-FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
-           const std::function<void(const FitStart&)>& on_start) {
+FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
+               const std::function<void(const FitStart&)>& on_start, Dataset* handed) {
     check_relabel_rule(settings.relabel);
     FitRun run;
     run.warmup = settings.warmup;
@@ -99,11 +97,23 @@ FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, con
         callbacks.note(n);
         ++announced;
     };
-    run.result = vbn::fit(graph, data, settings);
+    run.result = handed ? vbn::fit(graph, std::move(*handed), settings) : vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
     if (settings.keep_draws) run.relabel = relabel_kept(graph, settings.relabel, run.result);
     for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
     return run;
+}
+
+}  // namespace
+
+FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
+           const std::function<void(const FitStart&)>& on_start) {
+    return fit_run(graph, data, std::move(settings), callbacks, on_start, nullptr);
+}
+
+FitRun fit(const ir::Graph& graph, Dataset&& data, FitOptions settings, const Callbacks& callbacks,
+           const std::function<void(const FitStart&)>& on_start) {
+    return fit_run(graph, data, std::move(settings), callbacks, on_start, &data);
 }
 
 bool has_draws(const FitRun& run) {

@@ -52,6 +52,10 @@ struct FitRun {
 // (every chain failed), cancelled (interrupted during the variational fit).
 FitRun fit(const ir::Graph& graph, const Dataset& data, FitOptions settings, const Callbacks& callbacks,
            const std::function<void(const FitStart&)>& on_start = {});
+// The same, handed the data (a caller done with them, as the command line is): their values
+// are dropped once the target holds its own copy (vbn::fit(graph, Dataset&&, ...)).
+FitRun fit(const ir::Graph& graph, Dataset&& data, FitOptions settings, const Callbacks& callbacks,
+           const std::function<void(const FitStart&)>& on_start = {});
 
 // Whether some chain that did not fail made a draw (an interrupted run may have none).
 bool has_draws(const FitRun& run);

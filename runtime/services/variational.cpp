@@ -6,13 +6,18 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <utility>
+
 namespace vbn::services {
 
 namespace {
 
 // The exact target for the importance correction, or nothing when it cannot be built (a
 // summed-out group too large to enumerate: the VB fit alone is then reported), with a note.
-std::optional<Target> correction_target(const ir::Graph& graph, const Dataset& data, const Callbacks& cb) {
+// data_read: TargetOptions::data_read.
+std::optional<Target> correction_target(const ir::Graph& graph, const Dataset& data, const Callbacks& cb,
+                                        std::function<void()> data_read = {}) {
     if (graph.dim == 0) return std::nullopt;  // no parameters: nothing to correct
     if (graph.dim > max_dense_dim) {
         cb.note(fmt::format("no importance correction: its Newton step needs a dense {0} x {0} Hessian, too large for {0} "
@@ -22,7 +27,7 @@ std::optional<Target> correction_target(const ir::Graph& graph, const Dataset& d
     }
     std::optional<Target> target;
     try {
-        target.emplace(graph, data);
+        target.emplace(graph, data, TargetOptions{.data_read = std::move(data_read)});
     } catch (const Error& e) {
         if (e.kind() != ErrorKind::limit) throw;
         cb.note(std::string("no importance correction (it needs the exact posterior): ") + e.what());
@@ -39,10 +44,8 @@ RefinedPosterior correct(const Target& target, const VbFit& q, const RefineOptio
     return refine(target, q, o);
 }
 
-}  // namespace
-
-VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
-                           const Callbacks& callbacks) {
+VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
+                               const Callbacks& callbacks, Dataset* handed) {
     VbOptions vo = settings.vb;
     if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
     vo.keep_finished_on_cancel = true;
@@ -51,7 +54,11 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
     // otherwise the fit builds its own, and the target follows for the correction.
     std::optional<Target> target;
     const bool target_first = settings.correct && data.large();
-    if (target_first) target = correction_target(graph, data, callbacks);
+    // The fit and the correction then read the target's copy of the data: data handed over
+    // are dropped once it has read them.
+    std::function<void()> data_read;
+    if (handed) data_read = [handed] { handed->drop_values(); };
+    if (target_first) target = correction_target(graph, data, callbacks, std::move(data_read));
     run.result = target ? vbn::variational(graph, target->families(), vo) : vbn::variational(graph, data, vo);
     if (!run.result.fits.empty())
         if (const std::string w = idle_hidden_warning(graph, run.result.best_fit(), static_cast<int>(run.result.fits.size()));
@@ -69,6 +76,18 @@ VariationalRun variational(const ir::Graph& graph, const Dataset& data, const Va
         }
     }
     return run;
+}
+
+}  // namespace
+
+VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks) {
+    return variational_run(graph, data, settings, callbacks, nullptr);
+}
+
+VariationalRun variational(const ir::Graph& graph, Dataset&& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks) {
+    return variational_run(graph, data, settings, callbacks, &data);
 }
 
 }  // namespace vbn::services

@@ -31,5 +31,9 @@ struct VariationalRun {
 // many unobserved values to sum out) callbacks.log says why and the run has none.
 VariationalRun variational(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
                            const Callbacks& callbacks = {});
+// The same, handed the data: on large data (Dataset::large), where the target comes first
+// and the fit runs on its families, their values are dropped once the target is built.
+VariationalRun variational(const ir::Graph& graph, Dataset&& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks = {});
 
 }  // namespace vbn::services

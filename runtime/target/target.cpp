@@ -416,6 +416,7 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
     fo.summation = sum_out_ ? options.summation : Summation::enumerate;  // no limit: no orders to find
     fo.pattern_terms = options.pattern_terms;
     families_ = build_families(graph, data, fo);
+    if (options.data_read) options.data_read();  // nothing below reads `data`
     family_first_.push_back(0);
     for (const auto& cf : families_.complete) family_first_.push_back(family_first_.back() + cf.patterns());
 
@@ -1544,12 +1545,15 @@ double Target::block_log_density_gradient(int b, In theta, Out grad) const {
     return block_log_density_gradient(b, theta, grad, ws);
 }
 
-std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated) {
-    return std::make_unique<Target>(graph, data, TargetOptions{.max_enumerated = max_enumerated});
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated,
+                                    std::function<void()> data_read) {
+    return std::make_unique<Target>(graph, data,
+                                    TargetOptions{.max_enumerated = max_enumerated, .data_read = std::move(data_read)});
 }
 
-std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data) {
-    return std::make_unique<Target>(graph, data, TargetOptions{.sum_out = false});
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data,
+                                                  std::function<void()> data_read) {
+    return std::make_unique<Target>(graph, data, TargetOptions{.sum_out = false, .data_read = std::move(data_read)});
 }
 
 }  // namespace vbn

@@ -21,6 +21,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct TargetOptions {
     bool sum_out = true;
     // Keep where each data pattern's terms go (PatternTerms), for pattern_log_likelihoods.
     bool pattern_terms = false;
+    // Called once the data have been read into the families, before the rest is built from
+    // them: a caller that owns the data and is done with them may free them there, so that
+    // they are not held beside both the families and the merged rows' scratch (at 10^6 rows
+    // x 10 covariates: a peak of 259 MB against 227).
+    std::function<void()> data_read = {};
 };
 
 class Target {
@@ -411,9 +417,12 @@ constexpr int max_dense_dim = 2000;
 
 // The compiled target for a model and data (hidden nodes summed out per row).
 // max_enumerated bounds the width (TargetOptions::max_enumerated).
-std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12);
+// data_read: TargetOptions::data_read.
+std::unique_ptr<Target> make_target(const ir::Graph& graph, const Dataset& data, int max_enumerated = 12,
+                                    std::function<void()> data_read = {});
 
 // The target for the gibbs method: nothing summed out, no limit (TargetOptions::sum_out).
-std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data);
+std::unique_ptr<Target> make_complete_data_target(const ir::Graph& graph, const Dataset& data,
+                                                  std::function<void()> data_read = {});
 
 }  // namespace vbn

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 namespace vbn::commands {
 
@@ -138,7 +139,7 @@ int report(const FitArgs& args, const services::FitRun& run, const services::Csv
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
         const auto started = std::chrono::steady_clock::now();
-        const Loaded l = load_printing(args.model, args.data, err, args.settings.log_lik);
+        Loaded l = load_printing(args.model, args.data, err, args.settings.log_lik);
         const double load_seconds = inference::seconds_since(started);
         if (args.plots && plot::find_gnuplot().empty())
             throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
@@ -181,7 +182,9 @@ int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
         cb.interrupt = InterruptScope::flag();
         services::FitRun run = [&] {
             const InterruptScope scope;
-            return services::fit(l.graph, l.data, o, cb, on_start);
+            // Handed over: the rows are then held once, by the target (the log_lik files, made
+            // above, hold their own).
+            return services::fit(l.graph, std::move(l.data), o, cb, on_start);
         }();
         if (progress) progress->finish();
         if (files) files->finish(run.result);

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 namespace vbn::commands {
 
@@ -109,7 +110,7 @@ VbFacts facts(const services::VariationalRun& run) {
 
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
     return guarded(err, [&] {
-        const Loaded l = load_printing(args.model, args.data, err);
+        Loaded l = load_printing(args.model, args.data, err);
         services::VariationalSettings s = args.settings;
         s.correct = args.correction != "none";
         using Temper = RefineOptions::Temper;
@@ -128,7 +129,7 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
         const services::VariationalRun run = [&] {
             const InterruptScope scope;
             try {
-                return services::variational(l.graph, l.data, s, cb);
+                return services::variational(l.graph, std::move(l.data), s, cb);  // held once, by the target
             } catch (const Error& e) {
                 if (e.kind() != ErrorKind::cancelled) throw;
                 throw Error(ErrorKind::cancelled, fmt::format("interrupted before the first of {} restart{} finished: no fit "
