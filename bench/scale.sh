@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scale: time and peak memory (RSS) of `vbn` on large inputs, per stage.
 #   bench/scale.sh path/to/vbn [ROWS] [NODES] [CASES]
-#       (defaults: 1000000 rows, 10000 nodes, CASES = logreg,wide,many)
+#       (defaults: 1000000 rows, 10000 nodes, CASES = logreg,wide,many,stream)
 #
 # logreg  ROWS rows x 10 real covariates, no two rows alike (bench/scale_data.py, seed 1):
 #         covariate x[10]; node y ~ logistic(b + w * x). Stages: load (vbn check --data),
@@ -9,6 +9,9 @@
 # wide    ROWS rows x 50 binary columns: node x[10] ~ bernoulli(0.5); node y[40] ~ logistic(b + W x).
 # many    NODES nodes: one parent shared by NODES - 1 children, 1000 rows.
 # wide and many: load, vb, fit with 1000 draws (1 chain, 200 warmup), with --output.
+# stream  10 x ROWS rows of 8 binary columns, values missing (bench/stream_data.py, seed 1):
+#         node x[3] ~ logistic(a); node y[5] ~ logistic(b + W * x), at most 6,561 distinct
+#         rows. Stages: load, vb, fit (4 chains x 1000 draws), each reading the whole file.
 # Memory should grow with the number of distinct rows (patterns) and nodes, not with ROWS.
 #
 # Each stage appends a line to bench/results/scale.tsv (or $SCALE_TSV): date, commit, case,
@@ -20,7 +23,7 @@ set -euo pipefail
 vbn=$(realpath "$1")
 rows=${2:-1000000}
 nodes=${3:-10000}
-cases=${4:-logreg,wide,many}
+cases=${4:-logreg,wide,many,stream}
 here=$(cd "$(dirname "$0")" && pwd)
 tsv=${SCALE_TSV:-$here/results/scale.tsv}
 # The commit the binary was built from (SCALE_COMMIT, else this checkout's HEAD, + if modified).
@@ -87,8 +90,15 @@ M
     echo "== many: $nodes nodes, 1000 rows, $((2 * (nodes - 1))) parameters"
     run_case many "$tmp/many.vbn" "$tmp/many.csv" 1000 "$nodes" "fit 1 chain x 1000 draws" --chains 1 --warmup 200 --draws 1000
     ;;
+  stream)
+    srows=$((rows * 10))
+    python3 "$here/stream_data.py" "$srows" 1 "$tmp/stream.csv" >"$tmp/stream.vbn"
+    echo "== stream: $srows rows x 8 binary columns, values missing ($(du -h "$tmp/stream.csv" | cut -f1) of CSV)"
+    run_case stream "$tmp/stream.vbn" "$tmp/stream.csv" "$srows" 8 "fit 4 chains x 1000 draws" --chains 4 --draws 1000
+    rm -f "$tmp/stream.csv"
+    ;;
   *)
-    echo "unknown case $case (logreg, wide, many)" >&2
+    echo "unknown case $case (logreg, wide, many, stream)" >&2
     exit 2
     ;;
   esac
