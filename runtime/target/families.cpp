@@ -4,6 +4,7 @@
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
 #include "runtime/target/elimination_order.hpp"
+#include "runtime/target/family_memo.hpp"
 #include "runtime/target/row_table.hpp"
 
 #include <algorithm>
@@ -418,7 +419,7 @@ class RowScanner {
 public:
     RowScanner(const ir::Graph& g, const Dataset& d, const FamilyOptions& options, Families& out)
         : g_(g), d_(d), options_(options), out_(out), info_(analyse(g)), n_(static_cast<int>(g.elements.size())),
-          x_(sz(n_)), kept_(sz(n_)), local_(sz(n_), -1), fixed_logs_(n_), bounds_(g) {
+          x_(sz(n_)), kept_(sz(n_)), local_(sz(n_), -1), fixed_logs_(n_), bounds_(g), memo_(g, info_.parents) {
         for (const auto& b : g.blocks) tables_.emplace_back(sz(b.size) + 2);
         if (options_.pattern_terms) {
             terms_.row_start.push_back(0);
@@ -516,12 +517,19 @@ private:
         if (cpd.block >= 0) {
             if (!options_.complete_rows) return;
             RowTable& t = tables_[sz(cpd.block)];
-            fold_cpd(g_, e, x_, local_, scratch_);
-            double* row = t.candidate();
-            row[0] = x_[sz(e)];
-            row[1] = scratch_.base;
-            std::copy(scratch_.f.data(), scratch_.f.data() + scratch_.f.size(), row + 2);
-            const int r = t.commit(w);
+            int* memo = memo_.entry(e, x_);
+            int r = memo ? *memo : -1;
+            if (r >= 0) {
+                t.add_weight(r, w);
+            } else {
+                fold_cpd(g_, e, x_, local_, scratch_);
+                double* row = t.candidate();
+                row[0] = x_[sz(e)];
+                row[1] = scratch_.base;
+                std::copy(scratch_.f.data(), scratch_.f.data() + scratch_.f.size(), row + 2);
+                r = t.commit(w);
+                if (memo) *memo = r;
+            }
             if (options_.pattern_terms) {
                 terms_.rows.push_back(r);  // numbered within its block until pattern_terms()
                 row_blocks_.push_back(cpd.block);
@@ -662,6 +670,7 @@ private:
     std::unordered_map<std::vector<double>, int, VectorHash> case_index_;
     RecentLogs fixed_logs_;
     PredictorBounds bounds_;  // the ±1e100 check of each row
+    FamilyRowMemo memo_;      // complete-family rows met before, by their binary values
     int too_wide_pattern_ = -1;  // the last pattern counted in Families::too_wide
     std::unordered_map<std::vector<int>, EliminationOrder, IntsHash> orders_;  // by shape (order_of)
     std::vector<int> shape_;                  // order_of's key: m, then each factor's scope

@@ -72,6 +72,8 @@ public:
             }
         }
     }
+    // Adds w to row r's weight, as a commit of a candidate equal to row r would.
+    void add_weight(int r, double w) { weight_[static_cast<std::size_t>(r)] += w; }
     std::size_t rows() const { return weight_.size(); }
     const double* row(std::size_t r) const { return rows_.row(r); }
     double weight(std::size_t r) const { return weight_[r]; }
