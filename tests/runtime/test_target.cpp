@@ -8,6 +8,7 @@
 #include "runtime/index.hpp"
 #include "runtime/data/model.hpp"
 #include "runtime/target/factor_tables.hpp"
+#include "runtime/target/family_memo.hpp"
 #include "runtime/target/row_table.hpp"
 #include "tests/support/graph_builder.hpp"
 
@@ -1053,4 +1054,40 @@ TEST_CASE("products of parents with hidden and missing factors: exact against br
             }
         }
     }
+}
+
+TEST_CASE("FamilyRowMemo: an entry per node and binary values; none with a covariate or past 11 members") {
+    std::string many = "node p[12] ~ bernoulli(0.5);\nnode q ~ logistic(v * p);\n";
+    const ir::Graph g = compile_model("covariate x;\nnode a ~ bernoulli(0.5);\nnode b ~ logistic(w * a);\n"
+                                      "node c ~ logistic(u * x + t * a);\n" + many +
+                                      "node r ~ logistic(s * p[1] * p[2]);\n"
+                                      "w, u, t, v, s ~ normal(0, 1);\n",
+                                      "memo.vbn");
+    std::vector<std::vector<int>> parents(g.elements.size());
+    for (std::size_t e = 0; e < g.elements.size(); ++e)
+        if (g.elements[e].binary) parents[e] = g.parents(static_cast<int>(e));
+    FamilyRowMemo memo(g, parents);
+    auto element = [&](const std::string& name) {
+        for (std::size_t e = 0; e < g.elements.size(); ++e)
+            if (g.elements[e].name == name) return static_cast<int>(e);
+        FAIL("no element " << name);
+        return -1;
+    };
+    std::vector<double> x(g.elements.size(), 1.0);
+    const int a = element("a"), b = element("b");
+    int* first = memo.entry(b, x);
+    REQUIRE(first != nullptr);
+    CHECK(*first == -1);  // no row yet
+    *first = 7;
+    CHECK(*memo.entry(b, x) == 7);  // the same values: the same entry
+    x[static_cast<std::size_t>(a)] = -1;
+    CHECK(*memo.entry(b, x) == -1);  // the parent differs
+    x[static_cast<std::size_t>(a)] = 1;
+    x[static_cast<std::size_t>(b)] = -1;
+    CHECK(*memo.entry(b, x) == -1);  // the node's own value differs
+    CHECK(memo.entry(a, x) != nullptr);  // no parents: two entries
+    CHECK(memo.entry(element("r"), x) != nullptr);  // a product of binary parents
+    CHECK(memo.entry(element("c"), x) == nullptr);  // its row depends on a covariate
+    CHECK(memo.entry(element("q"), x) == nullptr);  // 12 parents: 2^13 entries is past the cap
+    CHECK(memo.entry(element("x"), x) == nullptr);  // not a node
 }
