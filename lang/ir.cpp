@@ -8,8 +8,20 @@
 namespace vbn::ir {
 
 namespace {
-// Finds the parameter and the row-major element that θ's entry k belongs to.
+// Finds the parameter and the row-major element that θ's entry k belongs to: the first
+// parameter, in order, that holds k, and its first element that does.
 bool locate_theta(const Graph& g, int k, const Parameter*& param, int& element) {
+    if (k >= 0 && static_cast<std::size_t>(k) < g.theta_owner.size()) {
+        const auto [i, e] = g.theta_owner[static_cast<std::size_t>(k)];
+        if (i >= 0 && static_cast<std::size_t>(i) < g.parameters.size()) {
+            const Parameter& p = g.parameters[static_cast<std::size_t>(i)];
+            if (e >= 0 && static_cast<std::size_t>(e) < p.theta_index.size() && p.theta_index[static_cast<std::size_t>(e)] == k) {
+                param = &p;
+                element = e;
+                return true;
+            }
+        }
+    }
     for (const auto& p : g.parameters) {
         auto it = std::find(p.theta_index.begin(), p.theta_index.end(), k);
         if (it != p.theta_index.end()) {
@@ -28,6 +40,16 @@ std::string element_name(const Parameter& p, int e, const char* open, const char
     return fmt::format("{}{}{}{}{}{}", p.name, open, e / cols + 1, sep, e % cols + 1, close);
 }
 }  // namespace
+
+void Graph::index_theta() {
+    theta_owner.assign(static_cast<std::size_t>(std::max(dim, 0)), {-1, -1});
+    for (std::size_t i = 0; i < parameters.size(); ++i)
+        for (std::size_t e = 0; e < parameters[i].theta_index.size(); ++e) {
+            const int k = parameters[i].theta_index[e];
+            if (k < 0 || k >= dim || theta_owner[static_cast<std::size_t>(k)].first >= 0) continue;
+            theta_owner[static_cast<std::size_t>(k)] = {static_cast<int>(i), static_cast<int>(e)};
+        }
+}
 
 std::string Graph::theta_name(int k) const {
     const Parameter* p = nullptr;

@@ -322,6 +322,7 @@ void build_blocks(Lowering& s) {
     for (const auto& group : tied_groups(s))
         if (!add_block(s, group)) return;
     add_scales(s);
+    s.g.index_theta();
 }
 
 }  // namespace vbn::lang::lowering

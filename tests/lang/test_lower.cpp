@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -414,4 +415,35 @@ TEST_CASE("smaller limits refuse a model the language's limits accept, with the 
     lang::Diagnostics few{source};
     CHECK(!lang::compile(source, few, elements).has_value());
     CHECK(few.format().find("at most 599 node and covariate elements") != std::string::npos);
+}
+
+// Lowering indexes θ (ir::Graph::theta_owner) so that naming every entry is linear in θ; the
+// names must be those the search of the parameters gives, which is what a graph without the
+// index (or with one out of date) falls back to.
+TEST_CASE("every θ entry's name from the index is the name the search of the parameters gives") {
+    const ir::Graph g = compile_ok(
+        "covariate x[2];\n"
+        "param c;\n"
+        "node z[2] hidden ~ logistic(a + u * x);\n"
+        "node y[3] ~ logistic(c + W * z + b);\n"
+        "a, u, c ~ normal(0, 2.5);\n"
+        "W ~ normal(0, 1);\n"
+        "b ~ normal(0, tau);\n"
+        "tau ~ half_normal(1);\n");
+    REQUIRE(g.theta_owner.size() == static_cast<std::size_t>(g.dim));
+    ir::Graph searched = g;
+    searched.theta_owner.clear();
+    ir::Graph stale = g;
+    std::reverse(stale.theta_owner.begin(), stale.theta_owner.end());
+    bool tied = false;
+    for (int k = 0; k < g.dim; ++k) {
+        CAPTURE(k);
+        CHECK(g.theta_name(k) == searched.theta_name(k));
+        CHECK(g.theta_csv_name(k) == searched.theta_csv_name(k));
+        CHECK(stale.theta_name(k) == searched.theta_name(k));
+        tied = tied || g.theta_name(k) == "c";
+    }
+    CHECK(tied);
+    CHECK(g.theta_name(g.dim - 1) == "tau");
+    CHECK(g.theta_name(g.dim) == searched.theta_name(g.dim));  // past θ: "theta[dim + 1]"
 }
