@@ -498,6 +498,10 @@ Target::Target(const ir::Graph& graph, const Dataset& data, const TargetOptions&
         for (const auto& f : comp.factors) links += static_cast<int>(f.links.size());
         max_links_ = std::max(max_links_, links);
     }
+    for (const auto& cf : families_.complete) workspace_rows_ = std::max(workspace_rows_, cf.patterns());
+    workspace_rows_ = std::min(workspace_rows_, chunk_rows);
+    for (const auto& m : merged_) max_sign_groups_ = std::max(max_sign_groups_, m.sign_groups);
+    for (int b = 0; b < blocks() && !some_block_batches_; ++b) some_block_batches_ = block_batch(b) > 1;
 }
 
 // Each scale's prior on η = log τ (runtime/target/scale_prior.hpp); its normalising constant
@@ -516,11 +520,8 @@ void Target::add_scales(const ir::Graph& graph) {
 
 Target::Workspace Target::make_workspace() const {
     Workspace ws;
-    int rows = 0;
-    for (const auto& cf : families_.complete) rows = std::max(rows, cf.patterns());
-    rows = std::min(rows, chunk_rows);
-    ws.eta_.resize(rows);
-    ws.resid_.resize(rows);
+    ws.eta_.resize(workspace_rows_);
+    ws.resid_.resize(workspace_rows_);
     ws.centred_.resize(max_block_);
     ws.tables_ = tables_.make_scratch();
     ws.elim_ = eliminator_.make_scratch();
@@ -530,18 +531,15 @@ Target::Workspace Target::make_workspace() const {
     ws.coef_.resize(max_links_);
     ws.link_acc_.resize(max_links_);
     ws.x_.resize(max_direct_size_);
-    int groups = 0;
-    for (const auto& m : merged_) groups = std::max(groups, m.sign_groups);
+    const int groups = max_sign_groups_;
     ws.sign_sums_.resize(groups * sign_group_size);
     ws.sign_exps_.resize(groups * sign_group_size);
     ws.exp_theta_.resize(max_block_);
     // Even and odd rows; zero between gradients (add_sign_gradient leaves them so).
     ws.sign_buckets_.setZero(2 * groups * sign_group_size);
-    for (int b = 0; b < blocks(); ++b) {
-        if (block_batch(b) == 1) continue;
+    if (some_block_batches_) {
         ws.theta_.setZero(dim_);
         ws.lanes_.resize(static_cast<Eigen::Index>(max_block_) * kBlockBatch);
-        break;
     }
     if (pattern_terms_) {
         ws.family_logs_.resize(family_first_.back());

@@ -275,6 +275,10 @@ private:
     Eliminator eliminator_;  // the components with an elimination order
     std::vector<char> direct_;  // per component: 1 when summed by component_term
     int direct_count_ = 0, max_direct_size_ = 0, max_factors_ = 0, max_links_ = 0;
+    // make_workspace's sizes, found once: a workspace per block (the exact proposal's pilots)
+    // that looked over every block made 10^5 blocks quadratic.
+    int workspace_rows_ = 0, max_sign_groups_ = 0;
+    bool some_block_batches_ = false;
     bool sum_out_ = true;
     bool heavy_tailed_ = false;
     bool pattern_terms_ = false;
