@@ -5,6 +5,7 @@
 #include "inference/psis.hpp"
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
+#include "runtime/sampling/block_modes.hpp"
 #include "runtime/variational/vb_refine.hpp"
 
 #include <fmt/format.h>
@@ -26,6 +27,23 @@ using inference::GaussianProposal;
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 
+// The mode and each block's Laplace covariance: one dense Newton over θ up to max_dim
+// parameters (the results this proposal always had there), block by block above it.
+BlockModes modes_of(const Target& target, const Vec& start, const LaplaceProposalOptions& o) {
+    if (target.dim() > o.max_dim) return posterior_mode_by_block(target, start, o.max_newton);
+    const NewtonMode dense = posterior_mode(target, start, o.max_newton);
+    BlockModes out;
+    out.mode = dense.mode;
+    out.iterations = dense.iterations;
+    out.converged = dense.converged;
+    if (!dense.converged) return out;
+    for (int b = 0; b < target.blocks(); ++b) {
+        const int off = target.block_offset(b), size = target.block_size(b);
+        out.cov.push_back(dense.cov.block(off, off, size, size));
+    }
+    return out;
+}
+
 // Stream 3 of the seed: apart from the inits (1), the mode search (2) and the chains.
 constexpr std::uint64_t pilot_stream = 3;
 
@@ -44,11 +62,20 @@ struct Pilot {
     }
 };
 
+// What each part of the pilot keeps from one pilot to the next: its workspace and its copy of
+// x (θ, whose block b entries it sets to each draw and puts back after). Made afresh for
+// every pilot, they cost O(dim) each, and with 10^5 blocks the proposal took minutes.
+struct PilotScratch {
+    std::optional<Target::Workspace> ws;
+    Vec x;
+};
+
 // Importance draws of block b from q against the block's exact conditional (the rest of x is
 // left as given: a separable block's density does not read it), the k̂ of their weights and
-// their Pareto-smoothed weighted moments.
+// their Pareto-smoothed weighted moments. scratch: kept by the caller for its next pilots on
+// the same x.
 Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x, long draws,
-            const LaplaceProposalOptions& o, inference::Rng& rng) {
+            const LaplaceProposalOptions& o, inference::Rng& rng, std::vector<PilotScratch>& scratch) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Mat values(size, draws);
     // Chunk c of the draws comes from stream c of a seed drawn from rng, so the draws and their
@@ -59,25 +86,21 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
     // coordinate after another, 3–4 times a draw's cost at 20 weights).
     constexpr long chunk = 25;
     const std::uint64_t chunk_seed = rng();
-    struct Scratch {
-        std::optional<Target::Workspace> ws;
-        std::optional<GaussianProposal> q;
-        Vec x;
-    };
     const auto parts = o.share ? std::size_t{2} : static_cast<std::size_t>(std::clamp<long>(o.threads, 1, (draws + chunk - 1) / chunk));
-    std::vector<Scratch> scratch(parts);
+    if (scratch.size() < parts) scratch.resize(parts);
+    std::vector<std::optional<GaussianProposal>> qs(parts);
     Vec log_w(draws), log_q(draws);
     const int batch = target.block_batch(b);
     const auto body = [&](std::size_t begin, std::size_t end, std::size_t part) {
-        Scratch& s = scratch[part];
+        PilotScratch& s = scratch[part];
         if (!s.ws) {
             s.ws.emplace(target.make_workspace());
-            s.q.emplace(q);
             s.x = x;
         }
+        if (!qs[part]) qs[part].emplace(q);
         inference::Rng chunk_rng(chunk_seed, begin / chunk);
         const auto first = static_cast<long>(begin), last = static_cast<long>(end);
-        for (long i = first; i < last; ++i) log_q[i] = s.q->sample_log_density(chunk_rng, values.col(i));
+        for (long i = first; i < last; ++i) log_q[i] = qs[part]->sample_log_density(chunk_rng, values.col(i));
         // A block of many rows evaluates several draws in one pass over them.
         for (long i = first, n = 1; i < last; i += n) {
             n = std::min<long>(batch, last - i);
@@ -94,6 +117,8 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
         o.share->run(static_cast<std::size_t>(draws), chunk, body);
     else
         inference::parallel_chunks(static_cast<int>(parts), static_cast<std::size_t>(draws), chunk, body);
+    for (PilotScratch& s : scratch)
+        if (s.ws) s.x.segment(off, size) = x.segment(off, size);
     Pilot p;
     const double top = log_w.maxCoeff();
     if (log_w.hasNaN() || !(top > -std::numeric_limits<double>::infinity())) return p;
@@ -162,26 +187,34 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         return std::optional<LaplaceProposal>{};
     };
     if (target.dim() == 0) return fail("the model has no parameters");
-    if (target.dim() > o.max_dim)
-        return fail(fmt::format("{} parameters, more than the {} of a dense Newton step", target.dim(), o.max_dim));
+    // Past max_dim a dense Newton step is not taken; where every block is complete the
+    // posterior is a product over blocks and each block's Newton is its own (block_modes.hpp).
+    bool complete = true;
+    for (int b = 0; b < target.blocks() && complete; ++b) complete = target.complete_block(b);
+    if (target.dim() > o.max_dim && !complete)
+        return fail(fmt::format("{} parameters, more than the {} of a dense Newton step, and not every block "
+                                "complete (unobserved values or learned scales tie them together)",
+                                target.dim(), o.max_dim));
     for (int b = 0; b < target.blocks(); ++b)
         if (!target.block_separable(b)) return fail("summed-out values couple the blocks");
 
     if (newton_start.size() != target.dim())
         throw Error(ErrorKind::usage, fmt::format("Newton's start has {} entries but the model has {} parameters",
                                                   newton_start.size(), target.dim()));
-    const NewtonMode mode = posterior_mode(target, newton_start, o.max_newton);
+    const BlockModes mode = modes_of(target, newton_start, o);
     if (!mode.converged) return fail("Newton did not reach a mode with a positive definite Hessian");
 
     LaplaceProposal out;
     out.newton_iterations = mode.iterations;
     inference::Rng rng(o.seed, pilot_stream);
     Vec x = mode.mode;
+    Target::Workspace ws = target.make_workspace();
+    std::vector<PilotScratch> pilot_scratch;
     for (int b = 0; b < target.blocks(); ++b) {
         const int off = target.block_offset(b), size = target.block_size(b);
         GaussianProposal q;
         try {
-            q = GaussianProposal(mode.mode.segment(off, size), mode.cov.block(off, off, size, size), o.df);
+            q = GaussianProposal(mode.mode.segment(off, size), mode.cov[static_cast<std::size_t>(b)], o.df);
             if (o.widen != 1.0) q.inflate(o.widen * o.widen);
         } catch (const std::invalid_argument& e) {
             return fail(fmt::format("the Laplace covariance of block {} is not usable: {}", b + 1, e.what()));
@@ -204,7 +237,6 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
             // q's factor is the Laplace covariance's Cholesky factor times widen.
             const Mat lower = q.cholesky();
             const Mat laplace = lower / o.widen;
-            Target::Workspace ws = target.make_workspace();
             const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace, ws);
             shifted = shift.allFinite() &&
                       laplace.triangularView<Eigen::Lower>().solve(shift).squaredNorm() <= 0.25 * size;
@@ -223,13 +255,13 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
         // best so far is not good: the last pilot's weighted moments with heavier tails, until
         // two rounds in a row do not improve on the best.
-        Pilot p = pilot(target, b, q, x, o.pilot_draws, o, rng);
+        Pilot p = pilot(target, b, q, x, o.pilot_draws, o, rng, pilot_scratch);
         GaussianProposal best = q;
         Pilot best_pilot = p;
         int best_round = 0, round = 0, stale = 0;
         auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
             ++round;
-            p = pilot(target, b, next, x, o.pilot_draws, o, rng);
+            p = pilot(target, b, next, x, o.pilot_draws, o, rng, pilot_scratch);
             const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
             if (better) {
                 best = std::move(next);

@@ -62,7 +62,8 @@ struct LaplaceProposalOptions {
     bool skew_map = true;
     int map_min_dim = 21;
     int map_max_dim = inference::TriangularMap::max_dim;  // the map costs rows · d³/3 to build, d³/6 per draw
-    int max_dim = 200;       // above this many parameters the dense Newton is not attempted
+    int max_dim = 200;       // above this many parameters the dense Newton is not attempted: Newton
+                             // goes block by block where every block is complete, else no proposal
     int max_newton = 30;     // Newton iterations before it is given up
     std::uint64_t seed = 1;  // pilot draws come from Rng(seed, 3)
     int threads = 1;         // threads that make and evaluate the pilot draws (the result does not depend on it)
@@ -89,8 +90,8 @@ struct LaplaceProposal {
 };
 
 // The proposal above, or nothing (with the reason in *why_not) when a block is not separable,
-// the target has more than max_dim parameters, or Newton does not reach a mode with a positive
-// definite Hessian: callers then keep the variational proposal.
+// the target has more than max_dim parameters and some block is not complete, or Newton does
+// not reach a mode with a positive definite Hessian: callers then keep the variational proposal.
 std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFit& fit,
                                                 const LaplaceProposalOptions& options = {},
                                                 std::string* why_not = nullptr);

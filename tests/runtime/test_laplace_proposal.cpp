@@ -7,6 +7,7 @@
 
 #include "runtime/data/dataset.hpp"
 #include "runtime/error.hpp"
+#include "runtime/sampling/block_modes.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/report/fit_summary.hpp"
 #include "runtime/data/model.hpp"
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -110,7 +112,7 @@ TEST_CASE("the paper's 10-parent data: one t per block at the exact mode with th
     }
 }
 
-TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past the dimension limit") {
+TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past the dimension limit unless every block is complete") {
     // Three hidden roots, each a parent of eight observed children: summing them out couples
     // the children's blocks.
     const Example sbn("sbn_3x8");
@@ -120,12 +122,72 @@ TEST_CASE("no Laplace proposal where a summed-out value couples blocks, or past 
     CHECK_FALSE(laplace_proposal(coupled, q, {}, &why));
     CHECK(why.find("couple") != std::string::npos);
 
-    const Example u("unimodal_d5");
-    const Target target(u.g, u.data);
+    // A parent missing in a row: summed out in its child's block alone (separable, not complete).
+    const ir::Graph g = compile_model("node x[2] ~ bernoulli(0.5);\nnode y ~ logistic(w * x);\nw ~ normal(0, 1);\n", "m.vbn");
+    std::istringstream csv("x[1],x[2],y\n1,1,1\n-1,1,-1\n,1,1\n1,-1,-1\n");
+    const Dataset missing = load_csv(g, csv, "m.csv");
+    const Target one_block(g, missing);
+    REQUIRE(one_block.block_separable(0));
+    REQUIRE_FALSE(one_block.complete_block(0));
+    LaplaceProposalOptions small;
+    small.max_dim = one_block.dim() - 1;
+    CHECK(laplace_proposal(one_block, variational(g, missing).best_fit(), {}, &why));
+    CHECK_FALSE(laplace_proposal(one_block, variational(g, missing).best_fit(), small, &why));
+    CHECK(why.find("parameters") != std::string::npos);
+    CHECK(why.find("not every block complete") != std::string::npos);
+}
+
+// Past max_dim a dense Newton step is not taken, but where every block is complete the
+// posterior is a product over blocks: Newton block by block (runtime/sampling/block_modes.hpp)
+// finds the mode and the Laplace covariances the dense Newton finds.
+TEST_CASE("every block complete: Newton block by block gives the dense Newton's mode and covariances") {
+    const ir::Graph g = compile_model("node x[4] ~ bernoulli(0.5);\nnode y[3] ~ logistic(b + W * x);\n"
+                                      "b ~ normal(0, 2);\nW ~ student_t(4, 0, 1);\n",
+                                      "blocks.vbn");
+    inference::Rng rng(17);
+    std::string text = "x[1],x[2],x[3],x[4],y[1],y[2],y[3]\n";
+    for (int t = 0; t < 300; ++t) {
+        double x[4];
+        for (double& v : x) v = rng.uniform() < 0.5 ? 1 : -1;
+        text += fmt::format("{},{},{},{}", x[0], x[1], x[2], x[3]);
+        for (int j = 0; j < 3; ++j) {
+            const double eta = 0.5 * j - 0.4 + (j + 1) * 0.6 * x[j] - 0.3 * x[3];
+            text += rng.uniform() < 1 / (1 + std::exp(-eta)) ? ",1" : ",-1";
+        }
+        text += "\n";
+    }
+    std::istringstream in(text);
+    const Dataset d = load_csv(g, in, "blocks.csv");
+    const Target target(g, d);
+    for (int b = 0; b < target.blocks(); ++b) REQUIRE(target.complete_block(b));
+    const Eigen::VectorXd start = Eigen::VectorXd::Zero(target.dim());
+    const NewtonMode dense = posterior_mode(target, start);
+    const BlockModes blocks = posterior_mode_by_block(target, start);
+    REQUIRE(dense.converged);
+    REQUIRE(blocks.converged);
+    CHECK(blocks.iterations > 0);
+    for (int b = 0; b < target.blocks(); ++b) {
+        const int off = target.block_offset(b), size = target.block_size(b);
+        for (int k = 0; k < size; ++k) {
+            CHECK(blocks.mode[off + k] == doctest::Approx(dense.mode[off + k]).epsilon(1e-7));
+            for (int l = 0; l < size; ++l)
+                CHECK(blocks.cov[static_cast<std::size_t>(b)](k, l) ==
+                      doctest::Approx(dense.cov(off + k, off + l)).scale(1e-3).epsilon(1e-6));
+        }
+    }
+    // And the proposal past the limit is built from them (its pilots as with the dense one).
     LaplaceProposalOptions small;
     small.max_dim = target.dim() - 1;
-    CHECK_FALSE(laplace_proposal(target, variational(u.g, u.data).best_fit(), small, &why));
-    CHECK(why.find("parameters") != std::string::npos);
+    std::string why;
+    const auto past = laplace_proposal(target, start, small, &why);
+    REQUIRE_MESSAGE(past, why);
+    CHECK(past->blocks.size() == static_cast<std::size_t>(target.blocks()));
+    CHECK(past->max_k() < 0.7);
+
+    // A block that is not complete is refused (the callers check first).
+    const Example coupled("sbn_3x8");
+    const Target sbn(coupled.g, coupled.data);
+    CHECK_THROWS_AS(posterior_mode_by_block(sbn, Eigen::VectorXd::Zero(sbn.dim())), std::invalid_argument);
 }
 
 TEST_CASE("vbn fit: the independence kernels say which proposal they use, and --proposal vb keeps the paper's") {
