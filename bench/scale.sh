@@ -26,9 +26,11 @@ nodes=${3:-10000}
 cases=${4:-logreg,wide,many,stream}
 here=$(cd "$(dirname "$0")" && pwd)
 tsv=${SCALE_TSV:-$here/results/scale.tsv}
-# The commit the binary was built from (SCALE_COMMIT, else this checkout's HEAD, + if modified).
+# The commit the binary was built from (SCALE_COMMIT, else this checkout's HEAD, + if modified;
+# the results and the table this script feeds do not count, so that runs in a row agree).
 commit=${SCALE_COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-if [ -z "${SCALE_COMMIT:-}" ] && [ -n "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+if [ -z "${SCALE_COMMIT:-}" ] && [ -n "$(git -C "$here" status --porcelain --untracked-files=no -- ':/' \
+      ':(top,exclude)bench/results' ':(top,exclude)bench/scale.md' 2>/dev/null)" ]; then
   commit="$commit+"
 fi
 tmp=$(mktemp -d)
