@@ -1091,3 +1091,27 @@ TEST_CASE("FamilyRowMemo: an entry per node and binary values; none with a covar
     CHECK(memo.entry(element("q"), x) == nullptr);  // 12 parents: 2^13 entries is past the cap
     CHECK(memo.entry(element("x"), x) == nullptr);  // not a node
 }
+
+// The memo's entries are capped over all nodes (FamilyRowMemo::budget); the nodes that come
+// after the cap is spent are left to the table, whose rows are the same.
+TEST_CASE("FamilyRowMemo: past its budget of entries, nodes are left to the table") {
+    constexpr std::size_t per_node = std::size_t{2} << FamilyRowMemo::max_members;  // 11 parents
+    constexpr std::size_t fit = FamilyRowMemo::budget / per_node;
+    const std::string model = fmt::format("node p[{}] ~ bernoulli(0.5);\nnode q[{}] ~ logistic(W * p);\nW ~ normal(0, 1);\n",
+                                          FamilyRowMemo::max_members, fit + 3);
+    const ir::Graph g = compile_model(model, "budget.vbn");
+    std::vector<std::vector<int>> parents(g.elements.size());
+    for (std::size_t e = 0; e < g.elements.size(); ++e)
+        if (g.elements[e].binary) parents[e] = g.parents(static_cast<int>(e));
+    FamilyRowMemo memo(g, parents);
+    const std::vector<double> x(g.elements.size(), 1.0);
+    std::size_t memoised = 0, left = 0;
+    for (std::size_t e = FamilyRowMemo::max_members; e < g.elements.size(); ++e) {
+        REQUIRE(parents[e].size() == FamilyRowMemo::max_members);
+        (memo.entry(static_cast<int>(e), x) ? memoised : left) += 1;
+    }
+    CHECK(memoised == fit);
+    CHECK(left == 3);
+    // A node given its entries keeps them once the budget is spent.
+    CHECK(memo.entry(static_cast<int>(FamilyRowMemo::max_members), x) != nullptr);
+}
