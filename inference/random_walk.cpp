@@ -132,7 +132,18 @@ void RandomWalk::step(State& state, Density& target, Rng& rng, TransitionInfo& i
     require_finite_current(state.lp, "random walk");
     if (adapting_) ++adapt_iterations_;
     proposal_ = state.x;
-    info.accept_stat = sweep_blocks(blocks_, [&](int b) { return move(b, state, target, rng); });
+    const std::vector<char>& only = options_.only;
+    if (!only.empty() && only.size() != blocks_.size())
+        throw std::invalid_argument(fmt::format("random walk: {} block flags for a target of {} blocks", only.size(), blocks_.size()));
+    // sweep_blocks over the flagged blocks
+    double accept_sum = 0;
+    int moves = 0;
+    for (int b = 0; b < static_cast<int>(blocks_.size()); ++b) {
+        if (blocks_[static_cast<std::size_t>(b)].size == 0 || (!only.empty() && !only[static_cast<std::size_t>(b)])) continue;
+        accept_sum += move(b, state, target, rng);
+        ++moves;
+    }
+    info.accept_stat = moves > 0 ? accept_sum / moves : 1.0;
     info.kernel = 0;
 }
 

@@ -29,6 +29,9 @@ struct RandomWalkOptions {
     double initial_scale = 0;  // s at the start; 0 means 2.38 / sqrt(block size)
     double target_accept = 0;  // 0 means 0.44 for one-coordinate blocks, else 0.234
     bool adapt = true;         // tune s during warmup
+    // per_block only: which of the density's blocks move (one flag per block, checked at each
+    // step); empty: all.
+    std::vector<char> only{};
 };
 
 class RandomWalk : public Kernel {
@@ -45,6 +48,10 @@ public:
     std::unique_ptr<Kernel> clone() const override;
     void collect_stats(std::vector<KernelStats>& out) const override;
     std::string name() const override;
+
+    // Which blocks the next steps move (RandomWalkOptions::only); assigning flags of the same
+    // length again allocates nothing.
+    void set_only(const std::vector<char>& only) { options_.only = only; }
 
     // The current scale s of each block (one entry in whole mode); empty before the first
     // step, when the density's blocks are not yet known.

@@ -9,6 +9,7 @@
 #include "inference/kernel_combinators.hpp"
 #include "inference/mixture_mh.hpp"
 #include "inference/random_walk.hpp"
+#include "inference/warmup_walk.hpp"
 
 #include <doctest/doctest.h>
 
@@ -95,6 +96,13 @@ std::vector<NamedKernel> all_kernels(const GaussianDensity& t) {
     ks.push_back({"cycle", make_cycle(block_imh, rw_whole)});
     ks.push_back({"mixture independence mh", std::make_unique<MixtureIndependenceMH>(MixtureProposal(
                                                  {nearby_proposal(t, 1.5, 4.0), GaussianProposal(t.mean(), 4.0 * t.covariance())}, {0.8, 0.2}))});
+    // varblock's composition: a walk over the first block only after the block moves, and a
+    // walk over every block in the first tenth of warmup.
+    RandomWalkOptions first_only = per_block;
+    first_only.only.assign(static_cast<std::size_t>(t.block_count()), 0);
+    first_only.only[0] = 1;
+    ks.push_back({"block independence mh, a walk on the first block, a warmup walk",
+                  std::make_unique<WarmupWalk>(make_cycle(block_imh, RandomWalk(t.covariance(), first_only)), rw_block)});
     return ks;
 }
 
@@ -574,6 +582,124 @@ TEST_CASE("a cycle steps its kernels in order; leaves are numbered depth-first")
     CHECK(stats[0].name == "recorder 0");
     CHECK(stats[2].name == "recorder 2");
     CHECK(stats[0].proposed + stats[2].proposed == 200);
+}
+
+// Moves block 0's first coordinate by +1 every step (a test kernel, not p-invariant).
+class ShiftFirst : public Kernel {
+public:
+    void step(State& state, Density& target, Rng&, TransitionInfo& info) override {
+        state.x[0] += 1;
+        state.lp = target.log_density(state.x);
+        info.kernel = 0;
+    }
+    std::unique_ptr<Kernel> clone() const override { return std::make_unique<ShiftFirst>(*this); }
+    void collect_stats(std::vector<KernelStats>& out) const override { out.push_back({"shift", 0, 0}); }
+    std::string name() const override { return "shift"; }
+};
+
+TEST_CASE("a warmup walk moves the blocks main left in place, early in warmup only; reports main alone") {
+    CHECK(WarmupWalk::helped_iterations(1000) == 100);
+    CHECK(WarmupWalk::helped_iterations(200) == 50);
+    CHECK(WarmupWalk::helped_iterations(30) == 30);
+    CHECK(WarmupWalk::helped_iterations(0) == 0);
+    GaussianDensity target = vbn::test::correlated_2d();
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    const RandomWalk walk(target.covariance(), per_block);
+    Rng rng(1);
+    State state{target.mean(), 0.0};
+    state.lp = target.log_density(state.x);
+    TransitionInfo info;
+
+    // A main kernel that never moves: the walk steps from the second helped iteration to the
+    // 50th, and never after warmup.
+    std::string log;
+    WarmupWalk stalled(std::make_unique<Recorder>(0, &log, 0.5), walk);
+    CHECK(stalled.leaf_count() == 1);
+    stalled.step(state, target, rng, info);  // before warmup: main alone
+    CHECK(stalled.walks() == 0);
+    stalled.begin_warmup(60);
+    for (int i = 0; i < 60; ++i) {
+        info = TransitionInfo{};
+        stalled.step(state, target, rng, info);
+        CHECK(info.kernel == 0);
+        CHECK(info.accept_stat == doctest::Approx(0.5));
+    }
+    stalled.end_warmup();
+    CHECK(stalled.walks() == 49);
+    for (int i = 0; i < 10; ++i) stalled.step(state, target, rng, info);
+    CHECK(stalled.walks() == 49);
+    CHECK(log == "0w" + std::string(60, '0') + "e" + std::string(10, '0'));
+    std::vector<KernelStats> stats;
+    stalled.collect_stats(stats);
+    REQUIRE(stats.size() == 1);
+    CHECK(stats[0].name == "recorder 0");
+
+    // Main moves every block every time (an independence sampler whose proposal is the
+    // target, so that p/q is constant): the walk never steps.
+    state.x = target.mean();
+    state.lp = target.log_density(state.x);
+    WarmupWalk moving(std::make_unique<IndependenceMH>(GaussianProposal(target.mean(), target.covariance())), walk);
+    moving.begin_warmup(100);
+    for (int i = 0; i < 100; ++i) moving.step(state, target, rng, info);
+    CHECK(moving.walks() == 0);
+
+    // Main moves block 0 only: the walk moves block 1 and leaves block 0 to main.
+    state.x = target.mean();
+    state.lp = target.log_density(state.x);
+    WarmupWalk half(std::make_unique<ShiftFirst>(), walk);
+    half.begin_warmup(20);
+    for (int i = 0; i < 20; ++i) half.step(state, target, rng, info);
+    CHECK(half.walks() == 19);
+    CHECK(state.x[0] == target.mean()[0] + 20);
+    CHECK(state.x[1] != target.mean()[1]);
+}
+
+// What the helper is for: an independence proposal far lighter-tailed than the target (N(0, 1)
+// against N(0, 3²)) from a start at 12, where p/q is e^64 times its value at 0. Alone, no
+// proposal is ever accepted and the chain stays at its start; with a random walk in the first
+// tenth of warmup, it is back among the target's draws by the end of warmup.
+TEST_CASE("a warmup random walk carries an independence chain off a start where p/q is huge") {
+    GaussianDensity target(Eigen::VectorXd::Zero(1), Eigen::MatrixXd::Constant(1, 1, 9.0));
+    const GaussianProposal light(Eigen::VectorXd::Zero(1), Eigen::MatrixXd::Identity(1, 1));
+    RandomWalkOptions per_block;
+    per_block.mode = BlockMode::per_block;
+    for (const bool helped : {false, true}) {
+        CAPTURE(helped);
+        std::unique_ptr<Kernel> k = std::make_unique<BlockIndependenceMH>(light);
+        if (helped) k = std::make_unique<WarmupWalk>(std::move(k), RandomWalk(target.covariance(), per_block));
+        Rng rng(7);
+        State state{Eigen::VectorXd::Constant(1, 12.0), 0.0};
+        state.lp = target.log_density(state.x);
+        k->begin_warmup(1000);
+        TransitionInfo info;
+        for (int i = 0; i < 1000; ++i) k->step(state, target, rng, info);
+        k->end_warmup();
+        if (helped)
+            CHECK(std::abs(state.x[0]) < 9);  // within 3 sds of the target
+        else
+            CHECK(state.x[0] == 12.0);
+    }
+}
+
+TEST_CASE("a per-block random walk moves only the blocks it is given") {
+    GaussianDensity target = vbn::test::correlated_10d();
+    RandomWalkOptions ro;
+    ro.mode = BlockMode::per_block;
+    ro.only = {0, 1, 0};
+    RandomWalk rw(target.covariance(), ro);
+    Rng rng(3);
+    State state{target.mean(), 0.0};
+    state.lp = target.log_density(state.x);
+    const Eigen::VectorXd start = state.x;
+    TransitionInfo info;
+    for (int i = 0; i < 200; ++i) rw.step(state, target, rng, info);
+    CHECK(state.x.segment(0, 3) == start.segment(0, 3));
+    CHECK(state.x.segment(6, 4) == start.segment(6, 4));
+    CHECK(state.x.segment(3, 3) != start.segment(3, 3));
+    ro.only = {1, 0};
+    RandomWalk wrong(target.covariance(), ro);
+    CHECK_THROWS_AS(wrong.step(state, target, rng, info), std::invalid_argument);
 }
 
 TEST_CASE("clone deep-copies adaptation state and counters") {
