@@ -102,6 +102,7 @@ struct RunState {
     std::optional<LaplaceProposal> early;   // the exact proposal, where built beside the variational fit
     std::vector<PosteriorMode> modes;       // the exact posterior's, where the method searches them
     std::optional<LaplaceProposal> exact;   // the exact posterior's proposal (independence kernels)
+    std::vector<char> tails;                // varblock: varblock_tail_flags of exact
     Clock::time_point proposal_start;       // when both the target and the variational fit were done
 };
 
@@ -324,6 +325,37 @@ void check_variational_proposal(RunState& run) {
             n = fmt::format("method auto chose nuts: {}, so {}'s independence moves would stick", pilot, from);
 }
 
+// Stage 3c: varblock's tail probe of the exact proposal (varblock_tail_flags). A flagged block
+// gets heavier tails and a random walk after each block move (runtime/sampling/kernels.cpp),
+// which keeps blocks of two weights right (every block within 4.5 Monte Carlo errors of its
+// grid: tests/runtime/test_many_blocks_grid.cpp) and did on held-out blocks of 4 and 6 (against
+// Stan, docs/methods.md), but a walk's steps shrink as 1/sqrt(d): on a 16-weight and a
+// 13-weight block with 40-60 rows varblock reached min ESS 27-233 of 4,000 at R-hat up to 1.06,
+// where NUTS reached 2,250-2,640 at R-hat 1.005. So `auto` takes NUTS where a flagged block has
+// more than max_walked_block weights, the size the grid checks.
+constexpr int max_walked_block = 2;
+
+void check_varblock_tails(RunState& run) {
+    if (run.method->id != Method::varblock || !run.exact) return;
+    run.tails = varblock_tail_flags(*run.target, *run.exact, run.o);
+    if (!run.by_auto) return;
+    int largest = 0, flagged = 0;
+    for (std::size_t b = 0; b < run.tails.size(); ++b)
+        if (run.tails[b]) {
+            ++flagged;
+            largest = std::max(largest, run.target->block_size(static_cast<int>(b)));
+        }
+    if (largest <= max_walked_block) return;
+    run.method = &method_info(Method::nuts);
+    run.r.method = run.method->name;
+    std::erase_if(run.r.notes, [](const std::string& n) { return n.rfind("independence proposal: ", 0) == 0; });
+    for (auto& n : run.r.notes)
+        if (n.rfind("method auto chose ", 0) == 0)
+            n = fmt::format("method auto chose nuts: the exact posterior's tails reach past the independence proposal of {} "
+                            "block{} (probed beyond its draws), the largest of {} weights, where varblock's random walk mixes slowly",
+                            flagged, flagged == 1 ? "" : "s", largest);
+}
+
 // The reported values' order and names (output_order).
 void name_outputs(FitResult& r, const ir::Graph& graph) {
     r.order = output_order(graph);
@@ -350,7 +382,8 @@ std::vector<Eigen::VectorXd> initial_points(const ir::Graph& graph, const VbFit&
 // Stage 5: the method's kernel, by its row of the registry (runtime/sampling/kernels.hpp).
 std::unique_ptr<inference::Kernel> build_kernel(RunState& run) {
     const KernelInputs in{run.graph, run.data,  *run.target, run.r.vb.best_fit(),
-                          run.o,     run.modes, run.exact ? &*run.exact : nullptr};
+                          run.o,     run.modes, run.exact ? &*run.exact : nullptr,
+                          run.exact && !run.tails.empty() ? &run.tails : nullptr};
     KernelBuild b = run.method->build(in);
     if (!run.graph.scales.empty() && run.method->scales == ScaleMoves::cycled) {
         std::vector<std::unique_ptr<inference::Kernel>> parts;
@@ -440,6 +473,7 @@ FitResult fit_run(const ir::Graph& graph, const Dataset& data, const FitOptions&
     resolve_method(run);
     prepare_posterior(run);
     check_variational_proposal(run);
+    check_varblock_tails(run);
     // Only now is the method final (the pilot check may have replaced auto's first choice), so
     // the output files' headers, written from here, record the sampler that will run.
     if (o.on_vb) o.on_vb(run.r.vb.best_fit(), run.r.method);

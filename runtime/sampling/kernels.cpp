@@ -202,22 +202,25 @@ constexpr std::uint64_t tail_probe_stream = 5;
 // from t(100) gave min ESS 4 (R-hat 1.55) on three seeds of three, t(5) with the warmup walk
 // of with_walks alone min ESS 5 on one seed of three, and with the walk as well at least 395;
 // on 70 regressions of 3 real covariates with 2,000 rows the probe flags no block.
-VarblockProposals varblock_proposals(const LaplaceProposal& exact, const Target& target, const FitOptions& o) {
+// A whole block's t as varblock proposes from it: t(varblock_df) in place of the Laplace fit's
+// t(laplace.df); a pilot's re-fit as it is.
+void set_varblock_df(inference::GaussianProposal& q, const FitOptions& o) {
+    if (o.varblock_df > 0 && q.df() == o.laplace.df) q.set_df(o.varblock_df);
+}
+
+VarblockProposals varblock_proposals(const LaplaceProposal& exact, const std::vector<char>& tails, const FitOptions& o) {
     VarblockProposals out;
     out.blocks = exact.blocks;
     out.overrelax.assign(exact.blocks.size(), 0.0);
     out.recentre.assign(exact.blocks.size(), 0);
     out.walk.assign(exact.blocks.size(), 0);
-    inference::Rng rng(o.seed, tail_probe_stream);
-    Target::Workspace ws = target.make_workspace();
-    Eigen::VectorXd theta = Eigen::VectorXd::Zero(target.dim());
     for (std::size_t b = 0; b < out.blocks.size(); ++b) {
         inference::GaussianProposal& q = out.blocks[b];
         if (o.varblock_split.splits(q)) continue;
         ++out.whole;
         if (o.varblock_recentre.enabled && !(b < exact.mean_shifted.size() && exact.mean_shifted[b])) out.recentre[b] = 1;
-        if (o.varblock_df > 0 && q.df() == o.laplace.df) q.set_df(o.varblock_df);
-        if (probe_tails(target, static_cast<int>(b), q, theta, ws, rng, tail_probe_draws).light()) {
+        set_varblock_df(q, o);
+        if (tails[b]) {
             if (q.df() > o.laplace.refit_df) q.set_df(o.laplace.refit_df);
             out.walk[b] = 1;
             ++out.heavier;
@@ -229,6 +232,24 @@ VarblockProposals varblock_proposals(const LaplaceProposal& exact, const Target&
     }
     return out;
 }
+
+}  // namespace
+
+std::vector<char> varblock_tail_flags(const Target& target, const LaplaceProposal& exact, const FitOptions& o) {
+    std::vector<char> flags(exact.blocks.size(), 0);
+    inference::Rng rng(o.seed, tail_probe_stream);
+    Target::Workspace ws = target.make_workspace();
+    Eigen::VectorXd theta = Eigen::VectorXd::Zero(target.dim());
+    for (std::size_t b = 0; b < exact.blocks.size(); ++b) {
+        inference::GaussianProposal q = exact.blocks[b];
+        if (o.varblock_split.splits(q)) continue;
+        set_varblock_df(q, o);
+        flags[b] = probe_tails(target, static_cast<int>(b), q, theta, ws, rng, tail_probe_draws).light();
+    }
+    return flags;
+}
+
+namespace {
 
 // varblock with the exact posterior's proposal: what its whole blocks do (nothing when it has none).
 std::optional<std::string> whole_block_note(const VarblockProposals& v, const FitOptions& o) {
@@ -337,7 +358,9 @@ KernelBuild build_varblock_kernel(const KernelInputs& in) {
             variational_proposal(in.q, o.proposal_df, o.proposal_inflation), o.varblock_split);
         return out;
     }
-    VarblockProposals v = varblock_proposals(*in.exact, in.target, o);
+    std::vector<char> found;
+    const std::vector<char>& tails = in.tails ? *in.tails : (found = varblock_tail_flags(in.target, *in.exact, o));
+    VarblockProposals v = varblock_proposals(*in.exact, tails, o);
     if (auto note = whole_block_note(v, o)) out.notes.push_back(std::move(*note));
     std::vector<Eigen::MatrixXd> covs;
     for (const auto& q : v.blocks) covs.push_back(q.scale_matrix());

@@ -57,6 +57,13 @@ constexpr int variational_pilot_draws = 1000;
 double variational_proposal_k(const Target& target, const VbFit& q, const FitOptions& o,
                               int draws = variational_pilot_draws);
 
+// varblock's tail check of the exact proposal (runtime/sampling/tail_probe.hpp, stream 5 of the
+// seed): per block, 1 where the block moves whole and the tail probe finds the t it will
+// propose from (t(varblock_df) in place of the Laplace fit's t, else the pilot's) lighter-tailed
+// than the block's posterior. varblock gives such a block heavier tails and a random walk;
+// fit() takes NUTS over varblock by `auto` where one has more than two weights.
+std::vector<char> varblock_tail_flags(const Target& target, const LaplaceProposal& exact, const FitOptions& o);
+
 struct KernelInputs {
     const ir::Graph& graph;
     const Dataset& data;
@@ -65,6 +72,7 @@ struct KernelInputs {
     const FitOptions& options;
     const std::vector<PosteriorMode>& modes;  // where the method searches modes (empty when none was found), else empty
     const LaplaceProposal* exact;             // the exact posterior's proposal (independence_proposal), or null
+    const std::vector<char>* tails = nullptr; // varblock_tail_flags of exact, where fit() has them (else found here)
 };
 
 struct KernelBuild {
