@@ -29,7 +29,9 @@
 
 using namespace vbn;
 
-namespace {
+// Named, not anonymous, and holding the test cases: the sanitizer build compiles test files
+// together (unity batches), where two files' anonymous helpers of one name collide.
+namespace many_blocks_grid {
 
 constexpr int children = 110;
 constexpr int rows = 40;
@@ -99,7 +101,6 @@ FitResult pick(const FitResult& r, int ib, int iw) {
     return out;
 }
 
-}  // namespace
 
 TEST_CASE("220 weights, every node observed: the default's draws against each block's grid" * doctest::timeout(300)) {
     const ManyBlocks m = simulate(11);
@@ -146,3 +147,4 @@ TEST_CASE("220 weights, every node observed: the default's draws against each bl
     CHECK_MESSAGE(failures.empty(), failures);
 }
 
+}  // namespace many_blocks_grid

@@ -18,7 +18,9 @@
 
 using namespace vbn;
 
-namespace {
+// Named, not anonymous, and holding the test cases: the sanitizer build compiles test files
+// together (unity batches), where two files' anonymous helpers of one name collide.
+namespace tail_probe_test {
 
 const char* model = "node a ~ bernoulli(0.5);\nnode y ~ logistic(b + w * a);\nb ~ normal(0, 2.5);\nw ~ normal(0, 2.5);\n";
 
@@ -49,7 +51,6 @@ TailProbe probe(const std::string& csv, std::uint64_t seed) {
     return p;
 }
 
-}  // namespace
 
 TEST_CASE("tail probe: flags a t(100) on a posterior with an empty cell, not on one with 2,000 rows per cell") {
     for (const std::uint64_t seed : {1, 2, 3}) {
@@ -97,3 +98,5 @@ TEST_CASE("tail probe: auto takes NUTS over varblock where a flagged block has m
     CHECK(asked.method == "varblock");
     CHECK(asked.kernel.find("cycle") != std::string::npos);
 }
+
+}  // namespace tail_probe_test
