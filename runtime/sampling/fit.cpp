@@ -300,6 +300,16 @@ void prepare_posterior(RunState& run) {
 // an explicitly chosen method gets a note saying what to expect.
 constexpr double kProposalKhat = 0.5;
 
+// `auto`'s first choice replaced by NUTS, which needs no proposal: the proposal's note dropped,
+// and the choice's note saying why.
+void fall_back_to_nuts(RunState& run, const std::string& why) {
+    run.method = &method_info(Method::nuts);
+    run.r.method = run.method->name;
+    std::erase_if(run.r.notes, [](const std::string& n) { return n.rfind("independence proposal: ", 0) == 0; });
+    for (auto& n : run.r.notes)
+        if (n.rfind("method auto chose ", 0) == 0) n = "method auto chose nuts: " + why;
+}
+
 void check_variational_proposal(RunState& run) {
     if (!run.method->independence_proposal || !run.modes.empty() || run.exact || run.method->samples_unobserved) return;
     const double k = variational_proposal_k(*run.target, run.r.vb.best_fit(), run.o);
@@ -316,13 +326,7 @@ void check_variational_proposal(RunState& run) {
         run.r.notes.push_back(pilot + ": expect sticky chains; --method nuts may mix better");
         return;
     }
-    const std::string from = run.r.method;
-    run.method = &method_info(Method::nuts);
-    run.r.method = run.method->name;
-    std::erase_if(run.r.notes, [](const std::string& n) { return n.rfind("independence proposal: ", 0) == 0; });
-    for (auto& n : run.r.notes)
-        if (n.rfind("method auto chose ", 0) == 0)
-            n = fmt::format("method auto chose nuts: {}, so {}'s independence moves would stick", pilot, from);
+    fall_back_to_nuts(run, fmt::format("{}, so {}'s independence moves would stick", pilot, run.r.method));
 }
 
 // Stage 3c: varblock's tail probe of the exact proposal (varblock_tail_flags). A flagged block
@@ -346,14 +350,9 @@ void check_varblock_tails(RunState& run) {
             largest = std::max(largest, run.target->block_size(static_cast<int>(b)));
         }
     if (largest <= max_walked_block) return;
-    run.method = &method_info(Method::nuts);
-    run.r.method = run.method->name;
-    std::erase_if(run.r.notes, [](const std::string& n) { return n.rfind("independence proposal: ", 0) == 0; });
-    for (auto& n : run.r.notes)
-        if (n.rfind("method auto chose ", 0) == 0)
-            n = fmt::format("method auto chose nuts: the exact posterior's tails reach past the independence proposal of {} "
-                            "block{} (probed beyond its draws), the largest of {} weights, where varblock's random walk mixes slowly",
-                            flagged, flagged == 1 ? "" : "s", largest);
+    fall_back_to_nuts(run, fmt::format("the exact posterior's tails reach past the independence proposal of {} block{} (probed "
+                                       "beyond its draws), the largest of {} weights, where varblock's random walk mixes slowly",
+                                       flagged, flagged == 1 ? "" : "s", largest));
 }
 
 // The reported values' order and names (output_order).

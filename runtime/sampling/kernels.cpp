@@ -172,8 +172,8 @@ struct VarblockProposals {
     std::vector<double> overrelax;                    // α per block (0: independence proposals)
     int whole = 0;                                    // blocks moved whole, not in whitened sub-blocks
     int whole_t = 0;                                  // of these, the ones proposing from the t(varblock_df)
-    int heavier = 0;                                  // whole blocks the tail probe flagged (refit_df at most)
-    std::vector<char> walk;                           // per block: flagged, so a random walk moves it as well
+    std::vector<char> walk;                           // per block: whole, flagged by the tail probe (refit_df at
+                                                      // most), so a random walk moves it as well
     // Which whole blocks are re-centred in warmup (FitOptions::varblock_recentre), one flag per
     // block: those that kept a centre estimated from draws. A centre moved to the mean's next
     // Laplace term (LaplaceProposal::mean_shifted) has no sampling noise for the chain's own
@@ -191,6 +191,12 @@ constexpr int tail_probe_draws = 64;
 // Stream 5 of the seed: apart from the inits, mode search, pilots and variational k̂ (1-4).
 constexpr std::uint64_t tail_probe_stream = 5;
 
+// A whole block's t as varblock proposes from it: t(varblock_df) in place of the Laplace fit's
+// t(laplace.df); a pilot's re-fit as it is.
+void set_varblock_df(inference::GaussianProposal& q, const FitOptions& o) {
+    if (o.varblock_df > 0 && q.df() == o.laplace.df) q.set_df(o.varblock_df);
+}
+
 // Whole blocks whose t (varblock_df, or a pilot's re-fit) the tail probe finds lighter-tailed
 // than their posterior (runtime/sampling/tail_probe.hpp) take at most laplace.refit_df degrees
 // of freedom, are not overrelaxed, and are moved by a block random walk after their block move
@@ -202,12 +208,6 @@ constexpr std::uint64_t tail_probe_stream = 5;
 // from t(100) gave min ESS 4 (R-hat 1.55) on three seeds of three, t(5) with the warmup walk
 // of with_walks alone min ESS 5 on one seed of three, and with the walk as well at least 395;
 // on 70 regressions of 3 real covariates with 2,000 rows the probe flags no block.
-// A whole block's t as varblock proposes from it: t(varblock_df) in place of the Laplace fit's
-// t(laplace.df); a pilot's re-fit as it is.
-void set_varblock_df(inference::GaussianProposal& q, const FitOptions& o) {
-    if (o.varblock_df > 0 && q.df() == o.laplace.df) q.set_df(o.varblock_df);
-}
-
 VarblockProposals varblock_proposals(const LaplaceProposal& exact, const std::vector<char>& tails, const FitOptions& o) {
     VarblockProposals out;
     out.blocks = exact.blocks;
@@ -223,7 +223,6 @@ VarblockProposals varblock_proposals(const LaplaceProposal& exact, const std::ve
         if (tails[b]) {
             if (q.df() > o.laplace.refit_df) q.set_df(o.laplace.refit_df);
             out.walk[b] = 1;
-            ++out.heavier;
             continue;
         }
         if (o.varblock_df <= 0 || q.df() != o.varblock_df) continue;
@@ -257,10 +256,10 @@ std::optional<std::string> whole_block_note(const VarblockProposals& v, const Fi
     std::string out = v.whole_t == 0 ? std::string("varblock: whole blocks propose from the pilot's t")
                                      : fmt::format("varblock: whole blocks ({} of {}) propose from that t with {} degrees of freedom",
                                                    v.whole_t, v.whole, o.varblock_df);
-    if (v.heavier > 0)
+    if (const auto heavier = std::count(v.walk.begin(), v.walk.end(), 1); heavier > 0)
         out += fmt::format("; {} whose posterior's tails reach past their t (probed beyond its draws) with at most {} "
                            "and a random walk after each block move",
-                           v.heavier, o.laplace.refit_df);
+                           heavier, o.laplace.refit_df);
     if (v.any_recentre()) {
         const auto n = std::count(v.recentre.begin(), v.recentre.end(), 1);
         out += ", " + (n == v.whole ? std::string() : fmt::format("{} of them ", n)) + o.varblock_recentre.describe();
