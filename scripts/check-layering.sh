@@ -18,12 +18,13 @@ rank() {
     runtime/error.hpp | runtime/index.hpp) echo 2 ;;
     runtime/data/*) echo 3 ;;
     runtime/target/*) echo 4 ;;
-    runtime/variational/*) echo 5 ;;
-    runtime/sampling/*) echo 6 ;;
-    runtime/report/*) echo 7 ;;
-    runtime/predictive/*) echo 8 ;;
-    runtime/services/*) echo 9 ;;
-    validation/* | tools/* | api/*) echo 10 ;;
+    runtime/distributed/*) echo 5 ;;
+    runtime/variational/*) echo 6 ;;
+    runtime/sampling/*) echo 7 ;;
+    runtime/report/*) echo 8 ;;
+    runtime/predictive/*) echo 9 ;;
+    runtime/services/*) echo 10 ;;
+    validation/* | tools/* | api/*) echo 11 ;;
     *) echo -1 ;;
   esac
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -49,7 +50,55 @@ Dataset load_guarded(const ir::Graph& graph, std::istream& in, const std::string
     }
 }
 
+// One builder per kept shard; the header goes to each, the notes from the first only.
+std::vector<Dataset> load_shards_stream(const ir::Graph& graph, std::istream& in, const std::string& name, int shards,
+                                        int first, int last, LoadNotes* notes) {
+    CsvReader reader(in, name);
+    std::vector<DatasetBuilder> builders;
+    for (int k = first; k < last; ++k) builders.emplace_back(graph, name);
+    if (!reader.next())
+        throw Error(ErrorKind::data, fmt::format("{}: the file is empty; expected a header row naming the columns", name));
+    if (notes && reader.separator() != ',') notes->notices.push_back(reader.separator_notice());
+    for (std::size_t k = 0; k < builders.size(); ++k) builders[k].set_header(reader.fields(), reader.line(), k ? nullptr : notes);
+    long row = 0;
+    try {
+        for (; reader.next(); ++row) {
+            const auto shard = static_cast<int>(row % shards);
+            if (shard >= first && shard < last)
+                builders[static_cast<std::size_t>(shard - first)].add_text_row(reader.fields(), reader.line());
+        }
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::data) throw;
+        if (builders.empty()) throw;
+        builders.front().errors().add_placed(e.line(), e.column(), e.what());
+    }
+    if (row < shards)
+        throw Error(ErrorKind::data, fmt::format("{}: {} data row{} cannot be dealt into {} shards; ask for at most {} "
+                                                 "(--shards)",
+                                                 name, row, row == 1 ? "" : "s", shards, std::max(1L, row)));
+    std::vector<Dataset> out;
+    for (auto& b : builders) out.push_back(b.finish());
+    return out;
+}
+
 }  // namespace
+
+std::vector<Dataset> load_csv_shards(const ir::Graph& graph, const std::string& path, int shards, int first, int last,
+                                     LoadNotes* notes) {
+    if (shards < 1 || first < 0 || first > last || last > shards)
+        throw Error(ErrorKind::usage, fmt::format("shards {} … {} of {} do not exist", first, last - 1, shards));
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    try {
+        return load_shards_stream(graph, in, path, shards, first, last, notes);
+    } catch (const std::bad_alloc&) {
+        throw Error(ErrorKind::limit, fmt::format("{}: not enough memory to load the data", path));
+    }
+}
 
 void Dataset::drop_values() {
     // Swapped with empty vectors, not cleared: clear() keeps the capacity.

@@ -72,4 +72,13 @@ Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* not
 Dataset load_csv(const ir::Graph& graph, std::istream& in, const std::string& name, LoadNotes* notes = nullptr,
                  bool keep_row_patterns = false);
 
+// The rows of a CSV file dealt into `shards` fixed slices by their order, data row i (0-based)
+// into shard i mod shards, whatever the number of processes that hold them: a run whose rows
+// are sharded over MPI ranks (runtime/distributed/) keeps only shards first … last - 1, each as
+// a Dataset of its own, and reads past the other rows without checking their values (the rank
+// that keeps them does). Throws as load_csv, and Error(data) when the file has fewer data rows
+// than shards.
+std::vector<Dataset> load_csv_shards(const ir::Graph& graph, const std::string& path, int shards, int first, int last,
+                                     LoadNotes* notes = nullptr);
+
 }  // namespace vbn

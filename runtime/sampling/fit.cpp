@@ -118,6 +118,12 @@ void validate_options(const ir::Graph& graph, const Dataset& data, const FitOpti
     if (o.proposal != "laplace" && o.proposal != "vb")
         throw Error(ErrorKind::usage, fmt::format("unknown proposal '{}'; choose laplace or vb", o.proposal));
     find_method(o.method);  // throws "unknown method"
+    if (o.sharded && find_method(o.method).id != Method::nuts && find_method(o.method).id != Method::auto_choice)
+        throw Error(ErrorKind::usage, fmt::format("with the rows sharded (--shards) only NUTS evaluates the log density "
+                                                  "over the shards so far; use --method nuts (auto chooses it), not {}",
+                                                  o.method));
+    if (o.sharded && o.log_lik)
+        throw Error(ErrorKind::usage, "--log-lik needs every row's log-likelihood on one process; leave out --shards");
     if (graph.dim == 0) throw Error(ErrorKind::usage, "the model has no parameters to sample");
 }
 
@@ -128,7 +134,11 @@ void resolve_method(RunState& run) {
     const MethodInfo& asked = find_method(run.o.method);
     run.by_auto = asked.id == Method::auto_choice;
     std::string why;
-    run.method = run.by_auto ? &find_method(choose_method(graph, run.data, &why)) : &asked;
+    if (run.by_auto && run.o.sharded)
+        why = "the rows are sharded (--shards), and NUTS is the method that evaluates the log density over the shards";
+    run.method = !run.by_auto ? &asked
+                 : run.o.sharded ? &method_info(Method::nuts)
+                                 : &find_method(choose_method(graph, run.data, &why));
     run.r.method = run.method->name;
     run.r.threads = run.o.threads;
     run.r.hidden = graph.has_hidden();
@@ -157,7 +167,7 @@ void compile_target(RunState& run, bool drop_data) {
         try {
             run.target = make_target(run.graph, run.data, run.o.max_enumerated, data_read);
         } catch (const Error& e) {
-            if (!run.by_auto || e.kind() != ErrorKind::limit) throw;
+            if (!run.by_auto || e.kind() != ErrorKind::limit || run.o.sharded) throw;
             run.method = &method_info(Method::gibbs);
             run.r.method = run.method->name;
             run.r.notes.back() = fmt::format("method auto chose {}: {}", run.r.method,
@@ -166,6 +176,19 @@ void compile_target(RunState& run, bool drop_data) {
         }
     }
     if (run.method->samples_unobserved) run.target = make_complete_data_target(run.graph, run.data, data_read);
+    if (run.o.sharded) run.target->set_remote(run.o.sharded);
+}
+
+// With the rows sharded, the variational fit is shard 0's: its covariance, from 1/shards of
+// the rows, is divided by shards, as the posterior's shrinks with the rows it has seen.
+void widen_to_all_shards(RunState& run) {
+    if (!run.o.sharded) return;
+    for (VbFit& f : run.r.vb.fits)
+        for (Eigen::MatrixXd& c : f.covs) c /= run.o.shards;
+    run.r.notes.push_back(fmt::format("rows sharded into {} shards: the chains' log density sums every shard; their "
+                                      "initial points and NUTS's first metric come from the variational fit to shard 0 "
+                                      "(1/{} of the rows), its covariance divided by {}",
+                                      run.o.shards, run.o.shards, run.o.shards));
 }
 
 void build_early_proposal(RunState& run, inference::ChunkShare* with) {
@@ -281,6 +304,7 @@ void prepare_posterior(RunState& run) {
     else
         fit_after_target(run, t_target, proposal_beside_vb);
     for (const auto& n : run.target->notes()) run.r.notes.push_back(n);
+    widen_to_all_shards(run);
 
     const VbFit& q = run.r.vb.best_fit();
     if (searches_modes(*run.method, run.graph, unobserved))

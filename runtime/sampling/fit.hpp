@@ -80,6 +80,13 @@ struct FitOptions {
     // Each data row's log-likelihood at every kept draw, as log_lik.1 … log_lik.N beside the
     // parameters (services::CsvDrawFiles, the API's Chain::log_lik): what `vbn loo` reads.
     bool log_lik = false;
+    // The data's rows sharded into `shards` slices (runtime/distributed/, `--shards`): the data
+    // given to fit() are shard 0's rows, and every evaluation of the log density sums all the
+    // shards' terms through `sharded`. Only NUTS runs so; the variational fit, from which its
+    // Newton search for the metric and the chains' initial points start, is shard 0's, its
+    // covariance divided by `shards` (a fit to 1/shards of the rows is that much wider).
+    std::shared_ptr<const RemoteLikelihood> sharded;
+    int shards = 1;
     inference::ChainCallbacks callbacks;
     // Called once the variational fit is done, before any chain starts (e.g. to write
     // output headers that record it), with the method that will run (auto resolved).

@@ -557,7 +557,7 @@ void Target::check_summed_out() const {
 
 bool Target::block_separable(int b) const {
     check_block(b);
-    return separable_[sz(b)] != 0;
+    return !remote_ && separable_[sz(b)] != 0;
 }
 
 void Target::check_block(int b) const {
@@ -999,7 +999,7 @@ double Target::complete_term_by_products(int b, In theta, double bound, double* 
 
 bool Target::complete_block(int b) const {
     check_block(b);
-    return families_.components_of_block[sz(b)].empty() && blocks_[sz(b)].scaled.empty();
+    return !remote_ && families_.components_of_block[sz(b)].empty() && blocks_[sz(b)].scaled.empty();
 }
 
 void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, int row, double scale, double* out) {
@@ -1019,6 +1019,7 @@ void Target::row_features(const Merged& m, const Eigen::MatrixXd& dense, int k, 
 // e / (1 + e)² with e = exp(−|η|).
 Eigen::MatrixXd Target::complete_block_negative_hessian(int b, In theta, Workspace& ws, bool exact_prior_curvature) const {
     check_theta(theta);
+    check_local("complete_block_negative_hessian");
     if (!complete_block(b))
         throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no exact Hessian here", b));
     const Merged& m = merged_[sz(b)];
@@ -1071,6 +1072,7 @@ template <class Visit>
 void Target::whitened_third_rows(int b, In theta, const Eigen::MatrixXd& lower, const char* what, Workspace& ws,
                                  Visit visit) const {
     check_theta(theta);
+    check_local(what);
     if (!complete_block(b))
         throw Error(ErrorKind::usage, fmt::format("block {} is coupled to unobserved values: it has no {} here", b, what));
     const Merged& m = merged_[sz(b)];
@@ -1270,10 +1272,39 @@ double Target::log_prior(In theta, Workspace& ws) const {
 double Target::log_likelihood(In theta, Workspace& ws) const {
     check_theta(theta);
     check_summed_out();
+    check_local("log_likelihood");
     double v = 0;
     for (int b = 0; b < blocks(); ++b) v += complete_term(b, theta, nullptr, ws);
     v += summed_out_term(theta, nullptr, -1, ws);
     return v;
+}
+
+double Target::log_likelihood_gradient(In theta, Out grad, Workspace& ws) const {
+    check_theta(theta);
+    check_summed_out();
+    check_local("log_likelihood_gradient");
+    if (grad.size() != dim_)
+        throw Error(ErrorKind::usage, fmt::format("the gradient has {} entries but the model has {}", grad.size(), dim_));
+    grad.setZero();
+    double v = 0;
+    for (int b = 0; b < blocks(); ++b) v += complete_term(b, theta, grad.data() + blocks_[sz(b)].offset, ws);
+    v += summed_out_term(theta, grad.data(), -1, ws);
+    return v;
+}
+
+void Target::check_local(const char* what) const {
+    if (remote_)
+        throw Error(ErrorKind::usage, fmt::format("{}: the data's rows are sharded (--shards); only the log density and its "
+                                                  "gradient are evaluated over the shards",
+                                                  what));
+}
+
+// The prior's terms in log_density's order, then the remote rows' terms.
+double Target::remote_log_density(In theta, double* grad, Workspace& ws) const {
+    double v = 0;
+    for (int b = 0; b < blocks(); ++b) v += prior_term(b, theta, grad ? grad + blocks_[sz(b)].offset : nullptr, ws);
+    if (!scales_.empty()) v += scale_term(theta, grad);
+    return v + remote_->value(theta, grad);
 }
 
 // Each complete-family row and each component once, however many patterns share it; then
@@ -1281,6 +1312,7 @@ double Target::log_likelihood(In theta, Workspace& ws) const {
 void Target::pattern_log_likelihoods(In theta, Out out, Workspace& ws) const {
     check_theta(theta);
     check_summed_out();
+    check_local("pattern_log_likelihoods");
     if (!pattern_terms_)
         throw Error(ErrorKind::usage, "this target was built without the data patterns' terms (TargetOptions::pattern_terms)");
     const PatternTerms& pt = families_.pattern_terms;
@@ -1324,6 +1356,7 @@ void Target::component_logs(In theta, Workspace& ws) const {
 double Target::log_density(In theta, Workspace& ws) const {
     check_theta(theta);
     check_summed_out();
+    if (remote_) return remote_log_density(theta, nullptr, ws);
     double v = 0;
     for (int b = 0; b < blocks(); ++b) {
         v += prior_term(b, theta, nullptr, ws);
@@ -1340,6 +1373,7 @@ double Target::log_density_gradient(In theta, Out grad, Workspace& ws) const {
     if (grad.size() != dim_)
         throw Error(ErrorKind::usage, fmt::format("the gradient has {} entries but the model has {}", grad.size(), dim_));
     grad.setZero();
+    if (remote_) return remote_log_density(theta, grad.data(), ws);
     double v = 0;
     for (int b = 0; b < blocks(); ++b) {
         double* g = grad.data() + blocks_[sz(b)].offset;
@@ -1358,6 +1392,10 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
     check_summed_out();
     for (int j = 0; j < draws; ++j) check_theta(thetas.col(j));
     out.setZero();
+    if (remote_) {
+        for (int j = 0; j < draws; ++j) out[j] = remote_log_density(thetas.col(j), nullptr, ws);
+        return;
+    }
     if (every_block_batches()) {
         // Then log_density is the sum of the blocks' terms: 16 columns a pass per block.
         alignas(64) std::array<double, kBlockBatch> values;
@@ -1499,6 +1537,7 @@ double Target::block_log_density(int b, In theta, Workspace& ws) const {
     check_block(b);
     check_theta(theta);
     check_summed_out();
+    check_local("block_log_density");
     double v = prior_term(b, theta, nullptr, ws) + complete_term(b, theta, nullptr, ws);
     v += summed_out_term(theta, nullptr, b, ws);
     return v;
@@ -1508,6 +1547,7 @@ double Target::block_log_density_gradient(int b, In theta, Out grad, Workspace& 
     check_block(b);
     check_theta(theta);
     check_summed_out();
+    check_local("block_log_density_gradient");
     if (grad.size() != block_size(b))
         throw Error(ErrorKind::usage,
                     fmt::format("the block gradient has {} entries but block {} has {}", grad.size(), b, block_size(b)));
@@ -1520,6 +1560,7 @@ double Target::block_log_density_gradient(int b, In theta, Out grad, Workspace& 
 double Target::observed_block_term(int b, In theta, double* grad, Workspace& ws) const {
     check_block(b);
     check_theta(theta);
+    check_local("observed_block_term");
     return prior_term(b, theta, grad, ws) + complete_term(b, theta, grad, ws);
 }
 

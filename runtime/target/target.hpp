@@ -47,6 +47,16 @@ struct TargetOptions {
     std::function<void()> data_read = {};
 };
 
+// The data's log-likelihood when its rows are held elsewhere (runtime/distributed/: sharded
+// over MPI ranks): value(θ, grad) returns Σ over every row of log p(x_row | θ), as
+// Target::log_likelihood would on all of them, and with grad (full θ) adds its gradient in.
+// May be called from several threads at once.
+class RemoteLikelihood {
+public:
+    virtual ~RemoteLikelihood() = default;
+    virtual double value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const = 0;
+};
+
 class Target {
 public:
     using Vector = Eigen::VectorXd;
@@ -112,6 +122,12 @@ public:
 
     // log p(θ) + log p(x_v | θ) up to the constant log_constant().
     double log_density(In theta, Workspace& ws) const;
+    // From now on the data's terms come from `remote` (all the rows, wherever they are held):
+    // log_density and log_density_gradient are this target's prior plus remote's value, and
+    // every other evaluation that reads rows throws Error(usage). This target's own rows then
+    // serve only to describe the data (families(), as the variational fit reads them).
+    void set_remote(std::shared_ptr<const RemoteLikelihood> remote) { remote_ = std::move(remote); }
+    bool remote() const { return remote_ != nullptr; }
     // The same, writing ∇_θ into grad (size dim()).
     double log_density_gradient(In theta, Out grad, Workspace& ws) const;
     // log_density of each column of thetas into out (thetas.cols() entries). Where every block
@@ -196,6 +212,9 @@ public:
     // θ-free terms of fixed CPDs.
     double log_prior(In theta, Workspace& ws) const;
     double log_likelihood(In theta, Workspace& ws) const;
+    // log_likelihood with its gradient into grad (size dim(); set, not added to): the terms a
+    // shard of the rows contributes (runtime/distributed/).
+    double log_likelihood_gradient(In theta, Out grad, Workspace& ws) const;
     // log p(x_p | θ) of each data pattern p on its own into out (patterns() entries): the
     // terms log_likelihood sums, taken pattern by pattern before the weighting by counts
     // (each shared complete-family row and summed-out component evaluated once), with the
@@ -244,6 +263,9 @@ private:
 
     void check_theta(In theta) const;
     void check_summed_out() const;
+    void check_local(const char* what) const;  // throws where the rows are remote
+    // The prior terms (and scale_term) with their gradient into grad where given, plus remote_'s value.
+    double remote_log_density(In theta, double* grad, Workspace& ws) const;
     static double add_heavy_entries(const ir::Block& b, const ir::Graph& graph, BlockPrior& p);
     void check_block(int b) const;
     double prior_term(int b, In theta, double* grad, Workspace& ws) const;
@@ -282,6 +304,7 @@ private:
     bool sum_out_ = true;
     bool heavy_tailed_ = false;
     bool pattern_terms_ = false;
+    std::shared_ptr<const RemoteLikelihood> remote_;
     std::vector<int> family_first_;  // per block: its first row in Workspace::family_logs_
 
     // A block's complete family as the evaluation reads it: the patterns that differ only in

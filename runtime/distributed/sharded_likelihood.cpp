@@ -1,0 +1,206 @@
+#include "runtime/distributed/sharded_likelihood.hpp"
+
+#include "inference/parallel.hpp"
+#include "runtime/error.hpp"
+#include "runtime/index.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <thread>
+
+namespace vbn::distributed {
+
+namespace {
+
+// What rank 0 asks for, broadcast before each evaluation.
+enum Op : std::int64_t { op_stop = 0, op_value = 1, op_gradient = 2 };
+
+int stride(int dim, bool gradient) { return gradient ? 1 + dim : 1; }
+
+// One evaluation on every rank at once: this rank's slots (and, in the last entry, 1 where its
+// shards failed), summed over the ranks into `sum`. Returns "" or, on rank 0, what failed where.
+std::string exchange(LocalShards& local, Communicator& comm, int channel, const Eigen::VectorXd& theta, bool gradient,
+                     Eigen::VectorXd& slots, Eigen::VectorXd& sum) {
+    const Eigen::Index n = static_cast<Eigen::Index>(local.plan().shards) * stride(local.dim(), gradient) + 1;
+    slots.resize(n);
+    sum.resize(n);
+    std::string failure;
+    try {
+        local.evaluate(theta, gradient, slots, channel);
+        slots[n - 1] = 0;
+    } catch (const std::exception& e) {
+        slots.setZero();
+        slots[n - 1] = 1;
+        failure = e.what();
+    }
+    comm.allreduce_sum(slots.data(), sum.data(), static_cast<int>(n));
+    if (sum[n - 1] == 0) return {};
+    const std::vector<std::string> all = comm.gather(failure);
+    for (std::size_t r = 0; r < all.size(); ++r)
+        if (!all[r].empty()) return fmt::format("rank {}: {}", r, all[r]);
+    return {};
+}
+
+}  // namespace
+
+void check_plan(const ShardPlan& plan) {
+    if (plan.shards < 1) throw Error(ErrorKind::usage, fmt::format("--shards must be at least 1, got {}", plan.shards));
+    if (plan.ranks > plan.shards)
+        throw Error(ErrorKind::usage, fmt::format("{} MPI ranks share {} shard{} of the rows: ask for at least as many "
+                                                  "shards as ranks (--shards {})",
+                                                  plan.ranks, plan.shards, plan.shards == 1 ? "" : "s", plan.ranks));
+}
+
+LocalShards::LocalShards(const ir::Graph& graph, const std::vector<Dataset>& data, const ShardPlan& plan,
+                         int max_enumerated, int threads, int channels)
+    // The threads are shared among the channels: evaluations side by side on threads of their
+    // own each, rather than each asking for all of them.
+    : plan_(plan), dim_(graph.dim), threads_(std::max(1, threads / std::max(1, channels))),
+      workspaces_(static_cast<std::size_t>(std::max(1, channels))) {
+    if (static_cast<int>(data.size()) != plan.last() - plan.first())
+        throw Error(ErrorKind::usage, fmt::format("rank {} holds shards {} … {} but was given {} datasets", plan.rank,
+                                                  plan.first(), plan.last() - 1, data.size()));
+    for (const Dataset& d : data) {
+        targets_.push_back(make_target(graph, d, max_enumerated));
+        for (auto& w : workspaces_) w.push_back(targets_.back()->make_workspace());
+    }
+}
+
+void LocalShards::evaluate(const Eigen::VectorXd& theta, bool gradient, Eigen::VectorXd& slots, int channel) {
+    std::vector<Target::Workspace>& ws = workspaces_.at(sz(channel));
+    const int s = stride(dim_, gradient);
+    slots.head(static_cast<Eigen::Index>(plan_.shards) * s).setZero();
+    inference::parallel_ranges(threads_, targets_.size(), [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const Eigen::Index at = static_cast<Eigen::Index>(plan_.first() + static_cast<int>(i)) * s;
+            slots[at] = gradient ? targets_[i]->log_likelihood_gradient(theta, slots.segment(at + 1, dim_), ws[i])
+                                 : targets_[i]->log_likelihood(theta, ws[i]);
+        }
+    });
+}
+
+ShardedLikelihood::ShardedLikelihood(LocalShards& local, std::vector<std::unique_ptr<Communicator>> channels)
+    : local_(local) {
+    if (channels.empty() || static_cast<int>(channels.size()) != local.channels())
+        throw Error(ErrorKind::usage, fmt::format("the shards have {} channels but {} communicators were given",
+                                                  local.channels(), channels.size()));
+    if (channels.front()->rank() != 0) throw Error(ErrorKind::usage, "the sharded likelihood is evaluated from rank 0 only");
+    for (auto& c : channels) channels_.push_back({std::move(c), {}, {}, {}, false});
+}
+
+ShardedLikelihood::~ShardedLikelihood() { stop(); }
+
+int ShardedLikelihood::acquire() const {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        if (stopped_) throw Error(ErrorKind::usage, "the other ranks were told to stop: nothing evaluates the shards");
+        for (std::size_t c = 0; c < channels_.size(); ++c)
+            if (!channels_[c].busy) {
+                channels_[c].busy = true;
+                return static_cast<int>(c);
+            }
+        freed_.wait(lock);
+    }
+}
+
+void ShardedLikelihood::release(int c) const {
+    {
+        const std::lock_guard lock(mutex_);
+        channels_[sz(c)].busy = false;
+    }
+    freed_.notify_all();
+}
+
+// The shards' terms in shard order (runtime/distributed/sharded_likelihood.hpp), exchanged on
+// a channel no other evaluation is using.
+double ShardedLikelihood::value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const {
+    const int c = acquire();
+    struct Release {
+        const ShardedLikelihood& s;
+        int c;
+        ~Release() { s.release(c); }
+    } release{*this, c};
+    Channel& ch = channels_[sz(c)];
+    std::int64_t op = grad ? op_gradient : op_value;
+    ch.comm->broadcast(&op, 1);
+    ch.theta = theta;
+    ch.comm->broadcast(ch.theta.data(), static_cast<int>(ch.theta.size()));
+    const std::string failure = exchange(local_, *ch.comm, c, ch.theta, grad != nullptr, ch.slots, ch.sum);
+    if (!failure.empty()) throw Error(ErrorKind::inference, failure);
+    const int s = stride(local_.dim(), grad != nullptr);
+    double v = 0;
+    for (int k = 0; k < local_.plan().shards; ++k) {
+        const Eigen::Index at = static_cast<Eigen::Index>(k) * s;
+        v += ch.sum[at];
+        if (grad) Eigen::Map<Eigen::VectorXd>(grad, local_.dim()) += ch.sum.segment(at + 1, local_.dim());
+    }
+    return v;
+}
+
+void ShardedLikelihood::stop() {
+    std::unique_lock lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    freed_.wait(lock, [&] {
+        for (const Channel& ch : channels_)
+            if (ch.busy) return false;
+        return true;
+    });
+    for (Channel& ch : channels_) {
+        std::int64_t op = op_stop;
+        ch.comm->broadcast(&op, 1);
+    }
+}
+
+namespace {
+
+void serve_channel(LocalShards& local, Communicator& comm, int channel) {
+    Eigen::VectorXd theta(local.dim()), slots, sum;
+    for (;;) {
+        std::int64_t op = op_stop;
+        comm.broadcast(&op, 1);
+        if (op == op_stop) return;
+        comm.broadcast(theta.data(), static_cast<int>(theta.size()));
+        exchange(local, comm, channel, theta, op == op_gradient, slots, sum);
+    }
+}
+
+}  // namespace
+
+void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& channels) {
+    std::vector<std::thread> others;
+    for (std::size_t c = 1; c < channels.size(); ++c)
+        others.emplace_back([&local, &channels, c] { serve_channel(local, *channels[c], static_cast<int>(c)); });
+    serve_channel(local, *channels.front(), 0);
+    for (std::thread& t : others) t.join();
+}
+
+std::string model_fingerprint(const ir::Graph& graph) {
+    std::string f = fmt::format("{} parameters:", graph.dim);
+    for (int k = 0; k < graph.dim; ++k) f += " " + graph.theta_name(k);
+    return f;
+}
+
+bool agree(Communicator& comm, const std::string& error, const std::string& fingerprint) {
+    const std::vector<std::string> all = comm.gather(error.empty() ? "F" + fingerprint : "E" + error);
+    // Rank 0's own error is its caller's to throw; the first other rank's, or a model that
+    // differs from rank 0's, is thrown here.
+    std::string verdict;
+    const bool own = !all.empty() && all.front().front() == 'E';
+    for (std::size_t r = 1; r < all.size() && verdict.empty(); ++r) {
+        if (all[r].front() == 'E')
+            verdict = fmt::format("rank {} of {}: {}", r, all.size(), all[r].substr(1));
+        else if (!own && all[r] != all.front())
+            verdict = fmt::format("rank {} of {} read a different model from rank 0's ({}, against {})", r, all.size(),
+                                  all[r].substr(1), all.front().substr(1));
+    }
+    std::int64_t go = verdict.empty() && !own ? 1 : 0;
+    comm.broadcast(&go, 1);
+    if (comm.rank() == 0 && !verdict.empty()) throw Error(ErrorKind::data, verdict);
+    return go != 0;
+}
+
+}  // namespace vbn::distributed

@@ -1,0 +1,225 @@
+// Rows sharded (runtime/distributed/, `vbn fit --shards`), in one process: the CSV dealt into
+// shards by row order; the sum of every shard's terms against the target of all the rows, for
+// a model with a hidden node, missing cells and a covariate; a target whose rows are remote
+// refusing what it cannot evaluate; and fit() choosing NUTS for them. That several MPI ranks
+// give the same draws as one is checked by scripts/test-mpi.sh.
+#include "runtime/services/sharded.hpp"
+
+#include "runtime/data/model.hpp"
+#include "runtime/distributed/sharded_likelihood.hpp"
+#include "runtime/error.hpp"
+#include "runtime/sampling/fit.hpp"
+#include "runtime/target/target.hpp"
+#include "tests/runtime/fit_options.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace test_sharded {
+
+using namespace vbn;
+
+const char* kModel = R"(
+node h hidden ~ bernoulli(0.3);
+covariate z;
+node a ~ logistic(b1 + w1 * [h, z]);
+node c ~ logistic(b2 + w2 * [h, a]);
+b1, b2 ~ normal(0, 1);
+w1, w2 ~ normal(0, 2);
+)";
+
+// 23 rows: a, c with some cells missing, z real. Row i is written so that it can be found again
+// by its z (i / 10).
+std::string csv_text() {
+    std::string s = "a,c,z\n";
+    for (int i = 0; i < 23; ++i) {
+        const char* a = i % 7 == 3 ? "NA" : (i * 5 % 3 ? "1" : "0");
+        const char* c = i % 5 == 1 ? "NA" : (i * 7 % 4 < 2 ? "1" : "0");
+        s += fmt::format("{},{},{}\n", a, c, i / 10.0);
+    }
+    return s;
+}
+
+struct TempCsv {
+    std::string path;
+    explicit TempCsv(const std::string& text)
+        : path((std::filesystem::temp_directory_path() / fmt::format("vbn_sharded_{}.csv", ::getpid())).string()) {
+        std::ofstream(path) << text;
+    }
+    ~TempCsv() { std::remove(path.c_str()); }
+};
+
+TEST_CASE("load_csv_shards deals data row i into shard i mod K and keeps only the shards asked for") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    const std::vector<Dataset> all = load_csv_shards(g, csv.path, 4, 0, 4);
+    REQUIRE(all.size() == 4);
+    long rows = 0;
+    for (int k = 0; k < 4; ++k) {
+        rows += all[k].rows;
+        CHECK(all[k].rows == (k < 3 ? 6 : 5));  // 23 = 6 + 6 + 6 + 5
+        // Each pattern's first line is a line of this shard's rows: line = row + 2.
+        for (long line : all[k].first_line) CHECK((line - 2) % 4 == k);
+    }
+    CHECK(rows == 23);
+    const std::vector<Dataset> middle = load_csv_shards(g, csv.path, 4, 1, 3);
+    REQUIRE(middle.size() == 2);
+    CHECK(middle[0].first_line == all[1].first_line);
+    CHECK(middle[1].first_line == all[2].first_line);
+    try {
+        load_csv_shards(g, csv.path, 24, 0, 24);
+        FAIL("24 shards of 23 rows were accepted");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::data);
+        CHECK(std::string(e.what()).find("23 data rows cannot be dealt into 24 shards") != std::string::npos);
+    }
+}
+
+TEST_CASE("a bad value in a kept shard is reported with its line; in a shard not kept it is not read") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    std::string text = csv_text();
+    const std::size_t row1 = text.find('\n', text.find('\n') + 1) + 1;  // data row 1, line 3
+    text.replace(row1, 1, "x");
+    const TempCsv csv(text);
+    try {
+        load_csv_shards(g, csv.path, 2, 1, 2);
+        FAIL("a bad value was accepted");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::data);
+        CHECK(std::string(e.what()).find(":3:1:") != std::string::npos);
+    }
+    CHECK(load_csv_shards(g, csv.path, 2, 0, 1).front().rows == 12);
+}
+
+TEST_CASE("the shards' terms after the prior equal the log density of the target of all the rows") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    const std::unique_ptr<Target> whole = make_target(g, load_csv(g, csv.path));
+    for (int shards : {1, 3, 5}) {
+        CAPTURE(shards);
+        const distributed::ShardPlan plan{shards, 1, 0};
+        std::vector<Dataset> data = load_csv_shards(g, csv.path, shards, 0, shards);
+        distributed::LocalShards local(g, data, plan, 12);
+        distributed::SingleProcess comm;
+        auto remote = std::make_shared<distributed::ShardedLikelihood>(local, comm.copies(1));
+        const std::unique_ptr<Target> front = make_target(g, data.front());
+        front->set_remote(remote);
+        for (double scale : {0.0, 0.7, 2.5}) {
+            Eigen::VectorXd theta(g.dim);
+            for (int k = 0; k < g.dim; ++k) theta[k] = scale * std::sin(1.0 + 3.0 * k);
+            Eigen::VectorXd gw(g.dim), gs(g.dim);
+            const double lw = whole->log_density_gradient(theta, gw);
+            const double ls = front->log_density_gradient(theta, gs);
+            CHECK(ls == doctest::Approx(lw).epsilon(1e-12));
+            CHECK(front->log_density(theta) == ls);  // value alone: the same bits
+            for (int k = 0; k < g.dim; ++k) CHECK(gs[k] == doctest::Approx(gw[k]).epsilon(1e-10).scale(1.0));
+            Eigen::MatrixXd two(g.dim, 2);
+            two << theta, 0.5 * theta;
+            Eigen::VectorXd out(2);
+            auto ws = front->make_workspace();
+            front->log_densities(two, out, ws);
+            CHECK(out[0] == ls);
+            CHECK(out[1] == front->log_density(two.col(1)));
+        }
+    }
+}
+
+TEST_CASE("a rank's shards evaluated on several threads give the same bits as on one") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    std::vector<Dataset> data = load_csv_shards(g, csv.path, 5, 0, 5);
+    distributed::LocalShards one(g, data, {5, 1, 0}, 12, 1), three(g, data, {5, 1, 0}, 12, 3);
+    Eigen::VectorXd theta(g.dim), a, b;
+    for (int k = 0; k < g.dim; ++k) theta[k] = 0.3 * k - 1.0;
+    for (bool gradient : {false, true}) {
+        a.resize(5 * (gradient ? 1 + g.dim : 1));
+        b.resize(a.size());
+        one.evaluate(theta, gradient, a);
+        three.evaluate(theta, gradient, b);
+        CHECK(a == b);
+        const int stride = gradient ? 1 + g.dim : 1;
+        for (int k = 0; k < 5; ++k) CHECK(a[k * stride] < 0);  // every shard's log-likelihood written
+    }
+}
+
+TEST_CASE("a target whose rows are remote refuses the evaluations that read rows, and nothing is separable") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    std::vector<Dataset> data = load_csv_shards(g, csv.path, 2, 0, 2);
+    distributed::LocalShards local(g, data, {2, 1, 0}, 12);
+    distributed::SingleProcess comm;
+    const std::unique_ptr<Target> front = make_target(g, data.front());
+    front->set_remote(std::make_shared<distributed::ShardedLikelihood>(local, comm.copies(1)));
+    const Eigen::VectorXd theta = Eigen::VectorXd::Zero(g.dim);
+    auto ws = front->make_workspace();
+    for (int b = 0; b < front->blocks(); ++b) {
+        CHECK_FALSE(front->block_separable(b));
+        CHECK_FALSE(front->complete_block(b));
+        CHECK(front->block_batch(b) == 1);
+        CHECK_THROWS_WITH_AS(front->block_log_density(b, theta, ws), doctest::Contains("sharded"), Error);
+    }
+    CHECK_THROWS_WITH_AS(front->log_likelihood(theta, ws), doctest::Contains("sharded"), Error);
+}
+
+TEST_CASE("after stop() the remote likelihood evaluates nothing") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    std::vector<Dataset> data = load_csv_shards(g, csv.path, 2, 0, 2);
+    distributed::LocalShards local(g, data, {2, 1, 0}, 12);
+    distributed::SingleProcess comm;
+    distributed::ShardedLikelihood remote(local, comm.copies(1));
+    const Eigen::VectorXd theta = Eigen::VectorXd::Zero(g.dim);
+    CHECK(std::isfinite(remote.value(theta, nullptr)));
+    remote.stop();
+    CHECK_THROWS_WITH_AS(remote.value(theta, nullptr), doctest::Contains("stop"), Error);
+}
+
+TEST_CASE("more ranks than shards is refused before anything is read") {
+    CHECK_THROWS_WITH_AS(distributed::check_plan({2, 3, 0}), doctest::Contains("--shards 3"), Error);
+    CHECK_THROWS_WITH_AS(distributed::check_plan({0, 1, 0}), doctest::Contains("at least 1"), Error);
+    const distributed::ShardPlan p{10, 4, 0};
+    int held = 0;
+    for (int r = 0; r < 4; ++r) {
+        const distributed::ShardPlan q{10, 4, r};
+        CHECK(q.first() == held);
+        held = q.last();
+    }
+    CHECK(held == 10);
+    CHECK(p.first() == 0);
+}
+
+TEST_CASE("fit over shards: auto chooses NUTS and says why; other methods are refused; the draws are the shards'") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    const TempCsv csv(csv_text());
+    services::ShardedData s = services::load_sharded(g, csv.path, {3, 12, 2, 2}, nullptr);
+    REQUIRE(s.rank0());
+    FitOptions o = test::short_run("auto", 2, 100, 100, 5);
+    o.threads = 1;
+    o.sharded = s.remote;
+    o.shards = 3;
+    const FitResult r = fit(g, s.shard0, o);
+    CHECK(r.method == "nuts");
+    bool said = false;
+    for (const auto& n : r.notes) said = said || n.find("sharded (--shards)") != std::string::npos;
+    CHECK(said);
+    // Every draw's lp__ is the log density over all the rows, not over shard 0's.
+    const std::unique_ptr<Target> whole = make_target(g, load_csv(g, csv.path));
+    const auto& c = r.chains.front();
+    REQUIRE(c.ok());
+    for (int d = 0; d < 5; ++d)
+        CHECK(c.lp[d] == doctest::Approx(whole->log_density(Eigen::VectorXd(c.draws.row(d).transpose()))).epsilon(1e-12));
+    o.method = "varblock";
+    CHECK_THROWS_WITH_AS(fit(g, s.shard0, o), doctest::Contains("use --method nuts"), Error);
+}
+
+}  // namespace test_sharded
