@@ -16,6 +16,7 @@ packages=(
   python3-pybind11 pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest python3-venv python3-pip
   python3-setuptools python3-wheel
   python3-xarray python3-netcdf4  # FitResult.to_netcdf, ArviZ's InferenceData schema
+  libopenmpi-dev openmpi-bin  # the VBN_MPI build: rows sharded over MPI ranks (scripts/test-mpi.sh)
 )
 if [ "${1:-}" = "--with-tools" ]; then
   packages+=(gnuplot-nox)  # bench/multimodal_figures.sh draws the paper's Fig. 14-16

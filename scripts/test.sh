@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build needs (Debian 12, as root), builds vbn and the benchmarks with -Werror
 # and runs the whole test suite, checks the installed package with examples/embed and tests the
-# Python package (scripts/test-python.sh); then
+# Python package (scripts/test-python.sh), and the MPI build (scripts/test-mpi.sh); then
 # builds it again without -march=native under AddressSanitizer + UndefinedBehaviorSanitizer and
 # runs the suite once more; then runs
 # the threaded tests under ThreadSanitizer; then fuzzes the model and CSV readers for a
@@ -22,6 +22,8 @@ ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 bash scripts/check-embed.sh build
 # The Python package: its module built into build/, installed with pip, its pytest suite.
 bash scripts/test-python.sh build
+# The VBN_MPI build: the same draws under mpirun -np 1, 2 and 4, and errors on any rank.
+bash scripts/test-mpi.sh build-mpi
 
 # The sanitizer build is also the portable one (-DVBN_NATIVE=OFF, no -march=native): the code
 # paths a binary for other x86-64 CPUs takes are tested here rather than in a build of their own.

@@ -55,6 +55,7 @@ struct FitArgs {
     std::optional<std::string> summary_json;
     bool quiet = false;
     std::optional<std::string> plots;    // directory for trace, density, pair and rank plots
+    std::optional<int> shards;           // the rows dealt into this many shards over the MPI ranks
 };
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err);
 

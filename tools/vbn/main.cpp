@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"pivot", "none"}))
         ->capture_default_str();
     fit_cmd->add_option("--plots", fit_args.plots, "Write trace, density, pair and rank plots (PNG, by gnuplot) to this directory");
+    fit_cmd->add_option("--shards", fit_args.shards,
+                        "Deal the data rows into K fixed shards, held by the MPI ranks under mpirun (by this process "
+                        "alone without it); NUTS only (auto chooses it). The draws do not depend on the number of ranks")
+        ->check(CLI::Range(1, 1 << 20));
 
     std::vector<std::string> summary_files;
     auto* summary_cmd = app.add_subcommand("summary", "Summary table from CmdStan CSV files (one per chain)");

@@ -2,8 +2,10 @@
 // CmdStan CSV files, the summary table, JSON and plots; Ctrl-C stops the chains and the
 // summary holds what they drew.
 #include "inference/clock.hpp"
+#include "runtime/distributed/communicator.hpp"
 #include "runtime/error.hpp"
 #include "runtime/services/fit.hpp"
+#include "runtime/services/sharded.hpp"
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
 #include "tools/vbn/console.hpp"
@@ -21,6 +23,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <streambuf>
 #include <utility>
 
 namespace vbn::commands {
@@ -134,69 +137,115 @@ int report(const FitArgs& args, const services::FitRun& run, const services::Csv
     return failed ? 2 : 0;
 }
 
+// The run once the data are loaded: progress, output files, the fit, the summary.
+int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& out, std::ostream& err) {
+    if (args.plots && plot::find_gnuplot().empty())
+        throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
+                                      "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
+    const FitOptions o = settings_of(args, err);
+
+    // The progress display owns the terminal while chains run: the first message after
+    // them ends its line.
+    std::unique_ptr<ProgressDisplay> progress;
+    const services::Callbacks printed = console_callbacks(err, args.quiet);
+    services::Callbacks cb = printed;
+    cb.log = [&](services::LogLevel level, const std::string& message) {
+        if (progress) progress->finish();
+        printed.log(level, message);
+    };
+    if (!args.quiet) {
+        const bool terminal = &err == &std::cerr && ProgressDisplay::stderr_is_terminal();
+        ProgressSettings ps;
+        ps.chains = o.chains;
+        ps.warmup = o.warmup;
+        ps.draws = o.draws;
+        ps.terminal = terminal;
+        ps.width = terminal ? ProgressDisplay::stderr_width() : 0;
+        progress = std::make_unique<ProgressDisplay>(err, ps);
+        cb.progress = [&](const inference::ChainProgress& p) { progress->update(p); };
+    }
+    // With --output the draws go only to the files, streamed (memory does not grow with
+    // --draws), and the summary reads them back.
+    std::optional<services::CsvDrawFiles> files;
+    std::function<void(const services::FitStart&)> on_start;
+    if (args.output) {
+        files.emplace(*args.output, stem(args.model), args.data, l.graph, o, &l.data);
+        cb.on_draw = [&](int c, int d, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
+            files->draw(c, d, x, lp, info);
+        };
+        on_start = [&](const services::FitStart& s) { files->start(s); };
+    } else {
+        check_draw_memory(o, l.graph.dim);
+    }
+    cb.interrupt = InterruptScope::flag();
+    services::FitRun run = [&] {
+        const InterruptScope scope;
+        // Handed over: the rows are then held once, by the target (the log_lik files, made
+        // above, hold their own).
+        return services::fit(l.graph, std::move(l.data), o, cb, on_start);
+    }();
+    if (progress) progress->finish();
+    if (files) files->finish(run.result);
+    if (files && services::has_draws(run)) files->relabel(run);
+    if (run.interrupted && !services::has_draws(run)) {
+        if (files && !args.quiet)
+            err << fmt::format("wrote {} CmdStan CSV file{} {}, with no draws\n", files->files(), files->files() == 1 ? "" : "s",
+                               chain_file_path(files->output(), 1) + (files->files() > 1 ? " …" : ""));
+        throw Error(ErrorKind::cancelled, "interrupted before any chain kept a draw (in warmup or before starting): "
+                                          "nothing to summarise");
+    }
+    return report(args, run, files ? &*files : nullptr, load_seconds, printed, out, err);
+}
+
+// Discards what is written to it: the output of every MPI rank but 0.
+class NullBuffer : public std::streambuf {
+protected:
+    int overflow(int c) override { return c; }
+};
+
+// --shards: every rank loads its shards (services::load_sharded); rank 0 runs the fit over all
+// of them and alone writes anything; the other ranks serve its evaluations, then end.
+int fit_sharded(const FitArgs& args, std::ostream& out, std::ostream& err) {
+    const distributed::MpiSession mpi;
+    NullBuffer nothing;
+    std::ostream silent(&nothing);
+    const bool rank0 = distributed::MpiSession::rank() == 0;
+    std::ostream& o = rank0 ? out : silent;
+    std::ostream& e = rank0 ? err : silent;
+    return guarded(e, [&] {
+        // Refused by fit() too, but only after every rank has read its rows; the --output
+        // files would ask for the rows' patterns first.
+        if (args.settings.log_lik)
+            throw Error(ErrorKind::usage, "--log-lik needs every row's log-likelihood on one process; leave out --shards");
+        const auto started = std::chrono::steady_clock::now();
+        ir::Graph graph = load_model_printing(args.model, e);
+        LoadNotes notes;
+        const FitOptions& f = args.settings;
+        // Rank 0's chains run min(threads, chains) at a time, each evaluating on a channel of its own.
+        const services::ShardSettings ss{*args.shards, f.max_enumerated, f.threads, std::min(f.threads, f.chains)};
+        services::ShardedData s = services::load_sharded(graph, args.data, ss, &notes);
+        if (!s.rank0()) {
+            services::serve_shards(s);
+            return s.go ? 0 : 1;
+        }
+        print_notes(notes.notices, e);
+        // The other ranks are told to stop however this ends (ShardedLikelihood's destructor).
+        FitArgs sharded = args;
+        sharded.settings.sharded = s.remote;
+        sharded.settings.shards = *args.shards;
+        Loaded l{std::move(graph), std::move(s.shard0)};
+        return run_fit(sharded, l, inference::seconds_since(started), o, e);
+    });
+}
+
 }  // namespace
 
 int fit(const FitArgs& args, std::ostream& out, std::ostream& err) {
+    if (args.shards) return fit_sharded(args, out, err);
     return guarded(err, [&] {
         const auto started = std::chrono::steady_clock::now();
         Loaded l = load_printing(args.model, args.data, err, args.settings.log_lik);
-        const double load_seconds = inference::seconds_since(started);
-        if (args.plots && plot::find_gnuplot().empty())
-            throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
-                                          "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
-        const FitOptions o = settings_of(args, err);
-
-        // The progress display owns the terminal while chains run: the first message after
-        // them ends its line.
-        std::unique_ptr<ProgressDisplay> progress;
-        const services::Callbacks printed = console_callbacks(err, args.quiet);
-        services::Callbacks cb = printed;
-        cb.log = [&](services::LogLevel level, const std::string& message) {
-            if (progress) progress->finish();
-            printed.log(level, message);
-        };
-        if (!args.quiet) {
-            const bool terminal = &err == &std::cerr && ProgressDisplay::stderr_is_terminal();
-            ProgressSettings ps;
-            ps.chains = o.chains;
-            ps.warmup = o.warmup;
-            ps.draws = o.draws;
-            ps.terminal = terminal;
-            ps.width = terminal ? ProgressDisplay::stderr_width() : 0;
-            progress = std::make_unique<ProgressDisplay>(err, ps);
-            cb.progress = [&](const inference::ChainProgress& p) { progress->update(p); };
-        }
-        // With --output the draws go only to the files, streamed (memory does not grow with
-        // --draws), and the summary reads them back.
-        std::optional<services::CsvDrawFiles> files;
-        std::function<void(const services::FitStart&)> on_start;
-        if (args.output) {
-            files.emplace(*args.output, stem(args.model), args.data, l.graph, o, &l.data);
-            cb.on_draw = [&](int c, int d, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
-                files->draw(c, d, x, lp, info);
-            };
-            on_start = [&](const services::FitStart& s) { files->start(s); };
-        } else {
-            check_draw_memory(o, l.graph.dim);
-        }
-        cb.interrupt = InterruptScope::flag();
-        services::FitRun run = [&] {
-            const InterruptScope scope;
-            // Handed over: the rows are then held once, by the target (the log_lik files, made
-            // above, hold their own).
-            return services::fit(l.graph, std::move(l.data), o, cb, on_start);
-        }();
-        if (progress) progress->finish();
-        if (files) files->finish(run.result);
-        if (files && services::has_draws(run)) files->relabel(run);
-        if (run.interrupted && !services::has_draws(run)) {
-            if (files && !args.quiet)
-                err << fmt::format("wrote {} CmdStan CSV file{} {}, with no draws\n", files->files(), files->files() == 1 ? "" : "s",
-                                   chain_file_path(files->output(), 1) + (files->files() > 1 ? " …" : ""));
-            throw Error(ErrorKind::cancelled, "interrupted before any chain kept a draw (in warmup or before starting): "
-                                              "nothing to summarise");
-        }
-        return report(args, run, files ? &*files : nullptr, load_seconds, printed, out, err);
+        return run_fit(args, l, inference::seconds_since(started), out, err);
     });
 }
 
