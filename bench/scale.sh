@@ -12,6 +12,10 @@
 # stream  10 x ROWS rows of 8 binary columns, values missing (bench/stream_data.py, seed 1):
 #         node x[3] ~ logistic(a); node y[5] ~ logistic(b + W * x), at most 6,561 distinct
 #         rows. Stages: load, vb, fit (4 chains x 1000 draws), each reading the whole file.
+# shards  the logreg input, fit by NUTS (2 chains x 500 warmup + 500 draws): in one process
+#         with 2 threads, then with the rows sharded (--shards 8) under mpirun: 1 rank with 2
+#         threads, 2 and 4 ranks with 1 thread each (4 oversubscribed on 2 cores). Needs a VBN_MPI build of vbn (docs/mpi.md) as MPI_VBN,
+#         else PATH/TO/vbn must be one. Peak RSS is the largest process's.
 # Memory should grow with the number of distinct rows (patterns) and nodes, not with ROWS.
 #
 # Each stage appends a line to bench/results/scale.tsv (or $SCALE_TSV): date, commit, case,
@@ -99,8 +103,23 @@ M
     run_case stream "$tmp/stream.vbn" "$tmp/stream.csv" "$srows" 8 "fit 4 chains x 1000 draws" --chains 4 --draws 1000
     rm -f "$tmp/stream.csv"
     ;;
+  shards)
+    mpi_vbn=$(realpath "${MPI_VBN:-$vbn}")
+    python3 "$here/scale_data.py" "$rows" 10 1 "$tmp/logreg.csv" >"$tmp/logreg.vbn"
+    echo "== shards: $rows rows x 10 real covariates, NUTS, one process against MPI ranks"
+    nuts=(fit "$tmp/logreg.vbn" --data "$tmp/logreg.csv" --method nuts --chains 2 --warmup 500 --draws 500 --seed 1 --quiet)
+    measure shards "$rows" 11 "fit nuts 2 chains, 1 process x 2 threads" "$mpi_vbn" "${nuts[@]}"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    # mpirun binds each rank to one core: one rank with two threads must be let off that.
+    measure shards "$rows" 11 "fit nuts 2 chains, --shards 8, 1 rank x 2 threads" \
+      mpirun --bind-to none -np 1 "$mpi_vbn" "${nuts[@]}" --shards 8 --threads 2
+    for np in 2 4; do
+      measure shards "$rows" 11 "fit nuts 2 chains, --shards 8, $np ranks x 1 thread" \
+        mpirun --oversubscribe -np "$np" "$mpi_vbn" "${nuts[@]}" --shards 8 --threads 1
+    done
+    ;;
   *)
-    echo "unknown case $case (logreg, wide, many, stream)" >&2
+    echo "unknown case $case (logreg, wide, many, stream, shards)" >&2
     exit 2
     ;;
   esac

@@ -22,7 +22,8 @@ import sys
 BEGIN = "<!-- scale-table:begin -->"
 END = "<!-- scale-table:end -->"
 CASES = {"logreg": "real covariates, no row repeats", "wide": "binary columns", "many": "nodes (one parent)",
-         "stream": "binary columns, values missing, few distinct rows"}
+         "stream": "binary columns, values missing, few distinct rows",
+         "shards": "real covariates, rows sharded over MPI ranks"}
 HEADER = ["date (UTC)", "commit", "input", "stage", "wall s", "CPU s", "peak RSS MB", "load (cores)"]
 
 
