@@ -50,11 +50,9 @@ void RandomWalk::setup(const Density& target) {
                                                 shape_.dim(), shape_.dim(), d));
     }
     // Without a covariance, the identity as d independent coordinates (no d × d matrix).
-    const GaussianProposal whole = shape_.dim() > 0
-                                       ? shape_
-                                       : GaussianProposal(Eigen::VectorXd::Zero(d),
-                                                          std::vector<Eigen::MatrixXd>(static_cast<std::size_t>(d),
-                                                                                       Eigen::MatrixXd::Identity(1, 1)));
+    if (shape_.dim() == 0)
+        identity_ = GaussianProposal(Eigen::VectorXd::Zero(d),
+                                     std::vector<Eigen::MatrixXd>(static_cast<std::size_t>(d), Eigen::MatrixXd::Identity(1, 1)));
     std::vector<BlockRange> ranges;
     if (options_.mode == BlockMode::whole) {
         ranges.push_back({0, d});
@@ -67,7 +65,10 @@ void RandomWalk::setup(const Density& target) {
         block.offset = r.offset;
         block.size = r.size;
         if (r.size > 0) {
-            block.steps = options_.mode == BlockMode::whole ? whole : whole.marginal(r.offset, r.size);
+            // Per block, each block's steps are made when it first moves (move()): a walk over
+            // the blocks another kernel leaves in place (inference/warmup_walk.hpp), or over
+            // flagged ones only, moves few of 10^5 blocks.
+            if (options_.mode == BlockMode::whole) block.steps = steps_source();
             const double s = options_.initial_scale > 0 ? options_.initial_scale : 2.38 / std::sqrt(static_cast<double>(r.size));
             block.log_scale = std::log(s);
             block.target_accept = options_.target_accept > 0 ? options_.target_accept : (r.size == 1 ? 0.44 : 0.234);
@@ -97,6 +98,7 @@ void RandomWalk::adapt(Block& block, double accept_prob) {
 // One Metropolis move of block b (of everything in whole mode); returns min(1, ratio).
 double RandomWalk::move(int b, State& state, Density& target, Rng& rng) {
     Block& block = blocks_[static_cast<std::size_t>(b)];
+    if (block.steps.dim() == 0) block.steps = steps_source().marginal(block.offset, block.size);
     auto seg = proposal_.segment(block.offset, block.size);
     block.steps.sample(rng, seg);
     seg *= std::exp(block.log_scale);

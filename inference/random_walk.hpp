@@ -63,7 +63,7 @@ private:
     struct Block {
         int offset = 0;
         int size = 0;
-        GaussianProposal steps;  // N(0, Σ_bb)
+        GaussianProposal steps;  // N(0, Σ_bb); made when the block first moves (dimension 0 before)
         double log_scale = 0;
         double target_accept = 0.234;
         long proposed = 0;
@@ -76,7 +76,10 @@ private:
 
     void check_options();
 
-    GaussianProposal shape_;  // N(0, Σ); dimension 0: the identity
+    GaussianProposal shape_;     // N(0, Σ); dimension 0: the identity
+    GaussianProposal identity_;  // without Σ: the identity as d 1 × 1 blocks (built by setup)
+    // What the blocks' steps are taken from: N(0, Σ), or the identity.
+    const GaussianProposal& steps_source() const { return shape_.dim() > 0 ? shape_ : identity_; }
     RandomWalkOptions options_;
     std::vector<Block> blocks_;
     bool ready_ = false;  // blocks_ built from the density (at the first step)
