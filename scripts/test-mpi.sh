@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The VBN_MPI build (docs/mpi.md): builds vbn with Open MPI into BUILD_DIR, then runs
-# `vbn fit --shards 4` under `mpirun -np 1`, `-np 2` and `-np 4` on this machine (loopback,
-# oversubscribed where there are fewer cores) and checks that every chain's draws are the same
+# `vbn fit --shards 4` under `mpirun -np 1`, `-np 2`, `-np 3` (ranks holding 1, 1 and 2
+# shards) and `-np 4` on this machine (loopback, oversubscribed where there are fewer cores)
+# and checks that every chain's draws are the same
 # bytes whatever the number of ranks: on a logistic regression with covariates and on a hidden
 # chain summed out by elimination. Then the errors: a bad value in rows only rank 1 holds, and
-# ranks given different models, each end the run with rank 0's message and a non-zero status.
+# ranks given different models, each end the run with rank 0's message and a non-zero status;
+# and an interrupted run keeps and summarises what it drew.
 #   scripts/test-mpi.sh [BUILD_DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,15 +37,14 @@ same_draws() {
 
 check_model() {
   local name=$1 model=$2 data=$3 np
-  for np in 1 2 4; do
+  for np in 1 2 3 4; do
     mkdir -p "$tmp/$name-$np"
     "${mpi[@]}" -np "$np" "$vbn" fit "$model" --data "$data" --shards 4 --seed 7 --warmup 200 --draws 200 \
       --output "$tmp/$name-$np/f.csv" --quiet > "$tmp/$name-$np/summary.txt"
   done
   grep -q "method nuts" "$tmp/$name-1/summary.txt" || { echo "FAIL: $name did not run NUTS"; failed=1; }
-  same_draws "$tmp/$name-1" "$tmp/$name-2"
-  same_draws "$tmp/$name-1" "$tmp/$name-4"
-  echo "$name: -np 1, 2 and 4 compared"
+  for np in 2 3 4; do same_draws "$tmp/$name-1" "$tmp/$name-$np"; done
+  echo "$name: -np 1, 2, 3 and 4 compared"
 }
 
 check_model wells examples/wells/wells.vbn examples/wells/wells.csv
@@ -69,6 +70,33 @@ expect_failure "rank 1 of 2 read a different model" \
   "${mpi[@]}" -np 1 "$vbn" fit examples/wells/wells.vbn --data examples/wells/wells.csv --shards 2 --quiet \
   : -np 1 "$vbn" fit examples/wells/wells_dist.vbn --data examples/wells/wells.csv --shards 2 --quiet
 echo "errors: checked"
+
+# Interrupted: SIGINT to rank 0 (what `kill -INT` of its process does; mpirun itself, on
+# Ctrl-C, waits a second and then ends every rank: docs/mpi.md) stops its chains after their
+# current iteration; it writes the files and the summary of what they drew, tells the other
+# ranks to stop, and the run ends with status 130. Sent once the first chain's file holds 20 draws.
+"${mpi[@]}" -np 2 "$vbn" fit examples/chain/hidden_chain.vbn --data examples/chain/hidden_chain.csv --shards 2 \
+  --seed 7 --warmup 50 --draws 1000000 --output "$tmp/int.csv" > "$tmp/int.out" 2> "$tmp/int.err" &
+run=$!
+lines() { local n; n=$(grep -cv '^#' "$1" 2>/dev/null) || true; echo "${n:-0}"; }
+for _ in $(seq 600); do
+  [ "$(lines "$tmp/int_1.csv")" -gt 20 ] && break
+  sleep 0.1
+done
+rank0=""
+for p in $(pgrep -f "^$vbn fit"); do
+  tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0" && rank0=$p
+done
+[ -n "$rank0" ] && kill -INT "$rank0"
+status=0
+wait "$run" || status=$?
+if [ "$status" != 130 ] || ! grep -q "^Inference for" "$tmp/int.out" || ! grep -q "interrupted" "$tmp/int.err" ||
+   [ "$(lines "$tmp/int_1.csv")" -le 20 ]; then
+  echo "FAIL: an interrupted sharded run (status $status) did not keep and summarise its draws"
+  cat "$tmp/int.err"
+  failed=1
+fi
+echo "interrupt: checked"
 
 if [ "$failed" != 0 ]; then
   echo "test-mpi: FAILED"

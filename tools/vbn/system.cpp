@@ -1,7 +1,9 @@
 #include "tools/vbn/system.hpp"
 
+#include <ctime>
 #include <fstream>
 #include <string>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace vbn::commands {
@@ -25,6 +27,30 @@ InterruptScope::~InterruptScope() {
 }
 
 const std::atomic<bool>* InterruptScope::flag() { return &interrupt_flag; }
+
+BlockedInterrupts::BlockedInterrupts() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &previous_);
+}
+
+void BlockedInterrupts::watch() {
+    if (watcher_.joinable()) return;
+    watcher_ = std::thread([this] {
+        // Woken every 0.1 s to see whether the run is over.
+        const timespec tick{0, 100'000'000};
+        while (!done_.load()) {
+            if (sigtimedwait(&set_, nullptr, &tick) > 0) interrupt_flag.store(true, std::memory_order_relaxed);
+        }
+    });
+}
+
+BlockedInterrupts::~BlockedInterrupts() {
+    done_.store(true);
+    if (watcher_.joinable()) watcher_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+}
 
 double available_memory() {
     std::ifstream in("/proc/meminfo");

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <thread>
 
 namespace vbn::commands {
 
@@ -21,6 +22,25 @@ public:
 private:
     struct sigaction previous_ {};
     bool installed_ = false;
+};
+
+// A sharded run under mpirun (docs/mpi.md): SIGINT and SIGTERM (which mpirun sends every rank
+// when it is interrupted) are blocked in this thread and every thread started after it, MPI's
+// own included, so that no signal lands inside an MPI call; watch() then starts a thread that
+// waits for them and sets InterruptScope::flag() (rank 0). The other ranks never take them:
+// they end when rank 0, finished, tells them to stop. Construct it before MPI is initialised.
+class BlockedInterrupts {
+public:
+    BlockedInterrupts();
+    ~BlockedInterrupts();
+    BlockedInterrupts(const BlockedInterrupts&) = delete;
+    BlockedInterrupts& operator=(const BlockedInterrupts&) = delete;
+    void watch();
+
+private:
+    sigset_t set_ {}, previous_ {};
+    std::atomic<bool> done_{false};
+    std::thread watcher_;
 };
 
 // Bytes of memory available to this process: MemAvailable from /proc/meminfo, else the

@@ -206,10 +206,12 @@ protected:
 // --shards: every rank loads its shards (services::load_sharded); rank 0 runs the fit over all
 // of them and alone writes anything; the other ranks serve its evaluations, then end.
 int fit_sharded(const FitArgs& args, std::ostream& out, std::ostream& err) {
+    BlockedInterrupts signals;  // before MPI starts its threads
     const distributed::MpiSession mpi;
     NullBuffer nothing;
     std::ostream silent(&nothing);
     const bool rank0 = distributed::MpiSession::rank() == 0;
+    if (rank0) signals.watch();
     std::ostream& o = rank0 ? out : silent;
     std::ostream& e = rank0 ? err : silent;
     return guarded(e, [&] {
