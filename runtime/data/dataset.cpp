@@ -50,6 +50,16 @@ Dataset load_guarded(const ir::Graph& graph, std::istream& in, const std::string
     }
 }
 
+std::ifstream open_data_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    return in;
+}
+
 // One builder per kept shard; the header goes to each, the notes from the first only.
 std::vector<Dataset> load_shards_stream(const ir::Graph& graph, std::istream& in, const std::string& name, int shards,
                                         int first, int last, LoadNotes* notes) {
@@ -87,12 +97,7 @@ std::vector<Dataset> load_csv_shards(const ir::Graph& graph, const std::string& 
                                      LoadNotes* notes) {
     if (shards < 1 || first < 0 || first > last || last > shards)
         throw Error(ErrorKind::usage, fmt::format("shards {} … {} of {} do not exist", first, last - 1, shards));
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    std::ifstream in = open_data_file(path);
     try {
         return load_shards_stream(graph, in, path, shards, first, last, notes);
     } catch (const std::bad_alloc&) {
@@ -110,12 +115,7 @@ void Dataset::drop_values() {
 }
 
 Dataset load_csv(const ir::Graph& graph, const std::string& path, LoadNotes* notes, bool keep_row_patterns) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw Error(ErrorKind::io, fmt::format("cannot read data file '{}': it is a directory", path));
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(ErrorKind::io, fmt::format("cannot open data file '{}': {}", path, std::strerror(errno)));
+    std::ifstream in = open_data_file(path);
     return load_guarded(graph, in, path, notes, keep_row_patterns);
 }
 
