@@ -3,6 +3,7 @@
 #include "inference/clock.hpp"
 #include "inference/math.hpp"
 #include "inference/rng.hpp"
+#include "runtime/distributed/communicator.hpp"
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
 #include "runtime/target/families.hpp"
@@ -553,11 +554,13 @@ void update_heavy(const PriorBlock& pr, BlockFit& bs) {
 //   Σ^{-1} = Σ0^{-1} + 2 Σ_t w_t λ(ξ_t) E[f f'],
 //   Σ^{-1} μ = Σ0^{-1} μ0 + Σ_t w_t E[(x_t/2 − 2λ(ξ_t) a_t) f_t]
 // (Variational MCMC, Sec. 3.2–3.3; JJ eq. 10–11, 53–54). Only the lower triangle of the
-// precision is formed; the Cholesky factor reads nothing else.
-void update_block(const Problem& p, State& s, int b, int iteration) {
+// precision is formed; the Cholesky factor reads nothing else. In three steps, so that
+// the rows' share can be summed over shards held by other processes (run_sharded below).
+//
+// The prior's share of Σ^{-1} and Σ^{-1} μ, into the block's workspaces.
+void prior_to_block(const Problem& p, State& s, int b) {
     BlockState& bs = s.blocks[sz(b)];
     const PriorBlock& pr = p.priors[sz(b)];
-    const CompleteFamily& cf = p.families->complete[sz(b)];
     bs.precision = pr.precision;
     bs.h = pr.precision_mean;
     // A Student-t entry's Gaussian prior given q(λ_j): precision E[λ_j]/s_j² (its prior row and
@@ -575,6 +578,12 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
         bs.precision(k, k) = prec;
         bs.h[k] = prec * pr.mean[k];
     }
+}
+
+// The rows' share (the sums over t below), added to the block's workspaces.
+void rows_to_block(const Problem& p, State& s, int b) {
+    BlockState& bs = s.blocks[sz(b)];
+    const CompleteFamily& cf = p.families->complete[sz(b)];
     if (cf.patterns() > 0) {
         for (Eigen::Index t = 0; t < cf.w.size(); ++t) bs.coef[t] = cf.w[t] * bs.lambda[t];
         for (Eigen::Index start = 0; start < cf.f.rows(); start += kMomentRows) {
@@ -620,6 +629,11 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
             }
         }
     }
+}
+
+// q(θ_i) from the precision and Σ^{-1} μ in the block's workspaces.
+void solve_block(const Problem& p, State& s, int b, int iteration) {
+    BlockState& bs = s.blocks[sz(b)];
     bs.llt.compute(bs.precision);
     if (bs.llt.info() != Eigen::Success)
         throw Error(ErrorKind::inference,
@@ -635,7 +649,13 @@ void update_block(const Problem& p, State& s, int b, int iteration) {
                     fmt::format("variational EM, iteration {}: the posterior of {} is no longer finite "
                                 "(the prior may be too wide for data that separate perfectly)",
                                 iteration, block_label(*p.graph, b)));
-    update_heavy(pr, bs);
+    update_heavy(p.priors[sz(b)], bs);
+}
+
+void update_block(const Problem& p, State& s, int b, int iteration) {
+    prior_to_block(p, s, b);
+    rows_to_block(p, s, b);
+    solve_block(p, s, b, iteration);
 }
 
 // E[η] and E[η²] = E[η]² + f'Σf of every complete pattern under the current q(θ_i).
@@ -749,22 +769,23 @@ double neg_kl(const PriorBlock& pr, BlockState& bs, const std::vector<ScaleQ>& s
     return -0.5 * (trace + quad - k + log_det - bs.log_det) + gamma_terms;
 }
 
-// A block's share of the bound: −KL of q(θ_i) and the expected log ξ-bounds of its
-// complete patterns, added to `total` term by term.
-double add_block_bound(const Problem& p, BlockState& bs, const std::vector<ScaleQ>& scales, std::size_t b, double total = 0) {
-    total += neg_kl(p.priors[b], bs, scales);
+// The expected log ξ-bounds of a block's complete patterns, added to `total` term by term.
+double add_patterns_bound(const Problem& p, const BlockState& bs, std::size_t b, double total) {
     const CompleteFamily& cf = p.families->complete[b];
     for (Eigen::Index t = 0; t < cf.w.size(); ++t)
         total += cf.w[t] * bound_term(bs.xi[t], bs.lambda[t], cf.y[t] * bs.e_eta[t], bs.e_eta2[t], bs.log_g[t]);
     return total;
 }
 
-// The bound on log p(x_v) (Variational MCMC eq. 4; JJ eq. 55–57): expected log ξ-bounds,
-// exact log-likelihood of fixed complete families, −KL of q(θ) and the entropy of q(h).
-double elbo(const Problem& p, State& s) {
-    double total = p.families->fixed_log_likelihood;
-    for (std::size_t b = 0; b < s.blocks.size(); ++b) total = add_block_bound(p, s.blocks[b], s.scales, b, total);
-    for (const ScaleQ& q : s.scales) total += q.bound;
+// A block's share of the bound: −KL of q(θ_i) and the expected log ξ-bounds of its
+// complete patterns, added to `total` term by term.
+double add_block_bound(const Problem& p, BlockState& bs, const std::vector<ScaleQ>& scales, std::size_t b, double total = 0) {
+    return add_patterns_bound(p, bs, b, total + neg_kl(p.priors[b], bs, scales));
+}
+
+// The components' share: their expected log ξ-bounds and the entropy of q(h), added to
+// `total` component by component.
+double add_components_bound(const Problem& p, State& s, double total) {
     for (std::size_t ci = 0; ci < p.components.size(); ++ci) {
         const MfComponent& mc = p.components[ci];
         const ComponentState& cs = s.comps[ci];
@@ -780,9 +801,19 @@ double elbo(const Problem& p, State& s) {
     return total;
 }
 
+// The bound on log p(x_v) (Variational MCMC eq. 4; JJ eq. 55–57): expected log ξ-bounds,
+// exact log-likelihood of fixed complete families, −KL of q(θ) and the entropy of q(h).
+double elbo(const Problem& p, State& s) {
+    double total = p.families->fixed_log_likelihood;
+    for (std::size_t b = 0; b < s.blocks.size(); ++b) total = add_block_bound(p, s.blocks[b], s.scales, b, total);
+    for (const ScaleQ& q : s.scales) total += q.bound;
+    return add_components_bound(p, s, total);
+}
+
 // Restart 0 starts every unobserved node at its own conditional under the prior means,
-// its unobserved parents at zero; restart k ≥ 1 starts from q(x = +1) ~ Uniform(0, 1).
-State initial_state(const Problem& p, int restart, std::uint64_t seed) {
+// its unobserved parents at zero; restart k ≥ 1 starts from q(x = +1) ~ Uniform(0, 1),
+// drawn from the random stream `stream` of `seed`.
+State initial_state(const Problem& p, int restart, std::uint64_t seed, std::uint64_t stream) {
     State s;
     const Families& fam = *p.families;
     for (std::size_t b = 0; b < p.priors.size(); ++b) {
@@ -823,7 +854,7 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed) {
     s.w.pi.setZero(p.max_products);
     s.w.rbar.setZero(p.max_products);
     s.w.cov.setZero(p.max_products, p.max_products);
-    inference::Rng rng(seed, static_cast<std::uint64_t>(restart));
+    inference::Rng rng(seed, stream);
     for (const MfComponent& mc : p.components) {
         ComponentState cs;
         const int n = mc.src->size();
@@ -954,7 +985,7 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
     // ξ starts at 0, where λ(ξ) = 1/8 is largest: the first q(θ) is the most cautious
     // Gaussian the bound allows (Böhning's curvature bound), which takes about half the
     // iterations that starting from the prior's ξ (huge for a flat prior) does.
-    State s = initial_state(p, restart, options.seed);
+    State s = initial_state(p, restart, options.seed, static_cast<std::uint64_t>(restart));
     double previous = elbo(p, s);
     check_finite_bound(previous, 0);
     std::vector<double> trace;
@@ -1037,22 +1068,22 @@ void check_options(const VbOptions& o) {
                     fmt::format("the number of mean-field sweeps must be at least 1, not {}", o.mean_field_sweeps));
 }
 
-VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptions& options,
-                 std::chrono::steady_clock::time_point start) {
-    check_options(options);
-    const Problem p = make_problem(graph, families);
+// Every restart's fit (run_one(k) runs restart k); `unobserved`: whether any row has an
+// unobserved entry, without which every start is the same.
+VbResult fit_restarts(const ir::Graph& graph, const VbOptions& options, bool unobserved,
+                      const std::function<VbFit(int)>& run_one, std::chrono::steady_clock::time_point start) {
     VbResult result;
     const int restarts = restarts_for(graph, options.restarts);
     for (int k = 0; k < restarts; ++k) {
         // Without unobserved entries, restarts differ in nothing: every start is the same.
-        if (k > 0 && p.components.empty()) {
+        if (k > 0 && !unobserved) {
             result.fits.push_back(result.fits.front());
             result.fits.back().restart = k;
             if (options.on_restart) options.on_restart(k);
             continue;
         }
         try {
-            result.fits.push_back(run(p, options, k));
+            result.fits.push_back(run_one(k));
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::cancelled || !options.keep_finished_on_cancel || result.fits.empty()) throw;
             result.interrupted = true;
@@ -1063,6 +1094,191 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
     }
     result.seconds = inference::seconds_since(start);
     return result;
+}
+
+VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptions& options,
+                 std::chrono::steady_clock::time_point start) {
+    check_options(options);
+    const Problem p = make_problem(graph, families);
+    return fit_restarts(graph, options, !p.components.empty(), [&](int k) { return run(p, options, k); }, start);
+}
+
+// ---------------------------------------------------------------------------------------
+// The same EM over rows sharded among processes (runtime/distributed/). Every process runs
+// it at once on its own shards. Each iteration, each shard's share of every block's Σ^{-1}
+// and Σ^{-1}μ (rows_to_block) is summed over the processes, and every process then makes
+// the same q(θ) from the same sums (prior_to_block, solve_block); the ξ and q(h) of a
+// shard's rows are updated where the shard is held, and the bound's share of each shard is
+// summed likewise. The blocks' updates within an iteration read the rows' state only, so
+// taking all the blocks' sums at once gives the iteration that run() makes. SQUAREM is not
+// used: its steps are kept or undone block by block on the whole bound.
+
+// This process's shards: the first's state holds q(θ) and q(τ), which the others copy.
+struct LocalShard {
+    Problem p;
+    State s;
+};
+
+// Values exchanged one slot per shard: each process writes its shards' slots, zeros
+// elsewhere, and the sum over processes adds each slot to zeros only, which is exact; the
+// shards' slots are then added in shard order, so the result does not depend on how many
+// processes hold them. A last entry carries rank 0's request to stop.
+class ShardSums {
+public:
+    ShardSums(const ShardedFamilies& rows, Eigen::Index per_shard)
+        : rows_(rows), per_(per_shard), in_(Vec::Zero(rows.shards * per_shard + 1)), out_(in_.size()) {}
+    double* local(std::size_t j) { return in_.data() + (rows_.first + static_cast<Eigen::Index>(j)) * per_; }
+    const double* shard(int k) const { return out_.data() + k * per_; }
+    // Sums every process's slots; throws Error(cancelled) on every process where rank 0 asks.
+    void exchange(bool stop) {
+        in_[in_.size() - 1] = stop ? 1.0 : 0.0;
+        rows_.comm->allreduce_sum(in_.data(), out_.data(), static_cast<int>(in_.size()));
+        in_.setZero();
+        if (out_[out_.size() - 1] != 0) throw Error(ErrorKind::cancelled, "variational EM was cancelled");
+    }
+
+private:
+    const ShardedFamilies& rows_;
+    Eigen::Index per_;
+    Vec in_, out_;
+};
+
+// A block's sums in a slot: the lower triangle of Σ^{-1} by columns, then Σ^{-1}μ.
+Eigen::Index block_sums_size(Eigen::Index k) { return k * (k + 1) / 2 + k; }
+
+double* pack_block(const BlockState& bs, double* at) {
+    const Eigen::Index k = bs.h.size();
+    for (Eigen::Index j = 0; j < k; ++j)
+        for (Eigen::Index i = j; i < k; ++i) *at++ = bs.precision(i, j);
+    for (Eigen::Index i = 0; i < k; ++i) *at++ = bs.h[i];
+    return at;
+}
+
+const double* add_block_sums(BlockState& bs, const double* at) {
+    const Eigen::Index k = bs.h.size();
+    for (Eigen::Index j = 0; j < k; ++j)
+        for (Eigen::Index i = j; i < k; ++i) bs.precision(i, j) += *at++;
+    for (Eigen::Index i = 0; i < k; ++i) bs.h[i] += *at++;
+    return at;
+}
+
+class ShardedEm {
+public:
+    ShardedEm(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options)
+        : shards_(shards), rows_(rows), options_(options), sums_(rows, sums_size(shards.front().p)), bounds_(rows, 1) {}
+
+    static Eigen::Index sums_size(const Problem& p) {
+        Eigen::Index n = 0;
+        for (const PriorBlock& pr : p.priors) n += block_sums_size(pr.mean.size());
+        return n;
+    }
+
+    // q(θ) of every block from all the shards' sums, then each shard's ξ of its complete
+    // patterns; q(τ); then each shard's q(h) and the ξ it touches (run()'s em_iteration).
+    void iteration(int it) {
+        for (std::size_t j = 0; j < shards_.size(); ++j) {
+            double* at = sums_.local(j);
+            for (int b = 0; b < blocks(); ++b) {
+                BlockState& bs = shards_[j].s.blocks[sz(b)];
+                bs.precision.setZero();
+                bs.h.setZero();
+                rows_to_block(shards_[j].p, shards_[j].s, b);
+                at = pack_block(bs, at);
+            }
+        }
+        sums_.exchange(stop_requested());
+        LocalShard& lead = shards_.front();
+        for (int b = 0; b < blocks(); ++b) {
+            prior_to_block(lead.p, lead.s, b);
+            for (int k = 0; k < rows_.shards; ++k) add_block_sums(lead.s.blocks[sz(b)], sums_.shard(k) + offset(b));
+            solve_block(lead.p, lead.s, b, it);
+        }
+        update_scales(lead.p, lead.s);
+        for (LocalShard& sh : shards_) {
+            if (&sh != &lead) copy_q(lead.s, sh.s);
+            for (int b = 0; b < blocks(); ++b) update_xi_complete(sh.p, sh.s, b);
+            for (int ci = 0; ci < static_cast<int>(sh.s.comps.size()); ++ci) {
+                update_xi_component(sh.p, sh.s, ci);
+                for (int sweep = 0; sweep < options_.mean_field_sweeps; ++sweep) sweep_component(sh.p, sh.s, ci);
+                update_xi_component(sh.p, sh.s, ci);
+            }
+        }
+    }
+
+    // The bound (elbo()): q(θ)'s and q(τ)'s share once, each shard's rows' share summed.
+    double bound() {
+        for (std::size_t j = 0; j < shards_.size(); ++j) {
+            LocalShard& sh = shards_[j];
+            double rows = sh.p.families->fixed_log_likelihood;
+            for (int b = 0; b < blocks(); ++b) rows = add_patterns_bound(sh.p, sh.s.blocks[sz(b)], sz(b), rows);
+            *bounds_.local(j) = add_components_bound(sh.p, sh.s, rows);
+        }
+        bounds_.exchange(false);
+        LocalShard& lead = shards_.front();
+        double total = 0;
+        for (int b = 0; b < blocks(); ++b) total += neg_kl(lead.p.priors[sz(b)], lead.s.blocks[sz(b)], lead.s.scales);
+        for (const ScaleQ& q : lead.s.scales) total += q.bound;
+        for (int k = 0; k < rows_.shards; ++k) total += *bounds_.shard(k);
+        return total;
+    }
+
+private:
+    int blocks() const { return static_cast<int>(shards_.front().s.blocks.size()); }
+    Eigen::Index offset(int b) const {
+        Eigen::Index n = 0;
+        for (int c = 0; c < b; ++c) n += block_sums_size(shards_.front().s.blocks[sz(c)].h.size());
+        return n;
+    }
+    bool stop_requested() const {
+        return rows_.comm->rank() == 0 && options_.cancel && options_.cancel->load(std::memory_order_relaxed);
+    }
+    // q(θ_i) of every block, with its Cholesky factor, and q(τ).
+    static void copy_q(const State& from, State& to) {
+        for (std::size_t b = 0; b < from.blocks.size(); ++b) {
+            static_cast<BlockQ&>(to.blocks[b]) = static_cast<const BlockQ&>(from.blocks[b]);
+            to.blocks[b].llt = from.blocks[b].llt;
+        }
+        to.scales = from.scales;
+    }
+
+    std::vector<LocalShard>& shards_;
+    const ShardedFamilies& rows_;
+    const VbOptions& options_;
+    ShardSums sums_, bounds_;
+};
+
+// One EM run from one start over every shard (run() without SQUAREM). Restart k's random
+// q(h) of shard s comes from stream k + 2^32 (s + 1) of the seed, so that a shard's start
+// does not depend on which process holds it.
+VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options, int restart) {
+    for (std::size_t j = 0; j < shards.size(); ++j) {
+        const auto shard = static_cast<std::uint64_t>(rows.first) + j;
+        shards[j].s = initial_state(shards[j].p, restart, options.seed,
+                                    static_cast<std::uint64_t>(restart) + ((shard + 1) << 32));
+    }
+    ShardedEm em(shards, rows, options);
+    double previous = em.bound();
+    check_finite_bound(previous, 0);
+    std::vector<double> trace;
+    bool converged = false;
+    int it = 0;
+    for (;;) {
+        em.iteration(++it);
+        const double value = em.bound();
+        check_finite_bound(value, it);
+        assert(value >= previous - 1e-12 * (1.0 + std::abs(previous)));
+        trace.push_back(value);
+        converged = std::abs(value - previous) <= options.tolerance * std::abs(value);
+        previous = value;
+        if (converged || it >= options.max_iterations) break;
+    }
+    VbFit fit = assemble(*shards.front().p.graph, shards.front().s);
+    fit.elbo = previous;
+    fit.elbo_trace = std::move(trace);
+    fit.iterations = it;
+    fit.converged = converged;
+    fit.restart = restart;
+    return fit;
 }
 
 }  // namespace
@@ -1146,6 +1362,22 @@ int restarts_for(const ir::Graph& graph, int requested) {
     if (requested > 0) return requested;
     const bool hidden = graph.has_hidden();
     return hidden ? hidden_node_restarts : 1;
+}
+
+VbResult variational(const ir::Graph& graph, const ShardedFamilies& rows, const VbOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    check_options(options);
+    if (!rows.comm || rows.local.empty() || rows.first < 0 || rows.first + static_cast<int>(rows.local.size()) > rows.shards)
+        throw Error(ErrorKind::usage, fmt::format("a sharded variational fit needs a communicator and shards within 0 … {}",
+                                                  rows.shards - 1));
+    std::vector<LocalShard> shards;
+    shards.reserve(rows.local.size());
+    for (const Families* f : rows.local) shards.push_back({make_problem(graph, *f), {}});
+    // Whether any shard's rows have unobserved entries (restarts differ only then).
+    double mine = 0, all = 0;
+    for (const LocalShard& sh : shards) mine += static_cast<double>(sh.p.components.size());
+    rows.comm->allreduce_sum(&mine, &all, 1);
+    return fit_restarts(graph, options, all > 0, [&](int k) { return run_sharded(shards, rows, options, k); }, start);
 }
 
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options) {

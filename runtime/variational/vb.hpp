@@ -29,6 +29,9 @@
 namespace vbn {
 
 struct Families;
+namespace distributed {
+class Communicator;
+}
 
 struct VbOptions {
     double tolerance = 1e-9;     // stop when |ΔELBO| ≤ tolerance · |ELBO| between iterations
@@ -120,5 +123,21 @@ std::string idle_hidden_warning(const ir::Graph& graph, const VbFit& best, int s
 // The same on families already built from the data (runtime/target/families.hpp); no limit on
 // the size of their components applies here, since nothing is enumerated.
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options = {});
+
+// The rows split into shards among processes (runtime/distributed/): the families of this
+// process's shards, first … first + local.size() − 1 of `shards`, and the processes.
+struct ShardedFamilies {
+    std::vector<const Families*> local;
+    int first = 0;
+    int shards = 1;
+    distributed::Communicator* comm = nullptr;
+};
+
+// The same fit over sharded rows: every process calls it at once, with the same graph and
+// options, and each gets the same result. Each iteration sums the shards' shares of every
+// block's update and of the bound in shard order, so the fit does not depend on how many
+// processes hold the shards (it differs from the unsharded fit in rounding only). Rank 0's
+// options.cancel stops every process; SQUAREM is not used (options.accelerate is ignored).
+VbResult variational(const ir::Graph& graph, const ShardedFamilies& rows, const VbOptions& options = {});
 
 }  // namespace vbn
