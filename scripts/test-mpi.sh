@@ -4,7 +4,7 @@
 # shards) and `-np 4` on this machine (loopback, oversubscribed where there are fewer cores)
 # and checks that every chain's draws are the same
 # bytes whatever the number of ranks: on a logistic regression with covariates and on a hidden
-# chain summed out by elimination. Then the errors: a bad value in rows only rank 1 holds, and
+# chain summed out by elimination; and that `vbn vb --shards 4` prints the same fit. Then the errors: a bad value in rows only rank 1 holds, and
 # ranks given different models, each end the run with rank 0's message and a non-zero status;
 # and an interrupted run keeps and summarises what it drew.
 #   scripts/test-mpi.sh [BUILD_DIR]
@@ -49,6 +49,24 @@ check_model() {
 
 check_model wells examples/wells/wells.vbn examples/wells/wells.csv
 check_model hidden_chain examples/chain/hidden_chain.vbn examples/chain/hidden_chain.csv
+
+# `vbn vb --shards 4`: the variational EM over the shards (every restart's ELBO, with hidden
+# nodes eight of them) and its importance correction print the same numbers for every number
+# of ranks, the timings left out.
+check_vb() {
+  local name=$1 model=$2 data=$3 np
+  for np in 1 2 3 4; do
+    "${mpi[@]}" -np "$np" "$vbn" vb "$model" --data "$data" --shards 4 --seed 7 2> /dev/null |
+      sed -E 's/; [0-9.]+ s$//' > "$tmp/vb-$name-$np.txt"
+  done
+  grep -q "^ELBO" "$tmp/vb-$name-1.txt" || { echo "FAIL: vb on $name printed no ELBO"; failed=1; }
+  for np in 2 3 4; do
+    cmp -s "$tmp/vb-$name-1.txt" "$tmp/vb-$name-$np.txt" || { echo "FAIL: vb on $name differs under -np $np"; failed=1; }
+  done
+  echo "vb $name: -np 1, 2, 3 and 4 compared"
+}
+check_vb wells examples/wells/wells.vbn examples/wells/wells.csv
+check_vb hidden_chain examples/chain/hidden_chain.vbn examples/chain/hidden_chain.csv
 
 # The run must fail with status $1 != 0 and rank 0's message holding $2.
 expect_failure() {

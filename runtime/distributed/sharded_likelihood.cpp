@@ -16,7 +16,7 @@ namespace vbn::distributed {
 namespace {
 
 // What rank 0 asks for, broadcast before each evaluation.
-enum Op : std::int64_t { op_stop = 0, op_value = 1, op_gradient = 2 };
+enum Op : std::int64_t { op_stop = 0, op_value = 1, op_gradient = 2, op_task = 3 };
 
 int stride(int dim, bool gradient) { return gradient ? 1 + dim : 1; }
 
@@ -82,6 +82,12 @@ void LocalShards::evaluate(const Eigen::VectorXd& theta, bool gradient, Eigen::V
     });
 }
 
+std::vector<const Families*> LocalShards::families() const {
+    std::vector<const Families*> out;
+    for (const auto& t : targets_) out.push_back(&t->families());
+    return out;
+}
+
 ShardedLikelihood::ShardedLikelihood(LocalShards& local, std::vector<std::unique_ptr<Communicator>> channels)
     : local_(local) {
     if (channels.empty() || static_cast<int>(channels.size()) != local.channels())
@@ -114,30 +120,50 @@ void ShardedLikelihood::release(int c) const {
     freed_.notify_all();
 }
 
-// The shards' terms in shard order (runtime/distributed/sharded_likelihood.hpp), exchanged on
-// a channel no other evaluation is using.
-double ShardedLikelihood::value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const {
+template <class F>
+auto ShardedLikelihood::on_free_channel(F&& f) const {
     const int c = acquire();
     struct Release {
         const ShardedLikelihood& s;
         int c;
         ~Release() { s.release(c); }
     } release{*this, c};
-    Channel& ch = channels_[sz(c)];
-    std::int64_t op = grad ? op_gradient : op_value;
-    ch.comm->broadcast(&op, 1);
-    ch.theta = theta;
-    ch.comm->broadcast(ch.theta.data(), static_cast<int>(ch.theta.size()));
-    const std::string failure = exchange(local_, *ch.comm, c, ch.theta, grad != nullptr, ch.slots, ch.sum);
-    if (!failure.empty()) throw Error(ErrorKind::inference, failure);
-    const int s = stride(local_.dim(), grad != nullptr);
-    double v = 0;
-    for (int k = 0; k < local_.plan().shards; ++k) {
-        const Eigen::Index at = static_cast<Eigen::Index>(k) * s;
-        v += ch.sum[at];
-        if (grad) Eigen::Map<Eigen::VectorXd>(grad, local_.dim()) += ch.sum.segment(at + 1, local_.dim());
-    }
-    return v;
+    return f(c);
+}
+
+// The shards' terms in shard order (runtime/distributed/sharded_likelihood.hpp), exchanged on
+// a channel no other evaluation is using.
+double ShardedLikelihood::value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const {
+    return on_free_channel([&](int c) {
+        Channel& ch = channels_[sz(c)];
+        std::int64_t op = grad ? op_gradient : op_value;
+        ch.comm->broadcast(&op, 1);
+        ch.theta = theta;
+        ch.comm->broadcast(ch.theta.data(), static_cast<int>(ch.theta.size()));
+        const std::string failure = exchange(local_, *ch.comm, c, ch.theta, grad != nullptr, ch.slots, ch.sum);
+        if (!failure.empty()) throw Error(ErrorKind::inference, failure);
+        const int s = stride(local_.dim(), grad != nullptr);
+        double v = 0;
+        for (int k = 0; k < local_.plan().shards; ++k) {
+            const Eigen::Index at = static_cast<Eigen::Index>(k) * s;
+            v += ch.sum[at];
+            if (grad) Eigen::Map<Eigen::VectorXd>(grad, local_.dim()) += ch.sum.segment(at + 1, local_.dim());
+        }
+        return v;
+    });
+}
+
+void ShardedLikelihood::run_together(const std::vector<std::int64_t>& args,
+                                     const std::function<void(Communicator&)>& job) const {
+    on_free_channel([&](int c) {
+        Communicator& comm = *channels_[sz(c)].comm;
+        std::int64_t op = op_task, n = static_cast<std::int64_t>(args.size());
+        comm.broadcast(&op, 1);
+        comm.broadcast(&n, 1);
+        std::vector<std::int64_t> a = args;
+        if (!a.empty()) comm.broadcast(a.data(), static_cast<int>(a.size()));
+        job(comm);
+    });
 }
 
 void ShardedLikelihood::stop() {
@@ -157,12 +183,28 @@ void ShardedLikelihood::stop() {
 
 namespace {
 
-void serve_channel(LocalShards& local, Communicator& comm, int channel) {
+void run_task(Communicator& comm, const Task& task) {
+    std::int64_t n = 0;
+    comm.broadcast(&n, 1);
+    std::vector<std::int64_t> args(static_cast<std::size_t>(n));
+    if (n > 0) comm.broadcast(args.data(), static_cast<int>(n));
+    try {
+        if (task) task(comm, args);
+    } catch (const std::exception&) {
+        // Rank 0 meets the same error in the same computation and reports it.
+    }
+}
+
+void serve_channel(LocalShards& local, Communicator& comm, int channel, const Task& task) {
     Eigen::VectorXd theta(local.dim()), slots, sum;
     for (;;) {
         std::int64_t op = op_stop;
         comm.broadcast(&op, 1);
         if (op == op_stop) return;
+        if (op == op_task) {
+            run_task(comm, task);
+            continue;
+        }
         comm.broadcast(theta.data(), static_cast<int>(theta.size()));
         exchange(local, comm, channel, theta, op == op_gradient, slots, sum);
     }
@@ -170,11 +212,12 @@ void serve_channel(LocalShards& local, Communicator& comm, int channel) {
 
 }  // namespace
 
-void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& channels) {
+void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& channels, const Task& task) {
     std::vector<std::thread> others;
     for (std::size_t c = 1; c < channels.size(); ++c)
-        others.emplace_back([&local, &channels, c] { serve_channel(local, *channels[c], static_cast<int>(c)); });
-    serve_channel(local, *channels.front(), 0);
+        others.emplace_back(
+            [&local, &channels, &task, c] { serve_channel(local, *channels[c], static_cast<int>(c), task); });
+    serve_channel(local, *channels.front(), 0, task);
     for (std::thread& t : others) t.join();
 }
 

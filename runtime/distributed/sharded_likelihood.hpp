@@ -1,6 +1,7 @@
 // The data's rows sharded over processes, as Stan's map_rect shares out its jobs: rank 0 runs
-// the variational fit and the samplers, and each evaluation of the log-likelihood and its
-// gradient is shared out to every rank, each summing its own rows.
+// the samplers, and each evaluation of the log-likelihood and its gradient is shared out to
+// every rank, each summing its own rows. Jobs that need every rank throughout (the variational
+// EM, whose sums each iteration every rank makes) run together through run_together().
 //
 // Shard k of K holds data rows k, k + K, k + 2K, … (load_csv_shards), and rank r of R holds
 // shards r K / R … (r + 1) K / R - 1, each as a Target of its own (its rows' patterns only).
@@ -25,6 +26,8 @@
 #include <Eigen/Core>
 
 #include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +61,8 @@ public:
     // shard's log-likelihood (then its gradient): this rank's shards written, the rest zero.
     // Evaluations on different channels may run at the same time.
     void evaluate(const Eigen::VectorXd& theta, bool gradient, Eigen::VectorXd& slots, int channel = 0);
+    // The weighted patterns of this rank's shards, in shard order (what a variational fit reads).
+    std::vector<const Families*> families() const;
 
 private:
     ShardPlan plan_;
@@ -75,6 +80,10 @@ public:
     ShardedLikelihood(LocalShards& local, std::vector<std::unique_ptr<Communicator>> channels);
     ~ShardedLikelihood() override;
     double value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const override;
+    // A job that every rank runs at once (a variational fit over the shards): the other ranks
+    // get `args` and run serve()'s task with them on one channel's communicator, while this
+    // rank runs `job` on the same. Their collectives must match call for call.
+    void run_together(const std::vector<std::int64_t>& args, const std::function<void(Communicator&)>& job) const;
     // Ends serve() on the other ranks once no evaluation is running; later evaluations throw.
     // Called by the destructor too.
     void stop();
@@ -87,6 +96,9 @@ private:
     };
     int acquire() const;
     void release(int c) const;
+    // f(channel) on a channel no other evaluation is using, released however f ends.
+    template <class F>
+    auto on_free_channel(F&& f) const;
 
     LocalShards& local_;
     mutable std::vector<Channel> channels_;
@@ -95,9 +107,13 @@ private:
     bool stopped_ = false;
 };
 
+// What ranks other than 0 run for ShardedLikelihood::run_together, with its args. An error it
+// throws is dropped here: rank 0, running the same computation, meets it too and reports it.
+using Task = std::function<void(Communicator&, const std::vector<std::int64_t>& args)>;
+
 // Ranks other than 0: evaluates this rank's shards for each request of rank 0, a thread per
-// channel, until its stop().
-void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& channels);
+// channel, and runs `task` when asked, until rank 0's stop().
+void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& channels, const Task& task = {});
 
 // Before any evaluation, every rank's state to rank 0: the error it met loading its shards
 // ("" for none) and a fingerprint of its model. Returns whether every rank may go on. On rank 0

@@ -124,6 +124,8 @@ void validate_options(const ir::Graph& graph, const Dataset& data, const FitOpti
                                                   o.method));
     if (o.sharded && o.log_lik)
         throw Error(ErrorKind::usage, "--log-lik needs every row's log-likelihood on one process; leave out --shards");
+    if (o.sharded && !o.sharded_variational)
+        throw Error(ErrorKind::usage, "sharded rows need both the remote likelihood and the variational fit over the shards");
     if (graph.dim == 0) throw Error(ErrorKind::usage, "the model has no parameters to sample");
 }
 
@@ -179,16 +181,11 @@ void compile_target(RunState& run, bool drop_data) {
     if (run.o.sharded) run.target->set_remote(run.o.sharded);
 }
 
-// With the rows sharded, the variational fit is shard 0's: its covariance, from 1/shards of
-// the rows, is divided by shards, as the posterior's shrinks with the rows it has seen.
-void widen_to_all_shards(RunState& run) {
-    if (!run.o.sharded) return;
-    for (VbFit& f : run.r.vb.fits)
-        for (Eigen::MatrixXd& c : f.covs) c /= run.o.shards;
-    run.r.notes.push_back(fmt::format("rows sharded into {} shards: the chains' log density sums every shard; their "
-                                      "initial points and NUTS's first metric come from the variational fit to shard 0 "
-                                      "(1/{} of the rows), its covariance divided by {}",
-                                      run.o.shards, run.o.shards, run.o.shards));
+// The variational fit: over all the shards where the rows are sharded; else on the
+// target's families where given, or on the data.
+VbResult variational_fit(const RunState& run, const Families* families) {
+    if (run.o.sharded) return run.o.sharded_variational(run.o.vb);
+    return families ? variational(run.graph, *families, run.o.vb) : variational(run.graph, run.data, run.o.vb);
 }
 
 void build_early_proposal(RunState& run, inference::ChunkShare* with) {
@@ -254,7 +251,7 @@ BesideTimes vb_beside(RunState& run, const std::function<void()>& vb, const std:
 // the target (medians of 60 alternated runs).
 void fit_beside_target(RunState& run, Clock::time_point t_target) {
     const BesideTimes t = vb_beside(
-        run, [&] { run.r.vb = variational(run.graph, run.data, run.o.vb); },
+        run, [&] { run.r.vb = variational_fit(run, nullptr); },
         [&] {
             compile_target(run, false);  // the fit beside it reads the data
             return uses_exact_proposal(*run.method, run.o);
@@ -274,7 +271,7 @@ void fit_after_target(RunState& run, Clock::time_point t_target, bool proposal_f
     compile_target(run, true);  // the fit below reads the target's families
     run.r.target_seconds = inference::seconds_since(t_target);
     const auto t0 = Clock::now();
-    const auto fit_on_target = [&] { run.r.vb = variational(run.graph, run.target->families(), run.o.vb); };
+    const auto fit_on_target = [&] { run.r.vb = variational_fit(run, &run.target->families()); };
     const bool proposal = proposal_from_prior && uses_exact_proposal(*run.method, run.o);
     if (proposal && run.o.threads > 1) {
         run.proposal_start = vb_beside(run, fit_on_target, [] { return true; }).vb_done;
@@ -304,7 +301,10 @@ void prepare_posterior(RunState& run) {
     else
         fit_after_target(run, t_target, proposal_beside_vb);
     for (const auto& n : run.target->notes()) run.r.notes.push_back(n);
-    widen_to_all_shards(run);
+    if (o.sharded)
+        run.r.notes.push_back(fmt::format("rows sharded into {} shards: the variational fit and every evaluation of the "
+                                          "log density sum all of them",
+                                          o.shards));
 
     const VbFit& q = run.r.vb.best_fit();
     if (searches_modes(*run.method, run.graph, unobserved))

@@ -81,11 +81,12 @@ struct FitOptions {
     // parameters (services::CsvDrawFiles, the API's Chain::log_lik): what `vbn loo` reads.
     bool log_lik = false;
     // The data's rows sharded into `shards` slices (runtime/distributed/, `--shards`): the data
-    // given to fit() are shard 0's rows, and every evaluation of the log density sums all the
-    // shards' terms through `sharded`. Only NUTS runs so; the variational fit, from which its
-    // Newton search for the metric and the chains' initial points start, is shard 0's, its
-    // covariance divided by `shards` (a fit to 1/shards of the rows is that much wider).
+    // given to fit() are shard 0's rows, every evaluation of the log density sums all the
+    // shards' terms through `sharded`, and the variational fit (the chains' initial points, and
+    // the start of NUTS's Newton search for its metric) is sharded_variational's, over all the
+    // shards. Only NUTS runs so.
     std::shared_ptr<const RemoteLikelihood> sharded;
+    std::function<VbResult(const VbOptions&)> sharded_variational;
     int shards = 1;
     inference::ChainCallbacks callbacks;
     // Called once the variational fit is done, before any chain starts (e.g. to write

@@ -5,10 +5,40 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <exception>
 #include <utility>
 
 namespace vbn::services {
+
+namespace {
+
+// A variational fit's options as rank 0 sends them to the others (cancel and on_restart stay
+// on rank 0, which stops every rank through the fit's own exchanges).
+std::vector<std::int64_t> encode(const VbOptions& o) {
+    return {static_cast<std::int64_t>(o.seed), o.restarts, o.max_iterations, o.mean_field_sweeps,
+            o.keep_finished_on_cancel ? 1 : 0, std::bit_cast<std::int64_t>(o.tolerance)};
+}
+
+VbOptions decode(const std::vector<std::int64_t>& a) {
+    if (a.size() != 6) throw Error(ErrorKind::usage, fmt::format("rank 0 sent {} options for a variational fit", a.size()));
+    VbOptions o;
+    o.seed = static_cast<std::uint64_t>(a[0]);
+    o.restarts = static_cast<int>(a[1]);
+    o.max_iterations = static_cast<int>(a[2]);
+    o.mean_field_sweeps = static_cast<int>(a[3]);
+    o.keep_finished_on_cancel = a[4] != 0;
+    o.tolerance = std::bit_cast<double>(a[5]);
+    return o;
+}
+
+ShardedFamilies rows_of(const ShardedData& data, distributed::Communicator& comm) {
+    const distributed::ShardPlan& plan = data.shards->plan();
+    return {data.shards->families(), plan.first(), plan.shards, &comm};
+}
+
+}  // namespace
 
 ShardedData load_sharded(const ir::Graph& graph, const std::string& csv, const ShardSettings& settings, LoadNotes* notes) {
     ShardedData out;
@@ -41,8 +71,22 @@ ShardedData load_sharded(const ir::Graph& graph, const std::string& csv, const S
     return out;
 }
 
-void serve_shards(ShardedData& data) {
-    if (data.go && !data.rank0()) distributed::serve(*data.shards, data.channels);
+void serve_shards(ShardedData& data, const ir::Graph& graph) {
+    if (!data.go || data.rank0()) return;
+    distributed::serve(*data.shards, data.channels,
+                       [&data, &graph](distributed::Communicator& comm, const std::vector<std::int64_t>& a) {
+                           variational(graph, rows_of(data, comm), decode(a));
+                       });
+}
+
+std::function<VbResult(const VbOptions&)> variational_over(ShardedData& data, const ir::Graph& graph) {
+    return [&data, &graph](const VbOptions& o) {
+        VbResult r;
+        data.remote->run_together(encode(o), [&](distributed::Communicator& comm) {
+            r = variational(graph, rows_of(data, comm), o);
+        });
+        return r;
+    };
 }
 
 }  // namespace vbn::services

@@ -5,15 +5,18 @@
 // (FitOptions::sharded); every other rank serves rank 0's evaluations until rank 0 is done.
 //
 //   services::ShardedData s = services::load_sharded(graph, csv, {K, max_enumerated, threads, chains}, &notes);
-//   if (!s.rank0()) { services::serve_shards(s); return; }
-//   settings.sharded = s.remote;  settings.shards = K;  services::fit(graph, std::move(s.shard0), settings, …);
+//   if (!s.rank0()) { services::serve_shards(s, graph); return; }
+//   settings.sharded = s.remote;  settings.sharded_variational = services::variational_over(s, graph);
+//   settings.shards = K;  services::fit(graph, std::move(s.shard0), settings, …);
 #pragma once
 
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/distributed/communicator.hpp"
 #include "runtime/distributed/sharded_likelihood.hpp"
+#include "runtime/variational/vb.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +44,14 @@ struct ShardedData {
 // throws what failed on any rank (naming the rank); elsewhere, an error ends with go = false.
 ShardedData load_sharded(const ir::Graph& graph, const std::string& csv, const ShardSettings& settings, LoadNotes* notes);
 
-// Ranks other than 0: evaluates this rank's shards for rank 0 until it is done.
-void serve_shards(ShardedData& data);
+// Ranks other than 0: evaluates this rank's shards for rank 0, and joins in its variational
+// fits, until it is done.
+void serve_shards(ShardedData& data, const ir::Graph& graph);
+
+// Rank 0: the variational fit over every rank's shards (vbn::variational on ShardedFamilies),
+// for FitOptions::sharded_variational; the other ranks join in from serve_shards. `data` and
+// `graph` (the one the shards were loaded with, or an equal copy) must outlive the function
+// returned.
+std::function<VbResult(const VbOptions&)> variational_over(ShardedData& data, const ir::Graph& graph);
 
 }  // namespace vbn::services

@@ -44,11 +44,41 @@ RefinedPosterior correct(const Target& target, const VbFit& q, const RefineOptio
     return refine(target, q, o);
 }
 
+// The warning for hidden nodes the best fit leaves idle (idle_hidden_warning).
+void warn_idle(const ir::Graph& graph, const VbResult& result, const Callbacks& callbacks) {
+    if (result.fits.empty()) return;
+    const std::string w = idle_hidden_warning(graph, result.best_fit(), static_cast<int>(result.fits.size()));
+    if (!w.empty()) callbacks.warning(w);
+}
+
+// The rows sharded: EM over every shard, then the correction on shard 0's target with every
+// shard's terms.
+VariationalRun sharded_run(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
+                           const Callbacks& callbacks, const VbOptions& vo) {
+    if (!settings.sharded_variational)
+        throw Error(ErrorKind::usage, "sharded rows need both the remote likelihood and the variational fit over the shards");
+    VariationalRun run;
+    run.result = settings.sharded_variational(vo);
+    warn_idle(graph, run.result, callbacks);
+    if (!settings.correct || run.result.interrupted) return run;
+    std::optional<Target> target = correction_target(graph, data, callbacks);
+    if (!target) return run;
+    target->set_remote(settings.sharded);
+    try {
+        run.corrected = correct(*target, run.result.best_fit(), settings.correction, callbacks);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::cancelled) throw;
+        run.result.interrupted = true;
+    }
+    return run;
+}
+
 VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
                                const Callbacks& callbacks, Dataset* handed) {
     VbOptions vo = settings.vb;
     if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
     vo.keep_finished_on_cancel = true;
+    if (settings.sharded) return sharded_run(graph, data, settings, callbacks, vo);
     VariationalRun run;
     // On large data the target comes first and the fit runs on its families (Dataset::large);
     // otherwise the fit builds its own, and the target follows for the correction.
@@ -60,10 +90,7 @@ VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, cons
     if (handed) data_read = [handed] { handed->drop_values(); };
     if (target_first) target = correction_target(graph, data, callbacks, std::move(data_read));
     run.result = target ? vbn::variational(graph, target->families(), vo) : vbn::variational(graph, data, vo);
-    if (!run.result.fits.empty())
-        if (const std::string w = idle_hidden_warning(graph, run.result.best_fit(), static_cast<int>(run.result.fits.size()));
-            !w.empty())
-            callbacks.warning(w);
+    warn_idle(graph, run.result, callbacks);
     // Interrupted, the best fit so far is the answer: the correction (seconds of work) is skipped.
     if (settings.correct && !run.result.interrupted) {
         try {

@@ -6,9 +6,12 @@
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/services/callbacks.hpp"
+#include "runtime/target/target.hpp"
 #include "runtime/variational/vb.hpp"
 #include "runtime/variational/vb_refine.hpp"
 
+#include <functional>
+#include <memory>
 #include <optional>
 
 namespace vbn::services {
@@ -17,6 +20,11 @@ struct VariationalSettings {
     VbOptions vb;              // restarts, tolerance, iteration cap, seed of the restarts
     bool correct = true;       // run the importance correction after EM
     RefineOptions correction;  // its draws and seed
+    // The rows sharded (services/sharded.hpp, `vbn vb --shards`): the data given are shard 0's,
+    // EM runs through sharded_variational over every shard, and the correction's target sums
+    // every shard's terms through `sharded`.
+    std::shared_ptr<const RemoteLikelihood> sharded;
+    std::function<VbResult(const VbOptions&)> sharded_variational;
 };
 
 struct VariationalRun {

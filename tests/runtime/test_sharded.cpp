@@ -10,12 +10,14 @@
 #include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/target.hpp"
+#include "runtime/variational/vb.hpp"
 #include "tests/runtime/fit_options.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -210,6 +212,8 @@ TEST_CASE("fit over shards: auto chooses NUTS and says why; other methods are re
     o.threads = 1;
     o.sharded = s.remote;
     o.shards = 3;
+    CHECK_THROWS_WITH_AS(fit(g, s.shard0, o), doctest::Contains("variational fit over the shards"), Error);
+    o.sharded_variational = services::variational_over(s, g);
     const FitResult r = fit(g, s.shard0, o);
     CHECK(r.method == "nuts");
     bool said = false;
@@ -223,6 +227,64 @@ TEST_CASE("fit over shards: auto chooses NUTS and says why; other methods are re
         CHECK(c.lp[d] == doctest::Approx(whole->log_density(Eigen::VectorXd(c.draws.row(d).transpose()))).epsilon(1e-12));
     o.method = "varblock";
     CHECK_THROWS_WITH_AS(fit(g, s.shard0, o), doctest::Contains("use --method nuts"), Error);
+}
+
+// The variational EM over every row, run() with SQUAREM off, and over K shards, after the same
+// number of iterations: the same iteration, so the same fit but for rounding (the rows' sums
+// are added per shard, then over the shards).
+TEST_CASE("the variational fit over shards is the fit to all the rows, restart 0, up to rounding") {
+    for (const int shards : {1, 3, 5}) {
+        CAPTURE(shards);
+        OneProcess one(shards);
+        const std::unique_ptr<Target> whole = make_target(one.g, load_csv(one.g, one.csv.path));
+        VbOptions o;
+        o.restarts = 1;
+        o.tolerance = 0;  // exactly max_iterations iterations each
+        o.max_iterations = 40;
+        o.accelerate = false;
+        const VbFit a = variational(one.g, whole->families(), o).best_fit();
+        const VbFit b = variational(one.g, ShardedFamilies{one.local.families(), 0, shards, &one.comm}, o).best_fit();
+        CHECK(b.iterations == 40);
+        CHECK(b.elbo == doctest::Approx(a.elbo).epsilon(1e-12));
+        REQUIRE(a.elbo_trace.size() == b.elbo_trace.size());
+        for (std::size_t i = 0; i < a.elbo_trace.size(); ++i)
+            CHECK(b.elbo_trace[i] == doctest::Approx(a.elbo_trace[i]).epsilon(1e-12));
+        CHECK((a.mean - b.mean).cwiseAbs().maxCoeff() < 1e-10);
+        REQUIRE(a.covs.size() == b.covs.size());
+        for (std::size_t k = 0; k < a.covs.size(); ++k) CHECK((a.covs[k] - b.covs[k]).cwiseAbs().maxCoeff() < 1e-10);
+    }
+}
+
+TEST_CASE("the variational fit over shards keeps its restarts apart and finds the same optimum as the whole rows") {
+    OneProcess one(3);
+    const std::unique_ptr<Target> whole = make_target(one.g, load_csv(one.g, one.csv.path));
+    VbOptions o;
+    o.restarts = 4;
+    const VbResult a = variational(one.g, whole->families(), o);
+    const VbResult b = variational(one.g, ShardedFamilies{one.local.families(), 0, 3, &one.comm}, o);
+    REQUIRE(b.fits.size() == 4);
+    // Random starts differ from restart 0's (the model has a hidden node, so restarts matter).
+    CHECK(b.fits[1].elbo_trace.front() != b.fits[0].elbo_trace.front());
+    // Both converge (tolerance 1e-9 of the bound) to an optimum within that of each other.
+    CHECK(b.best_fit().elbo == doctest::Approx(a.best_fit().elbo).epsilon(1e-6));
+}
+
+TEST_CASE("the variational fit over shards stops on rank 0's cancel, keeping the restarts finished") {
+    OneProcess one(2);
+    const ShardedFamilies rows{one.local.families(), 0, 2, &one.comm};
+    std::atomic<bool> cancel{true};
+    VbOptions o;
+    o.restarts = 3;
+    o.cancel = &cancel;
+    CHECK_THROWS_WITH_AS(variational(one.g, rows, o), doctest::Contains("cancelled"), Error);
+    cancel = false;
+    o.keep_finished_on_cancel = true;
+    o.on_restart = [&](int k) { cancel = k == 0; };
+    const VbResult r = variational(one.g, rows, o);
+    CHECK(r.interrupted);
+    CHECK(r.fits.size() == 1);
+    CHECK_THROWS_WITH_AS(variational(one.g, ShardedFamilies{one.local.families(), 1, 2, &one.comm}, o),
+                         doctest::Contains("shards within 0 … 1"), Error);
 }
 
 }  // namespace test_sharded

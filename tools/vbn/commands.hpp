@@ -42,6 +42,7 @@ struct VbArgs {
     services::VariationalSettings settings;  // --restarts, --tolerance, --max-iterations, --correction-draws
     std::optional<std::uint64_t> seed;       // the restarts' and the correction's; absent: fresh, printed
     std::string correction = "auto";  // importance, then tempering where k-hat > 0.7; "importance", "tempering", "none"
+    std::optional<int> shards;        // the rows dealt into this many shards over the MPI ranks
 };
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 

@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
                        "importance weights' k-hat is above 0.7; importance or tempering: that one alone; none: raw VB fit")
         ->check(CLI::IsMember({"auto", "importance", "tempering", "none"}))
         ->capture_default_str();
+    vb_cmd->add_option("--shards", vb_args.shards,
+                       "Deal the data rows into K fixed shards, held by the MPI ranks under mpirun (by this process "
+                       "alone without it): EM and the correction sum every shard's terms. The fit does not depend on the "
+                       "number of ranks")
+        ->check(CLI::Range(1, 1 << 20));
     vb_cmd->add_option("--correction-draws", vb_args.settings.correction.draws, "Importance draws of the correction per round, at most")
         ->check(CLI::Range(100L, 100000000L))
         ->capture_default_str();

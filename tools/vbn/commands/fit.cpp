@@ -2,7 +2,6 @@
 // CmdStan CSV files, the summary table, JSON and plots; Ctrl-C stops the chains and the
 // summary holds what they drew.
 #include "inference/clock.hpp"
-#include "runtime/distributed/communicator.hpp"
 #include "runtime/error.hpp"
 #include "runtime/services/fit.hpp"
 #include "runtime/services/sharded.hpp"
@@ -11,6 +10,7 @@
 #include "tools/vbn/console.hpp"
 #include "tools/vbn/plot.hpp"
 #include "tools/vbn/progress.hpp"
+#include "tools/vbn/sharded.hpp"
 #include "tools/vbn/system.hpp"
 
 #include <fmt/format.h>
@@ -23,7 +23,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <streambuf>
 #include <utility>
 
 namespace vbn::commands {
@@ -197,47 +196,26 @@ int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& o
     return report(args, run, files ? &*files : nullptr, load_seconds, printed, out, err);
 }
 
-// Discards what is written to it: the output of every MPI rank but 0.
-class NullBuffer : public std::streambuf {
-protected:
-    int overflow(int c) override { return c; }
-};
-
-// --shards: every rank loads its shards (services::load_sharded); rank 0 runs the fit over all
-// of them and alone writes anything; the other ranks serve its evaluations, then end.
+// --shards: every rank loads its shards; rank 0 runs the fit over all of them and alone
+// writes anything; the other ranks serve its evaluations, then end.
 int fit_sharded(const FitArgs& args, std::ostream& out, std::ostream& err) {
-    BlockedInterrupts signals;  // before MPI starts its threads
-    const distributed::MpiSession mpi;
-    NullBuffer nothing;
-    std::ostream silent(&nothing);
-    const bool rank0 = distributed::MpiSession::rank() == 0;
-    if (rank0) signals.watch();
-    std::ostream& o = rank0 ? out : silent;
-    std::ostream& e = rank0 ? err : silent;
-    return guarded(e, [&] {
+    const FitOptions& f = args.settings;
+    // Rank 0's chains run min(threads, chains) at a time, each evaluating on a channel of its own.
+    const services::ShardSettings ss{*args.shards, f.max_enumerated, f.threads, std::min(f.threads, f.chains)};
+    const auto check = [&] {
         // Refused by fit() too, but only after every rank has read its rows; the --output
         // files would ask for the rows' patterns first.
         if (args.settings.log_lik)
             throw Error(ErrorKind::usage, "--log-lik needs every row's log-likelihood on one process; leave out --shards");
-        const auto started = std::chrono::steady_clock::now();
-        ir::Graph graph = load_model_printing(args.model, e);
-        LoadNotes notes;
-        const FitOptions& f = args.settings;
-        // Rank 0's chains run min(threads, chains) at a time, each evaluating on a channel of its own.
-        const services::ShardSettings ss{*args.shards, f.max_enumerated, f.threads, std::min(f.threads, f.chains)};
-        services::ShardedData s = services::load_sharded(graph, args.data, ss, &notes);
-        if (!s.rank0()) {
-            services::serve_shards(s);
-            return s.go ? 0 : 1;
-        }
-        print_notes(notes.notices, e);
-        // The other ranks are told to stop however this ends (ShardedLikelihood's destructor).
-        FitArgs sharded = args;
-        sharded.settings.sharded = s.remote;
-        sharded.settings.shards = *args.shards;
-        Loaded l{std::move(graph), std::move(s.shard0)};
-        return run_fit(sharded, l, inference::seconds_since(started), o, e);
-    });
+    };
+    return run_sharded(args.model, args.data, ss, out, err, check,
+                       [&](Loaded& l, services::ShardedData& s, std::ostream& o, std::ostream& e, double load_seconds) {
+                           FitArgs sharded = args;
+                           sharded.settings.sharded = s.remote;
+                           sharded.settings.sharded_variational = services::variational_over(s, l.graph);
+                           sharded.settings.shards = *args.shards;
+                           return run_fit(sharded, l, load_seconds, o, e);
+                       });
 }
 
 }  // namespace

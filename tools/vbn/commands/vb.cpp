@@ -6,6 +6,7 @@
 #include "tools/vbn/command_guard.hpp"
 #include "tools/vbn/commands.hpp"
 #include "tools/vbn/console.hpp"
+#include "tools/vbn/sharded.hpp"
 #include "tools/vbn/system.hpp"
 
 #include <fmt/format.h>
@@ -106,53 +107,68 @@ VbFacts facts(const services::VariationalRun& run) {
     return f;
 }
 
+// The job on loaded data, with args.settings as `s` (and, over shards, their remote parts).
+int run_vb(const VbArgs& args, Loaded& l, services::VariationalSettings s, std::ostream& out, std::ostream& err) {
+    s.correct = args.correction != "none";
+    using Temper = RefineOptions::Temper;
+    s.correction.temper = args.correction == "importance"  ? Temper::never
+                          : args.correction == "tempering" ? Temper::always
+                                                           : Temper::when_needed;
+    // One start without the correction draws no random number: no seed to announce.
+    const int restarts = restarts_for(l.graph, s.vb.restarts);
+    const bool random = s.correct || restarts > 1;
+    s.vb.seed = random ? seed_or_fresh(args.seed, err) : args.seed.value_or(1);
+    s.correction.seed = s.vb.seed;
+    // Ctrl-C stops EM between iterations: once a restart has finished, the best so far is
+    // printed and the status is 130; before that there is nothing to print.
+    services::Callbacks cb = console_callbacks(err);
+    cb.interrupt = InterruptScope::flag();
+    const services::VariationalRun run = [&] {
+        const InterruptScope scope;
+        try {
+            return services::variational(l.graph, std::move(l.data), s, cb);  // held once, by the target
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::cancelled) throw;
+            throw Error(ErrorKind::cancelled, fmt::format("interrupted before the first of {} restart{} finished: no fit "
+                                                          "to report",
+                                                          restarts, restarts == 1 ? "" : "s"));
+        }
+    }();
+    const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
+    print_table(params, run.corrected, s.correction, out);
+    print_fit(run, out);
+    if (run.corrected && run.corrected->tempered && !run.corrected->reliable())
+        err << fmt::format("warning: the tempered correction's runs disagree (R-hat {:.3f}): the corrected means and sds "
+                           "are not reliable; run vbn fit\n",
+                           run.corrected->runs_rhat);
+    else if (run.corrected && !run.corrected->reliable())
+        err << fmt::format("warning: importance-correction k-hat {:.2f} > 0.7: the corrected means and sds are not "
+                           "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
+                           run.corrected->pareto_k);
+    if (args.summary_json) write_json_file(*args.summary_json, vb_summary_json(params, facts(run)));
+    if (!run.result.interrupted) return 0;
+    err << fmt::format("warning: interrupted after {} of {} restarts; the fit above is the best of those{}\n",
+                       run.result.fits.size(), restarts, s.correct ? " (no importance correction)" : "");
+    return exit_status(static_cast<int>(ErrorKind::cancelled));
+}
+
 }  // namespace
 
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
+    if (args.shards) {
+        // Rank 0's correction evaluates on one channel: its draws take turns at the ranks.
+        const services::ShardSettings ss{*args.shards, 12, 1, 1};
+        return run_sharded(args.model, args.data, ss, out, err, {},
+                           [&](Loaded& l, services::ShardedData& sd, std::ostream& o, std::ostream& e, double) {
+                               services::VariationalSettings s = args.settings;
+                               s.sharded = sd.remote;
+                               s.sharded_variational = services::variational_over(sd, l.graph);
+                               return run_vb(args, l, std::move(s), o, e);
+                           });
+    }
     return guarded(err, [&] {
         Loaded l = load_printing(args.model, args.data, err);
-        services::VariationalSettings s = args.settings;
-        s.correct = args.correction != "none";
-        using Temper = RefineOptions::Temper;
-        s.correction.temper = args.correction == "importance"  ? Temper::never
-                              : args.correction == "tempering" ? Temper::always
-                                                               : Temper::when_needed;
-        // One start without the correction draws no random number: no seed to announce.
-        const int restarts = restarts_for(l.graph, s.vb.restarts);
-        const bool random = s.correct || restarts > 1;
-        s.vb.seed = random ? seed_or_fresh(args.seed, err) : args.seed.value_or(1);
-        s.correction.seed = s.vb.seed;
-        // Ctrl-C stops EM between iterations: once a restart has finished, the best so far is
-        // printed and the status is 130; before that there is nothing to print.
-        services::Callbacks cb = console_callbacks(err);
-        cb.interrupt = InterruptScope::flag();
-        const services::VariationalRun run = [&] {
-            const InterruptScope scope;
-            try {
-                return services::variational(l.graph, std::move(l.data), s, cb);  // held once, by the target
-            } catch (const Error& e) {
-                if (e.kind() != ErrorKind::cancelled) throw;
-                throw Error(ErrorKind::cancelled, fmt::format("interrupted before the first of {} restart{} finished: no fit "
-                                                              "to report",
-                                                              restarts, restarts == 1 ? "" : "s"));
-            }
-        }();
-        const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
-        print_table(params, run.corrected, s.correction, out);
-        print_fit(run, out);
-        if (run.corrected && run.corrected->tempered && !run.corrected->reliable())
-            err << fmt::format("warning: the tempered correction's runs disagree (R-hat {:.3f}): the corrected means and sds "
-                               "are not reliable; run vbn fit\n",
-                               run.corrected->runs_rhat);
-        else if (run.corrected && !run.corrected->reliable())
-            err << fmt::format("warning: importance-correction k-hat {:.2f} > 0.7: the corrected means and sds are not "
-                               "reliable; compare with vb_mean and vb_sd or run vbn fit\n",
-                               run.corrected->pareto_k);
-        if (args.summary_json) write_json_file(*args.summary_json, vb_summary_json(params, facts(run)));
-        if (!run.result.interrupted) return 0;
-        err << fmt::format("warning: interrupted after {} of {} restarts; the fit above is the best of those{}\n",
-                           run.result.fits.size(), restarts, s.correct ? " (no importance correction)" : "");
-        return exit_status(static_cast<int>(ErrorKind::cancelled));
+        return run_vb(args, l, args.settings, out, err);
     });
 }
 
