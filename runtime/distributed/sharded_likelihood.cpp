@@ -16,32 +16,46 @@ namespace vbn::distributed {
 namespace {
 
 // What rank 0 asks for, broadcast before each evaluation.
-enum Op : std::int64_t { op_stop = 0, op_value = 1, op_gradient = 2, op_task = 3 };
+enum Op : std::int64_t { op_stop = 0, op_value = 1, op_gradient = 2, op_task = 3, op_values = 4 };
 
 int stride(int dim, bool gradient) { return gradient ? 1 + dim : 1; }
 
-// One evaluation on every rank at once: this rank's slots (and, in the last entry, 1 where its
-// shards failed), summed over the ranks into `sum`. Returns "" or, on rank 0, what failed where.
-std::string exchange(LocalShards& local, Communicator& comm, int channel, const Eigen::VectorXd& theta, bool gradient,
-                     Eigen::VectorXd& slots, Eigen::VectorXd& sum) {
-    const Eigen::Index n = static_cast<Eigen::Index>(local.plan().shards) * stride(local.dim(), gradient) + 1;
-    slots.resize(n);
-    sum.resize(n);
+// One evaluation on every rank at once: this rank's n slots, written by fill(slots) (and, in
+// a last entry, 1 where its shards failed), summed over the ranks into `sum`. Returns "" or, on
+// rank 0, what failed where.
+template <class Fill>
+std::string exchange(Communicator& comm, Eigen::Index n, const Fill& fill, Eigen::VectorXd& slots, Eigen::VectorXd& sum) {
+    slots.resize(n + 1);
+    sum.resize(n + 1);
     std::string failure;
     try {
-        local.evaluate(theta, gradient, slots, channel);
-        slots[n - 1] = 0;
+        fill(slots);
+        slots[n] = 0;
     } catch (const std::exception& e) {
         slots.setZero();
-        slots[n - 1] = 1;
+        slots[n] = 1;
         failure = e.what();
     }
-    comm.allreduce_sum(slots.data(), sum.data(), static_cast<int>(n));
-    if (sum[n - 1] == 0) return {};
+    comm.allreduce_sum(slots.data(), sum.data(), static_cast<int>(n + 1));
+    if (sum[n] == 0) return {};
     const std::vector<std::string> all = comm.gather(failure);
     for (std::size_t r = 0; r < all.size(); ++r)
         if (!all[r].empty()) return fmt::format("rank {}: {}", r, all[r]);
     return {};
+}
+
+std::string exchange(LocalShards& local, Communicator& comm, int channel, const Eigen::VectorXd& theta, bool gradient,
+                     Eigen::VectorXd& slots, Eigen::VectorXd& sum) {
+    const Eigen::Index n = static_cast<Eigen::Index>(local.plan().shards) * stride(local.dim(), gradient);
+    return exchange(
+        comm, n, [&](Eigen::VectorXd& s) { local.evaluate(theta, gradient, s, channel); }, slots, sum);
+}
+
+std::string exchange_batch(LocalShards& local, Communicator& comm, int channel, const Eigen::MatrixXd& thetas,
+                           Eigen::VectorXd& slots, Eigen::VectorXd& sum) {
+    const Eigen::Index n = static_cast<Eigen::Index>(local.plan().shards) * thetas.cols();
+    return exchange(
+        comm, n, [&](Eigen::VectorXd& s) { local.evaluate_batch(thetas, s, channel); }, slots, sum);
 }
 
 }  // namespace
@@ -82,6 +96,18 @@ void LocalShards::evaluate(const Eigen::VectorXd& theta, bool gradient, Eigen::V
     });
 }
 
+void LocalShards::evaluate_batch(const Eigen::MatrixXd& thetas, Eigen::VectorXd& slots, int channel) {
+    std::vector<Target::Workspace>& ws = workspaces_.at(sz(channel));
+    const Eigen::Index n = thetas.cols();
+    slots.head(static_cast<Eigen::Index>(plan_.shards) * n).setZero();
+    inference::parallel_ranges(threads_, targets_.size(), [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const Eigen::Index at = static_cast<Eigen::Index>(plan_.first() + static_cast<int>(i)) * n;
+            targets_[i]->log_likelihoods(thetas, slots.segment(at, n), ws[i]);
+        }
+    });
+}
+
 std::vector<const Families*> LocalShards::families() const {
     std::vector<const Families*> out;
     for (const auto& t : targets_) out.push_back(&t->families());
@@ -94,7 +120,7 @@ ShardedLikelihood::ShardedLikelihood(LocalShards& local, std::vector<std::unique
         throw Error(ErrorKind::usage, fmt::format("the shards have {} channels but {} communicators were given",
                                                   local.channels(), channels.size()));
     if (channels.front()->rank() != 0) throw Error(ErrorKind::usage, "the sharded likelihood is evaluated from rank 0 only");
-    for (auto& c : channels) channels_.push_back({std::move(c), {}, {}, {}, false});
+    for (auto& c : channels) channels_.push_back({std::move(c), {}, {}, {}, {}, false});
 }
 
 ShardedLikelihood::~ShardedLikelihood() { stop(); }
@@ -153,6 +179,21 @@ double ShardedLikelihood::value(Eigen::Ref<const Eigen::VectorXd> theta, double*
     });
 }
 
+void ShardedLikelihood::values(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Eigen::Ref<Eigen::VectorXd> out) const {
+    on_free_channel([&](int c) {
+        Channel& ch = channels_[sz(c)];
+        std::int64_t op = op_values, n = thetas.cols();
+        ch.comm->broadcast(&op, 1);
+        ch.comm->broadcast(&n, 1);
+        ch.thetas = thetas;
+        ch.comm->broadcast(ch.thetas.data(), static_cast<int>(ch.thetas.size()));
+        const std::string failure = exchange_batch(local_, *ch.comm, c, ch.thetas, ch.slots, ch.sum);
+        if (!failure.empty()) throw Error(ErrorKind::inference, failure);
+        out.setZero();
+        for (int k = 0; k < local_.plan().shards; ++k) out += ch.sum.segment(static_cast<Eigen::Index>(k) * n, n);
+    });
+}
+
 void ShardedLikelihood::run_together(const std::vector<std::int64_t>& args,
                                      const std::function<void(Communicator&)>& job) const {
     on_free_channel([&](int c) {
@@ -197,12 +238,21 @@ void run_task(Communicator& comm, const Task& task) {
 
 void serve_channel(LocalShards& local, Communicator& comm, int channel, const Task& task) {
     Eigen::VectorXd theta(local.dim()), slots, sum;
+    Eigen::MatrixXd thetas;
     for (;;) {
         std::int64_t op = op_stop;
         comm.broadcast(&op, 1);
         if (op == op_stop) return;
         if (op == op_task) {
             run_task(comm, task);
+            continue;
+        }
+        if (op == op_values) {
+            std::int64_t n = 0;
+            comm.broadcast(&n, 1);
+            thetas.resize(local.dim(), static_cast<Eigen::Index>(n));
+            comm.broadcast(thetas.data(), static_cast<int>(thetas.size()));
+            exchange_batch(local, comm, channel, thetas, slots, sum);
             continue;
         }
         comm.broadcast(theta.data(), static_cast<int>(theta.size()));

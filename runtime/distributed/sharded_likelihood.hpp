@@ -61,6 +61,9 @@ public:
     // shard's log-likelihood (then its gradient): this rank's shards written, the rest zero.
     // Evaluations on different channels may run at the same time.
     void evaluate(const Eigen::VectorXd& theta, bool gradient, Eigen::VectorXd& slots, int channel = 0);
+    // Slots of every shard for a batch of n = thetas.cols() values (shards × n, shard k's
+    // log-likelihoods at k n … k n + n − 1): this rank's shards written, the rest zero.
+    void evaluate_batch(const Eigen::MatrixXd& thetas, Eigen::VectorXd& slots, int channel = 0);
     // The weighted patterns of this rank's shards, in shard order (what a variational fit reads).
     std::vector<const Families*> families() const;
 
@@ -80,6 +83,9 @@ public:
     ShardedLikelihood(LocalShards& local, std::vector<std::unique_ptr<Communicator>> channels);
     ~ShardedLikelihood() override;
     double value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const override;
+    // A batch of values in one exchange (Target::log_densities, the importance correction's
+    // draws), each shard evaluating the batch at once.
+    void values(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Eigen::Ref<Eigen::VectorXd> out) const override;
     // A job that every rank runs at once (a variational fit over the shards): the other ranks
     // get `args` and run serve()'s task with them on one channel's communicator, while this
     // rank runs `job` on the same. Their collectives must match call for call.
@@ -92,6 +98,7 @@ private:
     struct Channel {
         std::unique_ptr<Communicator> comm;
         Eigen::VectorXd theta, slots, sum;
+        Eigen::MatrixXd thetas;
         bool busy = false;
     };
     int acquire() const;

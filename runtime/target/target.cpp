@@ -1279,6 +1279,12 @@ double Target::log_likelihood(In theta, Workspace& ws) const {
     return v;
 }
 
+void Target::log_likelihoods(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const {
+    check_local("log_likelihoods");
+    log_densities(thetas, out, ws);
+    for (Eigen::Index j = 0; j < thetas.cols(); ++j) out[j] -= log_prior(thetas.col(j), ws);
+}
+
 double Target::log_likelihood_gradient(In theta, Out grad, Workspace& ws) const {
     check_theta(theta);
     check_summed_out();
@@ -1393,7 +1399,9 @@ void Target::log_densities(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out 
     for (int j = 0; j < draws; ++j) check_theta(thetas.col(j));
     out.setZero();
     if (remote_) {
-        for (int j = 0; j < draws; ++j) out[j] = remote_log_density(thetas.col(j), nullptr, ws);
+        // As remote_log_density: the prior's terms, then the remote rows', a batch at once.
+        remote_->values(thetas, out);
+        for (int j = 0; j < draws; ++j) out[j] = log_prior(thetas.col(j), ws) + out[j];
         return;
     }
     if (every_block_batches()) {

@@ -55,6 +55,11 @@ class RemoteLikelihood {
 public:
     virtual ~RemoteLikelihood() = default;
     virtual double value(Eigen::Ref<const Eigen::VectorXd> theta, double* grad) const = 0;
+    // value() at each column of thetas, without gradients, into out: one at a time unless the
+    // rows' holder evaluates a batch at once.
+    virtual void values(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Eigen::Ref<Eigen::VectorXd> out) const {
+        for (Eigen::Index j = 0; j < thetas.cols(); ++j) out[j] = value(thetas.col(j), nullptr);
+    }
 };
 
 class Target {
@@ -212,6 +217,9 @@ public:
     // θ-free terms of fixed CPDs.
     double log_prior(In theta, Workspace& ws) const;
     double log_likelihood(In theta, Workspace& ws) const;
+    // log_likelihood at each column of thetas, by log_densities' batches less each log_prior
+    // (equal to log_likelihood to rounding): what a shard evaluates for a batch of draws.
+    void log_likelihoods(const Eigen::Ref<const Eigen::MatrixXd>& thetas, Out out, Workspace& ws) const;
     // log_likelihood with its gradient into grad (size dim(); set, not added to): the terms a
     // shard of the rows contributes (runtime/distributed/).
     double log_likelihood_gradient(In theta, Out grad, Workspace& ws) const;

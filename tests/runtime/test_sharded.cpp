@@ -143,9 +143,16 @@ TEST_CASE("the shards' terms after the prior equal the log density of the target
             two << theta, 0.5 * theta;
             Eigen::VectorXd out(2);
             auto ws = front->make_workspace();
+            // A batch goes to the shards at once, each evaluating it by its own batched path:
+            // log_density to rounding, as Target::log_densities promises.
             front->log_densities(two, out, ws);
-            CHECK(out[0] == ls);
-            CHECK(out[1] == front->log_density(two.col(1)));
+            CHECK(out[0] == doctest::Approx(ls).epsilon(1e-12));
+            CHECK(out[1] == doctest::Approx(front->log_density(two.col(1))).epsilon(1e-12));
+            Eigen::VectorXd lik(2);
+            auto wws = whole->make_workspace();
+            whole->log_likelihoods(two, lik, wws);
+            CHECK(lik[0] == doctest::Approx(whole->log_likelihood(theta, wws)).epsilon(1e-12));
+            CHECK(lik[1] == doctest::Approx(whole->log_likelihood(two.col(1), wws)).epsilon(1e-12));
         }
     }
 }
