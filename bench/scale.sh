@@ -14,7 +14,8 @@
 #         rows. Stages: load, vb, fit (4 chains x 1000 draws), each reading the whole file.
 # shards  the logreg input, fit by NUTS (2 chains x 500 warmup + 500 draws): in one process
 #         with 2 threads, then with the rows sharded (--shards 8) under mpirun: 1 rank with 2
-#         threads, 2 and 4 ranks with 1 thread each (4 oversubscribed on 2 cores). Needs a VBN_MPI build of vbn (docs/mpi.md) as MPI_VBN,
+#         threads, 2 and 4 ranks with 1 thread each (4 oversubscribed on 2 cores); then vbn vb
+#         (EM and its importance correction) in one process and over 8 shards on 1, 2, 4 ranks. Needs a VBN_MPI build of vbn (docs/mpi.md) as MPI_VBN,
 #         else PATH/TO/vbn must be one. Peak RSS is the largest process's.
 # Memory should grow with the number of distinct rows (patterns) and nodes, not with ROWS.
 #
@@ -116,6 +117,13 @@ M
     for np in 2 4; do
       measure shards "$rows" 11 "fit nuts 2 chains, --shards 8, $np ranks x 1 thread" \
         mpirun --oversubscribe -np "$np" "$mpi_vbn" "${nuts[@]}" --shards 8 --threads 1
+    done
+    # The variational EM and its importance correction (vbn vb's default) over the shards.
+    vb=(vb "$tmp/logreg.vbn" --data "$tmp/logreg.csv" --seed 1)
+    measure shards "$rows" 11 "vb, 1 process" "$mpi_vbn" "${vb[@]}"
+    for np in 1 2 4; do
+      measure shards "$rows" 11 "vb, --shards 8, $np rank$([ "$np" = 1 ] || echo s)" \
+        mpirun --oversubscribe -np "$np" "$mpi_vbn" "${vb[@]}" --shards 8
     done
     ;;
   *)
