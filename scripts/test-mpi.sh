@@ -87,6 +87,11 @@ expect_failure "rank 1 of 2: $tmp/bad.csv:3:2:" \
 expect_failure "rank 1 of 2 read a different model" \
   "${mpi[@]}" -np 1 "$vbn" fit examples/wells/wells.vbn --data examples/wells/wells.csv --shards 2 --quiet \
   : -np 1 "$vbn" fit examples/wells/wells_dist.vbn --data examples/wells/wells.csv --shards 2 --quiet
+# The same parameters under another prior: a different model all the same.
+sed 's/normal(0, 10)/normal(0, 5)/' examples/wells/wells.vbn > "$tmp/wells_prior.vbn"
+expect_failure "rank 1 of 2 read a different model from rank 0's: 'a     scalar         ~ normal(0, 5)' against 'a     scalar         ~ normal(0, 10)'" \
+  "${mpi[@]}" -np 1 "$vbn" fit examples/wells/wells.vbn --data examples/wells/wells.csv --shards 2 --quiet \
+  : -np 1 "$vbn" fit "$tmp/wells_prior.vbn" --data examples/wells/wells.csv --shards 2 --quiet
 echo "errors: checked"
 
 # Interrupted: SIGINT to rank 0 (what `kill -INT` of its process does; mpirun itself, on

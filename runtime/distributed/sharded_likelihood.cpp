@@ -1,6 +1,7 @@
 #include "runtime/distributed/sharded_likelihood.hpp"
 
 #include "inference/parallel.hpp"
+#include "lang/describe.hpp"
 #include "runtime/error.hpp"
 #include "runtime/index.hpp"
 
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <sstream>
 #include <thread>
 
 namespace vbn::distributed {
@@ -272,10 +274,31 @@ void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& chann
 }
 
 std::string model_fingerprint(const ir::Graph& graph) {
-    std::string f = fmt::format("{} parameters:", graph.dim);
-    for (int k = 0; k < graph.dim; ++k) f += " " + graph.theta_name(k);
-    return f;
+    const std::string d = lang::describe(graph);
+    const auto first = d.find('\n');
+    return first == std::string::npos ? d : d.substr(first + 1);
 }
+
+namespace {
+
+// The first line where two texts differ, as "'a' against 'b'" (trimmed).
+std::string first_difference(const std::string& a, const std::string& b) {
+    std::istringstream sa(a), sb(b);
+    std::string la, lb;
+    for (;;) {
+        const bool ga = static_cast<bool>(std::getline(sa, la)), gb = static_cast<bool>(std::getline(sb, lb));
+        if (!ga) la.clear();
+        if (!gb) lb.clear();
+        if (la != lb || (!ga && !gb)) break;
+    }
+    const auto trim = [](const std::string& s) {
+        const auto from = s.find_first_not_of(' ');
+        return from == std::string::npos ? std::string("(nothing)") : s.substr(from);
+    };
+    return fmt::format("'{}' against '{}'", trim(la), trim(lb));
+}
+
+}  // namespace
 
 bool agree(Communicator& comm, const std::string& error, const std::string& fingerprint) {
     const std::vector<std::string> all = comm.gather(error.empty() ? "F" + fingerprint : "E" + error);
@@ -287,8 +310,8 @@ bool agree(Communicator& comm, const std::string& error, const std::string& fing
         if (all[r].front() == 'E')
             verdict = fmt::format("rank {} of {}: {}", r, all.size(), all[r].substr(1));
         else if (!own && all[r] != all.front())
-            verdict = fmt::format("rank {} of {} read a different model from rank 0's ({}, against {})", r, all.size(),
-                                  all[r].substr(1), all.front().substr(1));
+            verdict = fmt::format("rank {} of {} read a different model from rank 0's: {}", r, all.size(),
+                                  first_difference(all[r].substr(1), all.front().substr(1)));
     }
     std::int64_t go = verdict.empty() && !own ? 1 : 0;
     comm.broadcast(&go, 1);

@@ -129,7 +129,9 @@ void serve(LocalShards& local, std::vector<std::unique_ptr<Communicator>>& chann
 // its own error. The other ranks, on false, end quietly: rank 0 reports why.
 bool agree(Communicator& comm, const std::string& error, const std::string& fingerprint);
 
-// The fingerprint agree() compares: the model's parameters, in order, by name.
+// The fingerprint agree() compares: the model as `vbn check` describes it (its nodes with their
+// predictors and distributions, the parameters with their priors, the blocks), less the first
+// line, which names its file.
 std::string model_fingerprint(const ir::Graph& graph);
 
 }  // namespace vbn::distributed
