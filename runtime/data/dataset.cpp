@@ -76,6 +76,9 @@ std::vector<Dataset> load_shards_stream(const ir::Graph& graph, std::istream& in
             const auto shard = static_cast<int>(row % shards);
             if (shard >= first && shard < last)
                 builders[static_cast<std::size_t>(shard - first)].add_text_row(reader.fields(), reader.line());
+            // The first builder sees every row's coding: a column that mixes 1/0 with 1/-1
+            // anywhere in the file fails on every rank, as it does unsharded.
+            if (shard != first && !builders.empty()) builders.front().note_codings(reader.fields(), reader.line());
         }
     } catch (const Error& e) {
         if (e.kind() != ErrorKind::data) throw;

@@ -119,6 +119,11 @@ public:
     // errors()) and the row is dropped; `line` is what messages and first_line report.
     void add_text_row(std::span<const std::string_view> fields, long line);
 
+    // Only the binary columns' coding of a row that is not added (another shard's): the 0s
+    // and -1s it holds, so that finish() finds a column that mixes the two codings anywhere
+    // in the file, as it would had every row been added.
+    void note_codings(std::span<const std::string_view> fields, long line) { note_pending(fields, line); }
+
     // One row already coded: binary_columns() values in {+1, -1, 0 = missing} and
     // real_columns() finite reals. `line` 0 stands for the row's number (1-based). Bad
     // codes are collected like bad text; wrong lengths throw vbn::Error of kind usage.

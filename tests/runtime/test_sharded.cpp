@@ -107,6 +107,31 @@ TEST_CASE("load_csv_shards deals data row i into shard i mod K and keeps only th
     }
 }
 
+TEST_CASE("a column coded 1/0 in one shard's rows and 1/-1 in another's fails on every rank, as unsharded") {
+    const ir::Graph g = compile_model(kModel, "m.vbn");
+    std::string text = csv_text();
+    const std::size_t row1 = text.find('\n', text.find('\n') + 1) + 1;  // data row 1 (shard 1 of 2), line 3
+    text.replace(row1, 1, "-1");  // column a; shard 0's rows hold its 0s
+    const TempCsv csv(text);
+    std::string whole;
+    try {
+        load_csv(g, csv.path);
+    } catch (const Error& e) {
+        whole = e.what();
+    }
+    REQUIRE(whole.find("mixes the 1/0 and 1/-1 codings") != std::string::npos);
+    for (const int first : {0, 1}) {
+        CAPTURE(first);
+        try {
+            load_csv_shards(g, csv.path, 2, first, first + 1);
+            FAIL("the mixed codings were accepted");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::data);
+            CHECK(std::string(e.what()) == whole);
+        }
+    }
+}
+
 TEST_CASE("a bad value in a kept shard is reported with its line; in a shard not kept it is not read") {
     const ir::Graph g = compile_model(kModel, "m.vbn");
     std::string text = csv_text();
