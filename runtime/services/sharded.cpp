@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <exception>
+#include <thread>
 #include <utility>
 
 namespace vbn::services {
@@ -46,8 +47,15 @@ ShardedData load_sharded(const ir::Graph& graph, const std::string& csv, const S
     const distributed::ShardPlan plan{settings.shards, out.comm->size(), out.comm->rank()};
     distributed::check_plan(plan);  // the same on every rank: each throws it alike
     // Channels only where the MPI library lets threads call it at once; the ranks compare the
-    // number (in the fingerprint), as each must serve as many as rank 0 uses.
-    const int channels = out.comm->concurrent() ? std::max(1, settings.channels) : 1;
+    // number (in the fingerprint), as each must serve as many as rank 0 uses. The automatic
+    // number is rank 0's, broadcast whatever each rank asks, so that every command makes the
+    // same calls.
+    std::int64_t automatic = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::thread::hardware_concurrency()) /
+                                                           out.comm->size());
+    out.comm->broadcast(&automatic, 1);
+    const int asked = settings.channels == 0 ? static_cast<int>(automatic) : settings.channels;
+    const int channels = out.comm->concurrent() ? std::max(1, asked) : 1;
+    const int threads = settings.channels == 0 ? channels : settings.threads;
     // Everything that can fail before the ranks start talking is caught here and told to rank
     // 0, so that no rank waits for one that has given up.
     std::string error;
@@ -55,7 +63,7 @@ ShardedData load_sharded(const ir::Graph& graph, const std::string& csv, const S
     try {
         std::vector<Dataset> data = load_csv_shards(graph, csv, settings.shards, plan.first(), plan.last(), notes);
         out.shards = std::make_unique<distributed::LocalShards>(graph, data, plan, settings.max_enumerated,
-                                                                settings.threads, channels);
+                                                                threads, channels);
         if (plan.rank == 0) out.shard0 = std::move(data.front());
     } catch (const std::exception& e) {
         error = e.what();

@@ -28,6 +28,8 @@ struct ShardSettings {
     int max_enumerated = 12; // as FitOptions::max_enumerated
     int threads = 1;         // threads each rank evaluates its shards on
     int channels = 1;        // evaluations at once (rank 0's chains side by side), where MPI allows
+    // channels 0: rank 0's cores over the number of ranks (at least 1), with one thread each
+    // (threads is then ignored): what `vbn vb --shards` uses for its correction's threads.
 };
 
 struct ShardedData {

@@ -156,8 +156,9 @@ int run_vb(const VbArgs& args, Loaded& l, services::VariationalSettings s, std::
 
 int vb(const VbArgs& args, std::ostream& out, std::ostream& err) {
     if (args.shards) {
-        // Rank 0's correction evaluates on one channel: its draws take turns at the ranks.
-        const services::ShardSettings ss{*args.shards, 12, 1, 1};
+        // The correction's threads evaluate their batches of draws side by side, as many as rank
+        // 0's cores over the ranks (channels 0), each on a channel with one thread per rank.
+        const services::ShardSettings ss{*args.shards, 12, 1, 0};
         return run_sharded(args.model, args.data, ss, out, err, {},
                            [&](Loaded& l, services::ShardedData& sd, std::ostream& o, std::ostream& e, double) {
                                services::VariationalSettings s = args.settings;
