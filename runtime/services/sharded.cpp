@@ -19,11 +19,11 @@ namespace {
 // on rank 0, which stops every rank through the fit's own exchanges).
 std::vector<std::int64_t> encode(const VbOptions& o) {
     return {static_cast<std::int64_t>(o.seed), o.restarts, o.max_iterations, o.mean_field_sweeps,
-            o.keep_finished_on_cancel ? 1 : 0, std::bit_cast<std::int64_t>(o.tolerance)};
+            o.keep_finished_on_cancel ? 1 : 0, std::bit_cast<std::int64_t>(o.tolerance), o.accelerate ? 1 : 0};
 }
 
 VbOptions decode(const std::vector<std::int64_t>& a) {
-    if (a.size() != 6) throw Error(ErrorKind::usage, fmt::format("rank 0 sent {} options for a variational fit", a.size()));
+    if (a.size() != 7) throw Error(ErrorKind::usage, fmt::format("rank 0 sent {} options for a variational fit", a.size()));
     VbOptions o;
     o.seed = static_cast<std::uint64_t>(a[0]);
     o.restarts = static_cast<int>(a[1]);
@@ -31,6 +31,7 @@ VbOptions decode(const std::vector<std::int64_t>& a) {
     o.mean_field_sweeps = static_cast<int>(a[3]);
     o.keep_finished_on_cancel = a[4] != 0;
     o.tolerance = std::bit_cast<double>(a[5]);
+    o.accelerate = a[6] != 0;
     return o;
 }
 

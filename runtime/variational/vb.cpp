@@ -1110,8 +1110,8 @@ VbResult fit_all(const ir::Graph& graph, const Families& families, const VbOptio
 // the same q(θ) from the same sums (prior_to_block, solve_block); the ξ and q(h) of a
 // shard's rows are updated where the shard is held, and the bound's share of each shard is
 // summed likewise. The blocks' updates within an iteration read the rows' state only, so
-// taking all the blocks' sums at once gives the iteration that run() makes. SQUAREM is not
-// used: its steps are kept or undone block by block on the whole bound.
+// taking all the blocks' sums at once gives the iteration that run() makes; SQUAREM's steps
+// likewise (ShardedSquarem).
 
 // This process's shards: the first's state holds q(θ) and q(τ), which the others copy.
 struct LocalShard {
@@ -1165,17 +1165,28 @@ const double* add_block_sums(BlockState& bs, const double* at) {
 class ShardedEm {
 public:
     ShardedEm(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options)
-        : shards_(shards), rows_(rows), options_(options), sums_(rows, sums_size(shards.front().p)), bounds_(rows, 1) {}
-
-    static Eigen::Index sums_size(const Problem& p) {
-        Eigen::Index n = 0;
-        for (const PriorBlock& pr : p.priors) n += block_sums_size(pr.mean.size());
-        return n;
-    }
+        : shards_(shards), rows_(rows), options_(options), sums_(rows, sums_size(shards.front().p, offsets_)),
+          bounds_(rows, 1) {}
 
     // q(θ) of every block from all the shards' sums, then each shard's ξ of its complete
     // patterns; q(τ); then each shard's q(h) and the ξ it touches (run()'s em_iteration).
     void iteration(int it) {
+        update_q(it);
+        update_scales(lead().p, lead().s);
+        share_q();
+        for (LocalShard& sh : shards_) {
+            for (int b = 0; b < blocks(); ++b) update_xi_complete(sh.p, sh.s, b);
+            for (int ci = 0; ci < static_cast<int>(sh.s.comps.size()); ++ci) {
+                update_xi_component(sh.p, sh.s, ci);
+                for (int sweep = 0; sweep < options_.mean_field_sweeps; ++sweep) sweep_component(sh.p, sh.s, ci);
+                update_xi_component(sh.p, sh.s, ci);
+            }
+        }
+    }
+
+    // Every block's q(θ_i) on the lead shard from the prior and every shard's sums under its
+    // current ξ and q(h) (update_block over the shards); the others' copies are not touched.
+    void update_q(int it) {
         for (std::size_t j = 0; j < shards_.size(); ++j) {
             double* at = sums_.local(j);
             for (int b = 0; b < blocks(); ++b) {
@@ -1187,21 +1198,21 @@ public:
             }
         }
         sums_.exchange(stop_requested());
-        LocalShard& lead = shards_.front();
         for (int b = 0; b < blocks(); ++b) {
-            prior_to_block(lead.p, lead.s, b);
-            for (int k = 0; k < rows_.shards; ++k) add_block_sums(lead.s.blocks[sz(b)], sums_.shard(k) + offset(b));
-            solve_block(lead.p, lead.s, b, it);
+            prior_to_block(lead().p, lead().s, b);
+            for (int k = 0; k < rows_.shards; ++k) add_block_sums(lead().s.blocks[sz(b)], sums_.shard(k) + offsets_[sz(b)]);
+            solve_block(lead().p, lead().s, b, it);
         }
-        update_scales(lead.p, lead.s);
-        for (LocalShard& sh : shards_) {
-            if (&sh != &lead) copy_q(lead.s, sh.s);
-            for (int b = 0; b < blocks(); ++b) update_xi_complete(sh.p, sh.s, b);
-            for (int ci = 0; ci < static_cast<int>(sh.s.comps.size()); ++ci) {
-                update_xi_component(sh.p, sh.s, ci);
-                for (int sweep = 0; sweep < options_.mean_field_sweeps; ++sweep) sweep_component(sh.p, sh.s, ci);
-                update_xi_component(sh.p, sh.s, ci);
+    }
+
+    // The lead shard's q(θ) and q(τ) to the other shards this process holds.
+    void share_q() {
+        for (std::size_t j = 1; j < shards_.size(); ++j) {
+            for (int b = 0; b < blocks(); ++b) {
+                static_cast<BlockQ&>(shards_[j].s.blocks[sz(b)]) = static_cast<const BlockQ&>(lead().s.blocks[sz(b)]);
+                shards_[j].s.blocks[sz(b)].llt = lead().s.blocks[sz(b)].llt;
             }
+            shards_[j].s.scales = lead().s.scales;
         }
     }
 
@@ -1214,43 +1225,157 @@ public:
             *bounds_.local(j) = add_components_bound(sh.p, sh.s, rows);
         }
         bounds_.exchange(false);
-        LocalShard& lead = shards_.front();
         double total = 0;
-        for (int b = 0; b < blocks(); ++b) total += neg_kl(lead.p.priors[sz(b)], lead.s.blocks[sz(b)], lead.s.scales);
-        for (const ScaleQ& q : lead.s.scales) total += q.bound;
+        for (int b = 0; b < blocks(); ++b) total += neg_kl(lead().p.priors[sz(b)], lead().s.blocks[sz(b)], lead().s.scales);
+        for (const ScaleQ& q : lead().s.scales) total += q.bound;
         for (int k = 0; k < rows_.shards; ++k) total += *bounds_.shard(k);
         return total;
     }
 
-private:
+    std::vector<LocalShard>& shards() { return shards_; }
+    LocalShard& lead() { return shards_.front(); }
+    const ShardedFamilies& rows() const { return rows_; }
     int blocks() const { return static_cast<int>(shards_.front().s.blocks.size()); }
-    Eigen::Index offset(int b) const {
+
+private:
+    // The size of a shard's slot, and where each block's sums start in it.
+    static Eigen::Index sums_size(const Problem& p, std::vector<Eigen::Index>& offsets) {
         Eigen::Index n = 0;
-        for (int c = 0; c < b; ++c) n += block_sums_size(shards_.front().s.blocks[sz(c)].h.size());
+        for (const PriorBlock& pr : p.priors) {
+            offsets.push_back(n);
+            n += block_sums_size(pr.mean.size());
+        }
         return n;
     }
     bool stop_requested() const {
         return rows_.comm->rank() == 0 && options_.cancel && options_.cancel->load(std::memory_order_relaxed);
     }
-    // q(θ_i) of every block, with its Cholesky factor, and q(τ).
-    static void copy_q(const State& from, State& to) {
-        for (std::size_t b = 0; b < from.blocks.size(); ++b) {
-            static_cast<BlockQ&>(to.blocks[b]) = static_cast<const BlockQ&>(from.blocks[b]);
-            to.blocks[b].llt = from.blocks[b].llt;
-        }
-        to.scales = from.scales;
-    }
 
     std::vector<LocalShard>& shards_;
     const ShardedFamilies& rows_;
     const VbOptions& options_;
+    std::vector<Eigen::Index> offsets_;  // filled before sums_ is made (declared first)
     ShardSums sums_, bounds_;
 };
 
-// One EM run from one start over every shard (run() without SQUAREM). Restart k's random
-// q(h) of shard s comes from stream k + 2^32 (s + 1) of the seed, so that a shard's start
-// does not depend on which process holds it.
-VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options, int restart) {
+// SQUAREM (class Squarem) over the shards, for a model without unobserved entries: each
+// block's step length from its ξ over every shard (the squared norms summed), and each block
+// keeps its step only if its whole share of the bound (−KL of q(θ_i) and every shard's
+// patterns) is at least that after ξ2. The blocks do not interact, so all take their step
+// at once: three exchanges a step.
+class ShardedSquarem {
+public:
+    explicit ShardedSquarem(ShardedEm& em)
+        : em_(em), xi0_(em.shards().size()), r_(xi0_), v_(xi0_), saved_(sz(em.blocks())),
+          norms_(em.rows(), 3 * em.blocks()), parts_(em.rows(), em.blocks()) {}
+
+    void start() {
+        for (std::size_t j = 0; j < xi0_.size(); ++j) xi0_[j] = xis(j);
+    }
+    void after_first_step() {
+        for (std::size_t j = 0; j < r_.size(); ++j) {
+            r_[j] = xis(j);
+            for (std::size_t b = 0; b < r_[j].size(); ++b) r_[j][b] -= xi0_[j][b];
+        }
+    }
+
+    void extrapolated_step(int it) {
+        const int nb = em_.blocks();
+        std::vector<double> alpha(sz(nb)), before(sz(nb));
+        // Each shard's |r|², |v|² and patterns' bound per block, summed over the shards.
+        for (std::size_t j = 0; j < xi0_.size(); ++j) {
+            LocalShard& sh = em_.shards()[j];
+            double* at = norms_.local(j);
+            v_[j].resize(sz(nb));
+            for (int b = 0; b < nb; ++b) {
+                const BlockState& bs = sh.s.blocks[sz(b)];
+                v_[j][sz(b)] = bs.xi - xi0_[j][sz(b)] - 2.0 * r_[j][sz(b)];
+                *at++ = r_[j][sz(b)].squaredNorm();
+                *at++ = v_[j][sz(b)].squaredNorm();
+                *at++ = add_patterns_bound(sh.p, bs, sz(b), 0.0);
+            }
+        }
+        norms_.exchange(false);
+        LocalShard& lead = em_.lead();
+        for (int b = 0; b < nb; ++b) {
+            double rr = 0, vv = 0, part = 0;
+            for (int k = 0; k < em_.rows().shards; ++k) {
+                const double* at = norms_.shard(k) + 3 * b;
+                rr += at[0];
+                vv += at[1];
+                part += at[2];
+            }
+            // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
+            alpha[sz(b)] = vv > 0 ? std::clamp(-std::sqrt(rr) / std::sqrt(vv), -max_step, -1.0) : -1.0;
+            BlockState& bs = lead.s.blocks[sz(b)];
+            before[sz(b)] = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales) + part;
+            saved_[sz(b)] = {static_cast<const BlockQ&>(bs), bs.llt};
+        }
+        for (std::size_t j = 0; j < xi0_.size(); ++j)
+            for (int b = 0; b < nb; ++b) {
+                BlockState& bs = em_.shards()[j].s.blocks[sz(b)];
+                const double a = alpha[sz(b)];
+                bs.xi = (xi0_[j][sz(b)] - 2.0 * a * r_[j][sz(b)] + a * a * v_[j][sz(b)]).cwiseAbs();
+                update_lambda(bs);
+            }
+        em_.update_q(it);
+        em_.share_q();
+        for (std::size_t j = 0; j < xi0_.size(); ++j) {
+            LocalShard& sh = em_.shards()[j];
+            double* at = parts_.local(j);
+            for (int b = 0; b < nb; ++b) {
+                update_xi_complete(sh.p, sh.s, b);
+                *at++ = add_patterns_bound(sh.p, sh.s.blocks[sz(b)], sz(b), 0.0);
+            }
+        }
+        parts_.exchange(false);
+        // Back to ξ2 where the step lowered the block's bound; the patterns' ξ and moments
+        // are then made again from the saved q (as Squarem does).
+        std::vector<int> undone;
+        for (int b = 0; b < nb; ++b) {
+            BlockState& bs = lead.s.blocks[sz(b)];
+            double after = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales);
+            for (int k = 0; k < em_.rows().shards; ++k) after += parts_.shard(k)[b];
+            if (after >= before[sz(b)]) continue;
+            static_cast<BlockQ&>(bs) = saved_[sz(b)].q;
+            bs.llt = saved_[sz(b)].llt;
+            undone.push_back(b);
+        }
+        undone_ += static_cast<int>(undone.size());
+        update_scales(lead.p, lead.s);
+        em_.share_q();
+        for (LocalShard& sh : em_.shards())
+            for (int b : undone) update_xi_complete(sh.p, sh.s, b);
+    }
+
+    int undone() const { return undone_; }
+
+private:
+    static constexpr double max_step = 8;  // as Squarem's
+    std::vector<Vec> xis(std::size_t j) const {
+        std::vector<Vec> out;
+        for (const BlockState& bs : em_.shards()[j].s.blocks) out.push_back(bs.xi);
+        return out;
+    }
+
+    ShardedEm& em_;
+    std::vector<std::vector<Vec>> xi0_, r_, v_;  // per shard held, per block
+    struct Saved {
+        BlockQ q;
+        Eigen::LLT<Mat> llt;
+    };
+    std::vector<Saved> saved_;
+    ShardSums norms_, parts_;
+    int undone_ = 0;
+};
+
+// One EM run from one start over every shard, as run(): on a model without unobserved
+// entries (in any shard) two plain iterations and one SQUAREM step in turn unless
+// options.accelerate is off. Restart k's random q(h) of shard s comes from stream
+// k + 2^32 (s + 1) of the seed, so that a shard's start does not depend on which process
+// holds it.
+VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options, int restart,
+                  bool unobserved) {
     for (std::size_t j = 0; j < shards.size(); ++j) {
         const auto shard = static_cast<std::uint64_t>(rows.first) + j;
         shards[j].s = initial_state(shards[j].p, restart, options.seed,
@@ -1262,15 +1387,34 @@ VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, 
     std::vector<double> trace;
     bool converged = false;
     int it = 0;
-    for (;;) {
-        em.iteration(++it);
+    const auto end_iteration = [&](bool plain) {
         const double value = em.bound();
         check_finite_bound(value, it);
         assert(value >= previous - 1e-12 * (1.0 + std::abs(previous)));
         trace.push_back(value);
-        converged = std::abs(value - previous) <= options.tolerance * std::abs(value);
+        converged = plain && std::abs(value - previous) <= options.tolerance * std::abs(value);
         previous = value;
-        if (converged || it >= options.max_iterations) break;
+        return converged || it >= options.max_iterations;
+    };
+    const auto em_iteration = [&] {
+        em.iteration(++it);
+        return end_iteration(true);
+    };
+    int undone = 0;
+    if (options.accelerate && !unobserved) {
+        ShardedSquarem sq(em);
+        for (;;) {
+            sq.start();
+            if (em_iteration()) break;
+            sq.after_first_step();
+            if (em_iteration()) break;
+            sq.extrapolated_step(++it);
+            if (end_iteration(false)) break;
+        }
+        undone = sq.undone();
+    } else {
+        while (!em_iteration()) {
+        }
     }
     VbFit fit = assemble(*shards.front().p.graph, shards.front().s);
     fit.elbo = previous;
@@ -1278,6 +1422,7 @@ VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, 
     fit.iterations = it;
     fit.converged = converged;
     fit.restart = restart;
+    fit.steps_undone = undone;
     return fit;
 }
 
@@ -1377,7 +1522,8 @@ VbResult variational(const ir::Graph& graph, const ShardedFamilies& rows, const 
     double mine = 0, all = 0;
     for (const LocalShard& sh : shards) mine += static_cast<double>(sh.p.components.size());
     rows.comm->allreduce_sum(&mine, &all, 1);
-    return fit_restarts(graph, options, all > 0, [&](int k) { return run_sharded(shards, rows, options, k); }, start);
+    return fit_restarts(graph, options, all > 0, [&](int k) { return run_sharded(shards, rows, options, k, all > 0); },
+                        start);
 }
 
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options) {

@@ -136,8 +136,9 @@ struct ShardedFamilies {
 // The same fit over sharded rows: every process calls it at once, with the same graph and
 // options, and each gets the same result. Each iteration sums the shards' shares of every
 // block's update and of the bound in shard order, so the fit does not depend on how many
-// processes hold the shards (it differs from the unsharded fit in rounding only). Rank 0's
-// options.cancel stops every process; SQUAREM is not used (options.accelerate is ignored).
+// processes hold the shards; from the first start it is the unsharded fit up to rounding, and
+// random restarts draw each shard's q(h) from a stream of its own. Rank 0's options.cancel
+// stops every process.
 VbResult variational(const ir::Graph& graph, const ShardedFamilies& rows, const VbOptions& options = {});
 
 }  // namespace vbn
