@@ -17,7 +17,9 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -976,39 +978,91 @@ private:
     std::vector<Saved> saved_;
 };
 
+// How one EM run steps: a plain iteration numbered `it`, the bound after a step, and, where
+// SQUAREM runs, its three parts (Squarem, ShardedSquarem).
+struct EmSteps {
+    std::function<void(int it)> plain;
+    std::function<double()> bound;
+    bool accelerate = false;
+    std::function<void()> start, after_first_step;
+    std::function<void(int it)> extrapolated_step;
+};
+
+// The bound after each step, and how EM ended.
+struct EmTrace {
+    double elbo = 0;
+    std::vector<double> trace;
+    int iterations = 0;
+    bool converged = false;
+};
+
+// Steps until the bound changes by at most options.tolerance of itself after a plain
+// iteration, or options.max_iterations steps: with SQUAREM two plain iterations and one
+// extrapolated step in turn. Every step counts as an iteration.
+EmTrace iterate(const VbOptions& options, const EmSteps& steps) {
+    EmTrace t;
+    t.elbo = steps.bound();
+    check_finite_bound(t.elbo, 0);
+    int& it = t.iterations;
+    const auto end_step = [&](bool plain) {
+        const double value = steps.bound();
+        check_finite_bound(value, it);
+        // Every step is an exact coordinate maximisation or kept only if it does not lower
+        // the bound, so only rounding can lower it.
+        assert(value >= t.elbo - 1e-12 * (1.0 + std::abs(t.elbo)));
+        t.trace.push_back(value);
+        t.converged = plain && std::abs(value - t.elbo) <= options.tolerance * std::abs(value);
+        t.elbo = value;
+        return t.converged || it >= options.max_iterations;
+    };
+    const auto plain = [&] {
+        steps.plain(++it);
+        return end_step(true);
+    };
+    if (!steps.accelerate) {
+        while (!plain()) {
+        }
+        return t;
+    }
+    for (;;) {
+        steps.start();
+        if (plain()) break;
+        steps.after_first_step();
+        if (plain()) break;
+        steps.extrapolated_step(++it);
+        if (end_step(false)) break;
+    }
+    return t;
+}
+
+VbFit finish_fit(VbFit fit, EmTrace t, int restart, int undone) {
+    fit.elbo = t.elbo;
+    fit.elbo_trace = std::move(t.trace);
+    fit.iterations = t.iterations;
+    fit.converged = t.converged;
+    fit.restart = restart;
+    fit.steps_undone = undone;
+    return fit;
+}
+
 // One EM run from one start (Variational MCMC, Fig. 2–3): q(θ) block by block, ξ, then
 // q(h) and the ξ it touches; each step maximises the bound in closed form. A fully
 // observed model alternates two such iterations with one SQUAREM step (above) unless
-// options.accelerate is off; every iteration counts, and the convergence test compares
-// the bounds before and after a plain EM iteration only.
+// options.accelerate is off; the convergence test compares the bounds before and after a
+// plain EM iteration only.
 VbFit run(const Problem& p, const VbOptions& options, int restart) {
     // ξ starts at 0, where λ(ξ) = 1/8 is largest: the first q(θ) is the most cautious
     // Gaussian the bound allows (Böhning's curvature bound), which takes about half the
     // iterations that starting from the prior's ξ (huge for a flat prior) does.
     State s = initial_state(p, restart, options.seed, static_cast<std::uint64_t>(restart));
-    double previous = elbo(p, s);
-    check_finite_bound(previous, 0);
-    std::vector<double> trace;
-    bool converged = false;
-    int it = 0;
-    const auto begin_iteration = [&] {
-        ++it;
+    const auto check_cancel = [&] {
         if (options.cancel && options.cancel->load(std::memory_order_relaxed))
             throw Error(ErrorKind::cancelled, "variational EM was cancelled");
     };
-    const auto end_iteration = [&](bool plain) {
-        const double value = elbo(p, s);
-        check_finite_bound(value, it);
-        // Every step is an exact coordinate maximisation or kept only if it does not lower
-        // the bound, so only rounding can lower it.
-        assert(value >= previous - 1e-12 * (1.0 + std::abs(previous)));
-        trace.push_back(value);
-        converged = plain && std::abs(value - previous) <= options.tolerance * std::abs(value);
-        previous = value;
-        return converged || it >= options.max_iterations;
-    };
-    const auto em_iteration = [&] {
-        begin_iteration();
+    Squarem sq(s);
+    EmSteps steps;
+    steps.plain = [&](int it) {
+        check_cancel();
         for (int b = 0; b < static_cast<int>(s.blocks.size()); ++b) {
             update_block(p, s, b, it);
             update_xi_complete(p, s, b);
@@ -1019,34 +1073,18 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
             for (int sweep = 0; sweep < options.mean_field_sweeps; ++sweep) sweep_component(p, s, ci);
             update_xi_component(p, s, ci);
         }
-        return end_iteration(true);
     };
-    int undone = 0;
-    if (options.accelerate && p.components.empty()) {
-        Squarem sq(s);
-        for (;;) {
-            sq.start(s);
-            if (em_iteration()) break;
-            sq.after_first_step(s);
-            if (em_iteration()) break;
-            begin_iteration();
-            sq.extrapolated_step(p, s, it);
-            update_scales(p, s);
-            if (end_iteration(false)) break;
-        }
-        undone = sq.undone();
-    } else {
-        while (!em_iteration()) {
-        }
-    }
-    VbFit fit = assemble(*p.graph, s);
-    fit.elbo = previous;
-    fit.elbo_trace = std::move(trace);
-    fit.iterations = it;
-    fit.converged = converged;
-    fit.restart = restart;
-    fit.steps_undone = undone;
-    return fit;
+    steps.bound = [&] { return elbo(p, s); };
+    steps.accelerate = options.accelerate && p.components.empty();
+    steps.start = [&] { sq.start(s); };
+    steps.after_first_step = [&] { sq.after_first_step(s); };
+    steps.extrapolated_step = [&](int it) {
+        check_cancel();
+        sq.extrapolated_step(p, s, it);
+        update_scales(p, s);
+    };
+    EmTrace t = iterate(options, steps);
+    return finish_fit(assemble(*p.graph, s), std::move(t), restart, sq.undone());
 }
 
 // Whether a restart's ELBO beats the best so far by more than the spread of fits that reached
@@ -1369,11 +1407,9 @@ private:
     int undone_ = 0;
 };
 
-// One EM run from one start over every shard, as run(): on a model without unobserved
-// entries (in any shard) two plain iterations and one SQUAREM step in turn unless
-// options.accelerate is off. Restart k's random q(h) of shard s comes from stream
-// k + 2^32 (s + 1) of the seed, so that a shard's start does not depend on which process
-// holds it.
+// One EM run from one start over every shard, as run() (SQUAREM where no shard has an
+// unobserved entry). Restart k's random q(h) of shard s comes from stream k + 2^32 (s + 1)
+// of the seed, so that a shard's start does not depend on which process holds it.
 VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, const VbOptions& options, int restart,
                   bool unobserved) {
     for (std::size_t j = 0; j < shards.size(); ++j) {
@@ -1382,48 +1418,17 @@ VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, 
                                     static_cast<std::uint64_t>(restart) + ((shard + 1) << 32));
     }
     ShardedEm em(shards, rows, options);
-    double previous = em.bound();
-    check_finite_bound(previous, 0);
-    std::vector<double> trace;
-    bool converged = false;
-    int it = 0;
-    const auto end_iteration = [&](bool plain) {
-        const double value = em.bound();
-        check_finite_bound(value, it);
-        assert(value >= previous - 1e-12 * (1.0 + std::abs(previous)));
-        trace.push_back(value);
-        converged = plain && std::abs(value - previous) <= options.tolerance * std::abs(value);
-        previous = value;
-        return converged || it >= options.max_iterations;
-    };
-    const auto em_iteration = [&] {
-        em.iteration(++it);
-        return end_iteration(true);
-    };
-    int undone = 0;
-    if (options.accelerate && !unobserved) {
-        ShardedSquarem sq(em);
-        for (;;) {
-            sq.start();
-            if (em_iteration()) break;
-            sq.after_first_step();
-            if (em_iteration()) break;
-            sq.extrapolated_step(++it);
-            if (end_iteration(false)) break;
-        }
-        undone = sq.undone();
-    } else {
-        while (!em_iteration()) {
-        }
-    }
-    VbFit fit = assemble(*shards.front().p.graph, shards.front().s);
-    fit.elbo = previous;
-    fit.elbo_trace = std::move(trace);
-    fit.iterations = it;
-    fit.converged = converged;
-    fit.restart = restart;
-    fit.steps_undone = undone;
-    return fit;
+    EmSteps steps;
+    steps.plain = [&](int it) { em.iteration(it); };
+    steps.bound = [&] { return em.bound(); };
+    steps.accelerate = options.accelerate && !unobserved;
+    std::optional<ShardedSquarem> sq;  // its exchange buffers only where it runs
+    if (steps.accelerate) sq.emplace(em);
+    steps.start = [&] { sq->start(); };
+    steps.after_first_step = [&] { sq->after_first_step(); };
+    steps.extrapolated_step = [&](int it) { sq->extrapolated_step(it); };
+    EmTrace t = iterate(options, steps);
+    return finish_fit(assemble(*shards.front().p.graph, shards.front().s), std::move(t), restart, sq ? sq->undone() : 0);
 }
 
 }  // namespace
