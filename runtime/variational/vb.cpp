@@ -1318,9 +1318,21 @@ public:
     }
 
     void extrapolated_step(int it) {
+        step_lengths();
+        em_.update_q(it);
+        em_.share_q();
+        keep_or_undo();
+    }
+
+    int undone() const { return undone_; }
+
+private:
+    static constexpr double max_step = 8;  // as Squarem's
+
+    // Each block's α from |r|² and |v|² over every shard (each shard's summed), and its share
+    // of the bound now, with q(θ_i) saved; then every shard's ξ at the extrapolated point.
+    void step_lengths() {
         const int nb = em_.blocks();
-        std::vector<double> alpha(sz(nb)), before(sz(nb));
-        // Each shard's |r|², |v|² and patterns' bound per block, summed over the shards.
         for (std::size_t j = 0; j < xi0_.size(); ++j) {
             LocalShard& sh = em_.shards()[j];
             double* at = norms_.local(j);
@@ -1335,6 +1347,8 @@ public:
         }
         norms_.exchange(false);
         LocalShard& lead = em_.lead();
+        alpha_.resize(sz(nb));
+        before_.resize(sz(nb));
         for (int b = 0; b < nb; ++b) {
             double rr = 0, vv = 0, part = 0;
             for (int k = 0; k < em_.rows().shards; ++k) {
@@ -1344,20 +1358,25 @@ public:
                 part += at[2];
             }
             // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
-            alpha[sz(b)] = vv > 0 ? std::clamp(-std::sqrt(rr) / std::sqrt(vv), -max_step, -1.0) : -1.0;
+            alpha_[sz(b)] = vv > 0 ? std::clamp(-std::sqrt(rr) / std::sqrt(vv), -max_step, -1.0) : -1.0;
             BlockState& bs = lead.s.blocks[sz(b)];
-            before[sz(b)] = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales) + part;
+            before_[sz(b)] = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales) + part;
             saved_[sz(b)] = {static_cast<const BlockQ&>(bs), bs.llt};
         }
         for (std::size_t j = 0; j < xi0_.size(); ++j)
             for (int b = 0; b < nb; ++b) {
                 BlockState& bs = em_.shards()[j].s.blocks[sz(b)];
-                const double a = alpha[sz(b)];
+                const double a = alpha_[sz(b)];
                 bs.xi = (xi0_[j][sz(b)] - 2.0 * a * r_[j][sz(b)] + a * a * v_[j][sz(b)]).cwiseAbs();
                 update_lambda(bs);
             }
-        em_.update_q(it);
-        em_.share_q();
+    }
+
+    // After q(θ) from the extrapolated ξ: each block's share of the bound over every shard,
+    // and back to ξ2 where it fell; the patterns' ξ and moments are then made again from the
+    // saved q (as Squarem does).
+    void keep_or_undo() {
+        const int nb = em_.blocks();
         for (std::size_t j = 0; j < xi0_.size(); ++j) {
             LocalShard& sh = em_.shards()[j];
             double* at = parts_.local(j);
@@ -1367,29 +1386,24 @@ public:
             }
         }
         parts_.exchange(false);
-        // Back to ξ2 where the step lowered the block's bound; the patterns' ξ and moments
-        // are then made again from the saved q (as Squarem does).
-        std::vector<int> undone;
+        LocalShard& lead = em_.lead();
+        undone_blocks_.clear();
         for (int b = 0; b < nb; ++b) {
             BlockState& bs = lead.s.blocks[sz(b)];
             double after = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales);
             for (int k = 0; k < em_.rows().shards; ++k) after += parts_.shard(k)[b];
-            if (after >= before[sz(b)]) continue;
+            if (after >= before_[sz(b)]) continue;
             static_cast<BlockQ&>(bs) = saved_[sz(b)].q;
             bs.llt = saved_[sz(b)].llt;
-            undone.push_back(b);
+            undone_blocks_.push_back(b);
         }
-        undone_ += static_cast<int>(undone.size());
+        undone_ += static_cast<int>(undone_blocks_.size());
         update_scales(lead.p, lead.s);
         em_.share_q();
         for (LocalShard& sh : em_.shards())
-            for (int b : undone) update_xi_complete(sh.p, sh.s, b);
+            for (int b : undone_blocks_) update_xi_complete(sh.p, sh.s, b);
     }
 
-    int undone() const { return undone_; }
-
-private:
-    static constexpr double max_step = 8;  // as Squarem's
     std::vector<Vec> xis(std::size_t j) const {
         std::vector<Vec> out;
         for (const BlockState& bs : em_.shards()[j].s.blocks) out.push_back(bs.xi);
@@ -1403,6 +1417,8 @@ private:
         Eigen::LLT<Mat> llt;
     };
     std::vector<Saved> saved_;
+    std::vector<double> alpha_, before_;  // per block, for the step under way
+    std::vector<int> undone_blocks_;
     ShardSums norms_, parts_;
     int undone_ = 0;
 };
