@@ -986,6 +986,9 @@ struct EmSteps {
     bool accelerate = false;
     std::function<void()> start, after_first_step;
     std::function<void(int it)> extrapolated_step;
+    // Where several processes step together: rank 0's decision to stop, which every process
+    // follows (their bounds agree only as far as their arithmetic does).
+    std::function<bool(bool stop)> decide;
 };
 
 // The bound after each step, and how EM ended.
@@ -1013,7 +1016,8 @@ EmTrace iterate(const VbOptions& options, const EmSteps& steps) {
         t.trace.push_back(value);
         t.converged = plain && std::abs(value - t.elbo) <= options.tolerance * std::abs(value);
         t.elbo = value;
-        return t.converged || it >= options.max_iterations;
+        const bool stop = t.converged || it >= options.max_iterations;
+        return steps.decide ? steps.decide(stop) : stop;
     };
     const auto plain = [&] {
         steps.plain(++it);
@@ -1443,6 +1447,11 @@ VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, 
     steps.start = [&] { sq->start(); };
     steps.after_first_step = [&] { sq->after_first_step(); };
     steps.extrapolated_step = [&](int it) { sq->extrapolated_step(it); };
+    steps.decide = [&](bool stop) {
+        std::int64_t s = stop ? 1 : 0;
+        rows.comm->broadcast(&s, 1);
+        return s != 0;
+    };
     EmTrace t = iterate(options, steps);
     return finish_fit(assemble(*shards.front().p.graph, shards.front().s), std::move(t), restart, sq ? sq->undone() : 0);
 }
