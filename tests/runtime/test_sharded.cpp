@@ -339,7 +339,10 @@ TEST_CASE("the variational fit over shards takes back SQUAREM's steps that lower
         worst = std::max(worst, (b.elbo_trace[i - 1] - b.elbo_trace[i]) / std::abs(b.elbo_trace[i - 1]));
     CHECK(worst <= 1e-12);
     CHECK(b.elbo == doctest::Approx(a.elbo).epsilon(1e-10));
-    CHECK((a.mean - b.mean).cwiseAbs().maxCoeff() < 1e-4 * std::sqrt(a.variances().minCoeff()));
+    // EM creeps here (the data almost separate), so where the two runs stop along the flat
+    // direction depends on rounding (an ASan build stopped 39 iterations apart, 2e-4 sd): the
+    // bar is test_vb's for SQUAREM against plain EM on these data, 0.01 sd.
+    CHECK(((a.mean - b.mean).cwiseAbs().array() / a.variances().array().sqrt()).maxCoeff() < 0.01);
 }
 
 TEST_CASE("the variational fit over shards keeps its restarts apart and finds the same optimum as the whole rows") {
