@@ -57,6 +57,8 @@ FactorTables::FactorTables(const Families& families, std::vector<int> block_offs
         out.erase(std::unique(out.begin(), out.end()), out.end());
     }
     keep_entries(kept_entries);
+    ref_block_.reserve(refs_.size());
+    for (const Ref& r : refs_) ref_block_.push_back(tables_[sz(r.table)].block);
 }
 
 void FactorTables::keep_entries(long limit) {
@@ -76,9 +78,11 @@ void FactorTables::keep_entries(long limit) {
     Scratch s;
     s.entries.resize(static_cast<std::size_t>(kChunk));
     kept_entries_.reserve(static_cast<std::size_t>(total));
+    kept_first_.assign(n, -1);
     for (std::size_t c = 0; c < n; ++c) {
         if (!keep[c]) continue;
         const int len = 1 << size_[c];
+        kept_first_[c] = static_cast<long>(kept_entries_.size());
         for (int r = first_ref_[c]; r < first_ref_[c + 1]; ++r) {
             ref_entries(refs_[sz(r)], 0, len, s);
             kept_at_[sz(r)] = static_cast<long>(kept_entries_.size());
@@ -278,7 +282,63 @@ const int* FactorTables::entries_of(int r, long start, int len, Scratch& s) cons
     return s.entries.data();
 }
 
+namespace {
+
+// Σ over refs of logs at each configuration's entry, refs' entries one after another, in the
+// order of the general loop (the same bits): Len fixed, so that the sums stay in registers.
+template <int Len>
+void sum_entries(const int* e, int refs, const double* logs, double* terms) {
+    double t[Len] = {};
+    for (int r = 0; r < refs; ++r, e += Len)
+        for (int i = 0; i < Len; ++i) t[i] += logs[e[i]];
+    std::copy(t, t + Len, terms);
+}
+
+template <int Len>
+void add_weights(const int* e, const int* blocks, int refs, int only_block, const double* terms, double* acc) {
+    for (int r = 0; r < refs; ++r, e += Len) {
+        if (blocks[r] < 0 || (only_block >= 0 && blocks[r] != only_block)) continue;
+        for (int i = 0; i < Len; ++i) acc[e[i]] += terms[i];
+    }
+}
+
+}  // namespace
+
+void FactorTables::chunk_terms_kept(int c, int len, Scratch& s) const {
+    const int first = first_ref_[sz(c)], refs = first_ref_[sz(c) + 1] - first;
+    const int* e = kept_entries_.data() + kept_first_[sz(c)];
+    double* terms = s.terms.data();
+    switch (len) {
+    case 2: return sum_entries<2>(e, refs, s.logs.data(), terms);
+    case 4: return sum_entries<4>(e, refs, s.logs.data(), terms);
+    case 8: return sum_entries<8>(e, refs, s.logs.data(), terms);
+    default:
+        std::fill(terms, terms + len, 0.0);
+        for (int r = 0; r < refs; ++r, e += len)
+            for (int i = 0; i < len; ++i) terms[i] += s.logs[e[i]];
+    }
+}
+
+void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) const {
+    const int first = first_ref_[sz(c)], refs = first_ref_[sz(c) + 1] - first;
+    const int* e = kept_entries_.data() + kept_first_[sz(c)];
+    const int* blocks = ref_block_.data() + first;
+    const double* terms = s.terms.data();
+    double* acc = s.acc.data();
+    switch (len) {
+    case 2: return add_weights<2>(e, blocks, refs, only_block, terms, acc);
+    case 4: return add_weights<4>(e, blocks, refs, only_block, terms, acc);
+    case 8: return add_weights<8>(e, blocks, refs, only_block, terms, acc);
+    default:
+        for (int r = 0; r < refs; ++r, e += len) {
+            if (blocks[r] < 0 || (only_block >= 0 && blocks[r] != only_block)) continue;
+            for (int i = 0; i < len; ++i) acc[e[i]] += terms[i];
+        }
+    }
+}
+
 void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {
+    if (start == 0 && kept_first_[sz(c)] >= 0) return chunk_terms_kept(c, len, s);
     double* terms = s.terms.data();
     std::fill(terms, terms + len, 0.0);
     const double* logs = s.logs.data();
@@ -340,10 +400,11 @@ void FactorTables::sum_terms(int c, double& top, double& sum, Scratch& s) const 
 }
 
 void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const {
+    if (start == 0 && kept_first_[sz(c)] >= 0) return accumulate_kept(c, len, only_block, s);
     const double* terms = s.terms.data();
     double* acc = s.acc.data();
     for (int r = first_ref_[sz(c)]; r < first_ref_[sz(c) + 1]; ++r) {
-        const int block = tables_[sz(refs_[sz(r)].table)].block;
+        const int block = ref_block_[sz(r)];
         if (block < 0 || (only_block >= 0 && block != only_block)) continue;
         const int* entries = entries_of(r, start, len, s);
         for (int i = 0; i < len; ++i) acc[entries[i]] += terms[i];

@@ -126,6 +126,11 @@ private:
     // The same entries, kept from construction where the component has one chunk (see
     // keep_entries), else made in s.entries.
     const int* entries_of(int r, long start, int len, Scratch& s) const;
+    // Component c's posterior weights into its factors' accumulators from its kept entries,
+    // which lie one ref after another (kept_first_): the loop of accumulate_chunk without a
+    // lookup per ref, and for 2–8 configurations unrolled.
+    void accumulate_kept(int c, int len, int only_block, Scratch& s) const;
+    void chunk_terms_kept(int c, int len, Scratch& s) const;
     // Keeps the entries of the refs of one-chunk components, whole components in order while
     // the total stays within `limit`:
     // they depend on the data alone, and remaking them at each evaluation was a quarter of a
@@ -138,6 +143,8 @@ private:
     std::vector<Bit> bits_;
     std::vector<int> kept_entries_;    // keep_entries(): the refs' entries, one after another
     std::vector<long> kept_at_;        // per ref: its first in kept_entries_, or -1
+    std::vector<long> kept_first_;     // per component: its first ref's kept_at_, or -1
+    std::vector<int> ref_block_;       // per ref: its table's block
     std::vector<int> first_ref_;       // per component, and one past the last
     std::vector<int> size_;            // per component: m
     std::vector<double> weight_;       // per component

@@ -796,10 +796,15 @@ TEST_CASE("a linear predictor beyond ±1e100 in a row is a data error naming the
 }
 
 TEST_CASE("entries kept from construction give the bits of entries remade at each evaluation") {
-    for (std::uint64_t seed : {51, 52, 53}) {
-        const Case c = random_chain(seed, 80);
+    // Kept components of 2, 4 and 8 configurations take unrolled loops, others a general one:
+    // the chains (two or three hidden nodes and missing entries) and mixed()'s hidden node
+    // must reach each of them.
+    std::set<int> sizes;
+    for (std::uint64_t seed : {51, 52, 53, 0}) {
+        const Case c = seed > 0 ? random_chain(seed, 80) : mixed();
         INFO("model " << c.name);
         const Families fam = build_families(c.graph, make_dataset(c.graph, c.rows));
+        for (const auto& comp : fam.components) sizes.insert(std::min(comp.size(), 4));
         const FactorTables all(fam, block_offsets(c.graph)), remade(fam, block_offsets(c.graph), nullptr, 0);
         const long full = all.entries_kept();
         REQUIRE(full > 1);
@@ -828,6 +833,10 @@ TEST_CASE("entries kept from construction give the bits of entries remade at eac
         CHECK(evaluate(all) == expected);
         CHECK(evaluate(some) == expected);
     }
+    CHECK(sizes.count(1) == 1);
+    CHECK(sizes.count(2) == 1);
+    CHECK(sizes.count(3) == 1);
+    CHECK(sizes.count(4) == 1);
 }
 
 TEST_CASE("a summed-out node at η = ±800: exact value and gradient, nothing overflows") {
