@@ -183,9 +183,13 @@ void compile_target(RunState& run, bool drop_data) {
 
 // The variational fit: over all the shards where the rows are sharded; else on the
 // target's families where given, or on the data.
+// Its restarts run side by side on the fit's threads unless the data are large, where each
+// restart's per-row state would cost as much memory again.
 VbResult variational_fit(const RunState& run, const Families* families) {
     if (run.o.sharded) return run.o.sharded_variational(run.o.vb);
-    return families ? variational(run.graph, *families, run.o.vb) : variational(run.graph, run.data, run.o.vb);
+    VbOptions vo = run.o.vb;
+    if (!run.data.large()) vo.threads = std::max(vo.threads, run.o.threads);
+    return families ? variational(run.graph, *families, vo) : variational(run.graph, run.data, vo);
 }
 
 void build_early_proposal(RunState& run, inference::ChunkShare* with) {

@@ -2,6 +2,7 @@
 
 #include "inference/clock.hpp"
 #include "inference/math.hpp"
+#include "inference/parallel.hpp"
 #include "inference/rng.hpp"
 #include "runtime/distributed/communicator.hpp"
 #include "runtime/error.hpp"
@@ -17,6 +18,7 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -1112,10 +1114,36 @@ void check_options(const VbOptions& o) {
 
 // Every restart's fit (run_one(k) runs restart k); `unobserved`: whether any row has an
 // unobserved entry, without which every start is the same.
+// Every restart side by side, each result or error kept in its slot, then taken in order as
+// the sequential loop takes them (so the result is the loop's). Only with unobserved
+// entries: without, the restarts copy restart 0.
+struct SideBySide {
+    std::vector<std::optional<VbFit>> fits;
+    std::vector<std::exception_ptr> errors;
+};
+
+SideBySide run_side_by_side(int restarts, int threads, const std::function<VbFit(int)>& run_one) {
+    SideBySide out;
+    out.fits.resize(sz(restarts));
+    out.errors.resize(sz(restarts));
+    inference::parallel_chunks(threads, sz(restarts), 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t k = begin; k < end; ++k) {
+            try {
+                out.fits[k] = run_one(static_cast<int>(k));
+            } catch (...) {
+                out.errors[k] = std::current_exception();
+            }
+        }
+    });
+    return out;
+}
+
 VbResult fit_restarts(const ir::Graph& graph, const VbOptions& options, bool unobserved,
                       const std::function<VbFit(int)>& run_one, std::chrono::steady_clock::time_point start) {
     VbResult result;
     const int restarts = restarts_for(graph, options.restarts);
+    std::optional<SideBySide> ran;
+    if (unobserved && options.threads > 1 && restarts > 1) ran = run_side_by_side(restarts, options.threads, run_one);
     for (int k = 0; k < restarts; ++k) {
         // Without unobserved entries, restarts differ in nothing: every start is the same.
         if (k > 0 && !unobserved) {
@@ -1125,7 +1153,12 @@ VbResult fit_restarts(const ir::Graph& graph, const VbOptions& options, bool uno
             continue;
         }
         try {
-            result.fits.push_back(run_one(k));
+            if (!ran) {
+                result.fits.push_back(run_one(k));
+            } else {
+                if (ran->errors[sz(k)]) std::rethrow_exception(ran->errors[sz(k)]);
+                result.fits.push_back(std::move(*ran->fits[sz(k)]));
+            }
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::cancelled || !options.keep_finished_on_cancel || result.fits.empty()) throw;
             result.interrupted = true;
@@ -1552,8 +1585,11 @@ VbResult variational(const ir::Graph& graph, const ShardedFamilies& rows, const 
     double mine = 0, all = 0;
     for (const LocalShard& sh : shards) mine += static_cast<double>(sh.p.components.size());
     rows.comm->allreduce_sum(&mine, &all, 1);
-    return fit_restarts(graph, options, all > 0, [&](int k) { return run_sharded(shards, rows, options, k, all > 0); },
-                        start);
+    // One restart at a time: each exchanges with every process at every iteration.
+    VbOptions one_by_one = options;
+    one_by_one.threads = 1;
+    return fit_restarts(graph, one_by_one, all > 0,
+                        [&](int k) { return run_sharded(shards, rows, one_by_one, k, all > 0); }, start);
 }
 
 VbResult variational(const ir::Graph& graph, const Families& families, const VbOptions& options) {

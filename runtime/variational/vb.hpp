@@ -48,6 +48,10 @@ struct VbOptions {
     // Called after each restart finishes, with its 0-based index (e.g. to report progress, or
     // in tests to cancel after a given restart).
     std::function<void(int restart)> on_restart = {};
+    // Restarts run side by side on up to this many threads (each from its own start, so the
+    // fits do not depend on it); on_restart is then called in order once they have all run.
+    // Each restart holds its own q(h) and ξ per row: raise it only where those are small.
+    int threads = 1;
     // On a model without unobserved entries, extrapolate every third iteration (SQUAREM),
     // which reaches the same fit in fewer iterations; off: plain EM throughout.
     bool accelerate = true;

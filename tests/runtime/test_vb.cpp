@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -492,6 +493,41 @@ TEST_CASE("restarts report their own bounds and the best is the largest") {
     // The same seed gives the same fits; another seed other starts.
     const VbResult again = variational(m.g, make_data(m.g, rows), VbOptions{.restarts = 3, .seed = 3});
     for (std::size_t k = 0; k < elbos.size(); ++k) CHECK(again.fits[k].elbo == elbos[k]);
+}
+
+TEST_CASE("restarts side by side on threads give the fits of restarts one after another") {
+    const Model m = sbn_by_hand();
+    Rng rng(17);
+    Vec truth(m.g.dim);
+    for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
+    auto rows = simulate(m.g, truth, 100, rng);
+    drop(rows, 5, 0.2, rng);
+    const Dataset data = make_data(m.g, rows);
+    const VbResult one = variational(m.g, data, VbOptions{.restarts = 5, .seed = 3});
+    std::vector<int> reported;
+    for (int threads : {2, 3, 8}) {
+        INFO("threads " << threads);
+        reported.clear();
+        const VbResult side =
+            variational(m.g, data, VbOptions{.restarts = 5, .seed = 3, .on_restart = [&](int k) { reported.push_back(k); },
+                                             .threads = threads});
+        REQUIRE(side.fits.size() == one.fits.size());
+        CHECK(side.best == one.best);
+        CHECK(reported == std::vector<int>{0, 1, 2, 3, 4});
+        for (std::size_t k = 0; k < one.fits.size(); ++k) {
+            CHECK(side.fits[k].restart == static_cast<int>(k));
+            CHECK(side.fits[k].elbo == one.fits[k].elbo);
+            CHECK(side.fits[k].mean == one.fits[k].mean);
+            CHECK(side.fits[k].elbo_trace == one.fits[k].elbo_trace);
+        }
+    }
+    // Cancelled before they run, side by side as one after another: nothing to return.
+    const std::atomic<bool> stop{true};
+    for (int threads : {1, 2})
+        CHECK_THROWS_AS(variational(m.g, data,
+                                    VbOptions{.restarts = 3, .cancel = &stop, .keep_finished_on_cancel = true,
+                                              .threads = threads}),
+                        Error);
 }
 
 
