@@ -423,6 +423,7 @@ nlohmann::ordered_json vb_summary_json(const std::vector<VbParameter>& parameter
             p["corrected_q5"] = number_or_null(c->q5);
             p["corrected_q50"] = number_or_null(c->q50);
             p["corrected_q95"] = number_or_null(c->q95);
+            p["corrected_mean_abs"] = number_or_null(c->mean_abs);
         }
         params.push_back(std::move(p));
     }

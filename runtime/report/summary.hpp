@@ -107,9 +107,10 @@ nlohmann::ordered_json summary_json(const std::vector<SummaryRow>& rows, const R
 // quantiles they imply), in the same shape without the MCMC fields (docs/design.md §4). With the
 // importance correction (runtime/variational/vb_refine.hpp), its moments go under keys of their own:
 // "corrected_mean", "corrected_sd", "corrected_mcse_mean", "corrected_q5", "corrected_q50",
-// "corrected_q95"; "vb_mean" and "vb_sd" then repeat "mean" and "sd".
+// "corrected_q95", "corrected_mean_abs"; "vb_mean" and "vb_sd" then repeat "mean" and "sd".
 struct CorrectedMarginal {
     double mean = 0, sd = 0, mcse_mean = 0, q5 = 0, q50 = 0, q95 = 0;
+    double mean_abs = 0;  // E|θ| (of τ itself, E τ, for a learned scale)
 };
 struct VbParameter {
     std::string name;

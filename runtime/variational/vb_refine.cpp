@@ -152,9 +152,11 @@ Mat laplace_cov(const Target& target, const Vec& mode, const Eigen::LLT<Mat>& ne
     return newton.solve(identity);
 }
 
-// The weighted 5%, 50% and 95% quantiles of every parameter over the columns of draws.
+// The weighted 5%, 50% and 95% quantiles and E|θ_k| of every parameter over the columns of
+// draws.
 void fill_quantiles(const Eigen::Ref<const Mat>& draws, const Vec& w, RefinedPosterior& r) {
     const Eigen::Index d = draws.rows();
+    r.mean_abs = draws.cwiseAbs() * w;
     r.q5.resize(d);
     r.q50.resize(d);
     r.q95.resize(d);

@@ -104,6 +104,9 @@ struct RefinedPosterior {
     Eigen::MatrixXd cov;         // Cov[θ | x_v]
     Eigen::VectorXd mcse;        // Monte Carlo standard error of each mean
     Eigen::VectorXd q5, q50, q95;  // weighted marginal quantiles
+    // E|θ_k| by the same weights: what a sign-free summary (|loading| where a hidden node's
+    // sign is arbitrary) averages to, which |mean| or a folded normal only approximate.
+    Eigen::VectorXd mean_abs;
     // The learned scales (Target::scales(), θ's last entries, which hold log τ): mean, sd
     // and mean's Monte Carlo error of τ itself (its quantiles are exp of log τ's).
     Eigen::VectorXd scale_mean, scale_sd, scale_mcse;

@@ -671,11 +671,11 @@ TEST_CASE("the vb JSON has the same shape with the variational means, sds and Ga
     // With the importance correction: mean, sd and the quantiles stay the variational ones
     // (docs/design.md §4), the corrected moments have keys of their own.
     VbParameter corrected{"w[1]", 2, 0.5};
-    corrected.corrected = CorrectedMarginal{2.25, 0.625, 0.01, 1.25, 2.2, 3.5};
+    corrected.corrected = CorrectedMarginal{2.25, 0.625, 0.01, 1.25, 2.2, 3.5, 2.3};
     const auto c = vb_summary_json({corrected}, f)["parameters"][0];
     CHECK(c.dump() == R"({"name":"w[1]","mean":2.0,"sd":0.5,"q5":1.1775731865242638,"q50":2.0,"q95":2.822426813475736,)"
                       R"("vb_mean":2.0,"vb_sd":0.5,"corrected_mean":2.25,"corrected_sd":0.625,"corrected_mcse_mean":0.01,)"
-                      R"("corrected_q5":1.25,"corrected_q50":2.2,"corrected_q95":3.5})");
+                      R"("corrected_q5":1.25,"corrected_q50":2.2,"corrected_q95":3.5,"corrected_mean_abs":2.3})");
 }
 
 TEST_CASE("summarize rejects chains of different shapes with a message") {

@@ -30,7 +30,9 @@ std::vector<VbParameter> parameters(const ir::Graph& g, const VbFit& q, const st
         p.name = g.theta_name(k);
         p.mean = q.mean[k];
         p.sd = std::sqrt(q.variance(k));
-        if (c) p.corrected = CorrectedMarginal{c->mean[k], std::sqrt(c->cov(k, k)), c->mcse[k], c->q5[k], c->q50[k], c->q95[k]};
+        if (c)
+            p.corrected = CorrectedMarginal{c->mean[k], std::sqrt(c->cov(k, k)), c->mcse[k], c->q5[k], c->q50[k], c->q95[k],
+                                            c->mean_abs[k]};
         if (g.is_scale(k)) {  // θ holds log τ; users read τ
             const auto j = static_cast<std::size_t>(k - (g.dim - static_cast<int>(g.scales.size())));
             p.mean = q.scale_mean.at(j);
@@ -42,7 +44,8 @@ std::vector<VbParameter> parameters(const ir::Graph& g, const VbFit& q, const st
             if (c)
                 p.corrected = CorrectedMarginal{c->scale_mean[static_cast<Eigen::Index>(j)], c->scale_sd[static_cast<Eigen::Index>(j)],
                                                 c->scale_mcse[static_cast<Eigen::Index>(j)], std::exp(c->q5[k]),
-                                                std::exp(c->q50[k]), std::exp(c->q95[k])};
+                                                std::exp(c->q50[k]), std::exp(c->q95[k]),
+                                                c->scale_mean[static_cast<Eigen::Index>(j)]};
         }
         params.push_back(std::move(p));
     }
