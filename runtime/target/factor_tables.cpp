@@ -15,6 +15,8 @@ namespace {
 // Configurations of one component handled at a time: all of them up to m = 12 (the default
 // limit of families.hpp), so that Scratch::terms stays small whatever max_enumerated is.
 constexpr int kChunk = 4096;
+// Components that batched_sum handles at a time: Scratch::batch is 8 × kBatch doubles.
+constexpr int kBatch = 256;
 
 // The factor's distinct link variables in order of first appearance: its scope besides itself.
 std::vector<int> link_scope(const Factor& f) {
@@ -59,6 +61,17 @@ FactorTables::FactorTables(const Families& families, std::vector<int> block_offs
     keep_entries(kept_entries);
     ref_block_.reserve(refs_.size());
     for (const Ref& r : refs_) ref_block_.push_back(tables_[sz(r.table)].block);
+    make_batches();
+}
+
+void FactorTables::make_batches() {
+    batches_.assign(3, {});
+    batched_.assign(size_.size(), 0);
+    for (std::size_t c = 0; c < size_.size(); ++c)
+        if (kept_first_[c] >= 0 && size_[c] >= 1 && size_[c] <= 3) {
+            batches_[sz(size_[c] - 1)].push_back(static_cast<int>(c));
+            batched_[c] = 1;
+        }
 }
 
 void FactorTables::keep_entries(long limit) {
@@ -222,6 +235,7 @@ FactorTables::Scratch FactorTables::make_scratch() const {
     const long len = size_.empty() ? 0 : std::min(1L << largest, static_cast<long>(kChunk));
     s.terms.resize(len);
     s.entries.resize(static_cast<std::size_t>(len));
+    s.batch.resize(8, kBatch);
     return s;
 }
 
@@ -335,6 +349,53 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
             for (int i = 0; i < len; ++i) acc[e[i]] += terms[i];
         }
     }
+}
+
+// log Σ_x e^{t(x)} per component as component() takes it, the components' columns at once:
+// the largest t(x) taken out of each, e^{t − top} and the logs of the sums over the whole
+// array (Eigen's vectorised exp and log), then the components' weighted values added in
+// order. Each column's posterior weights go into its factors' entries as accumulate_kept's.
+template <int Len>
+double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch& s) const {
+    auto t = s.batch.topLeftCorner(Len, n);
+    const double* logs = s.logs.data();
+    for (int k = 0; k < n; ++k) {
+        const int c = comps[k];
+        const int first = first_ref_[sz(c)];
+        sum_entries<Len>(kept_entries_.data() + kept_first_[sz(c)], first_ref_[sz(c) + 1] - first, logs, &t(0, k));
+    }
+    const Eigen::Array<double, 1, Eigen::Dynamic> top = t.colwise().maxCoeff();
+    t = (t.rowwise() - top).exp();
+    const Eigen::Array<double, 1, Eigen::Dynamic> sums = t.colwise().sum();
+    const Eigen::Array<double, 1, Eigen::Dynamic> values = top + sums.log();
+    double v = 0;
+    for (int k = 0; k < n; ++k) v += weight_[sz(comps[k])] * values[k];
+    if (!accumulate) return v;
+    double* acc = s.acc.data();
+    for (int k = 0; k < n; ++k) {
+        const int c = comps[k];
+        const int first = first_ref_[sz(c)];
+        t.col(k) *= weight_[sz(c)] / sums[k];
+        add_weights<Len>(kept_entries_.data() + kept_first_[sz(c)], ref_block_.data() + first,
+                         first_ref_[sz(c) + 1] - first, -1, &t(0, k), acc);
+    }
+    return v;
+}
+
+double FactorTables::batched_sum(bool accumulate, Scratch& s) const {
+    double v = 0;
+    for (std::size_t g = 0; g < batches_.size(); ++g) {
+        const std::vector<int>& comps = batches_[g];
+        for (std::size_t at = 0; at < comps.size(); at += kBatch) {
+            const int n = static_cast<int>(std::min<std::size_t>(kBatch, comps.size() - at));
+            switch (g) {
+            case 0: v += batch_of<2>(comps.data() + at, n, accumulate, s); break;
+            case 1: v += batch_of<4>(comps.data() + at, n, accumulate, s); break;
+            default: v += batch_of<8>(comps.data() + at, n, accumulate, s); break;
+            }
+        }
+    }
+    return v;
 }
 
 void FactorTables::chunk_terms(int c, long start, int len, Scratch& s) const {

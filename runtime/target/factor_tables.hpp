@@ -32,6 +32,7 @@ public:
         Eigen::VectorXd acc;      // per entry: Σ_components weight · p(configuration | row)
         Eigen::VectorXd terms;    // per configuration of one chunk of a component: Σ log g
         std::vector<int> entries; // the same configurations: the entry one factor reads
+        Eigen::ArrayXXd batch;    // batched_sum: a column of Σ log g per component of a batch
     };
 
     FactorTables() = default;
@@ -64,6 +65,12 @@ public:
     // adds its posterior weights into the entries of its factors of block only_block (of
     // every block when only_block < 0).
     double component(int c, bool accumulate, int only_block, Scratch& s) const;
+    // Σ over the batched components (batched()) of component(c, accumulate, −1, s), summed
+    // many components at a time, so that their exps and logs run as vector instructions:
+    // equal to the sum of component() up to rounding, not to the bit.
+    double batched_sum(bool accumulate, Scratch& s) const;
+    // Whether component c is among them: its entries kept, 2, 4 or 8 configurations.
+    bool batched(int c) const { return static_cast<std::size_t>(c) < batched_.size() && batched_[static_cast<std::size_t>(c)]; }
     // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
     // pattern's share, Target::pattern_log_likelihoods).
     double log_sum(int c, Scratch& s) const;
@@ -130,6 +137,11 @@ private:
     // which lie one ref after another (kept_first_): the loop of accumulate_chunk without a
     // lookup per ref, and for 2–8 configurations unrolled.
     void accumulate_kept(int c, int len, int only_block, Scratch& s) const;
+    // batched_sum's work for the components comps[0 … n) of 2^m = Len configurations each.
+    template <int Len>
+    double batch_of(const int* comps, int n, bool accumulate, Scratch& s) const;
+    // Groups the kept components of 2, 4 and 8 configurations into batches_.
+    void make_batches();
     void chunk_terms_kept(int c, int len, Scratch& s) const;
     // Keeps the entries of the refs of one-chunk components, whole components in order while
     // the total stays within `limit`:
@@ -145,6 +157,8 @@ private:
     std::vector<long> kept_at_;        // per ref: its first in kept_entries_, or -1
     std::vector<long> kept_first_;     // per component: its first ref's kept_at_, or -1
     std::vector<int> ref_block_;       // per ref: its table's block
+    std::vector<std::vector<int>> batches_;  // batched components with 2, 4 and 8 configurations
+    std::vector<char> batched_;              // per component: 1 when in batches_
     std::vector<int> first_ref_;       // per component, and one past the last
     std::vector<int> size_;            // per component: m
     std::vector<double> weight_;       // per component

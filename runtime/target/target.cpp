@@ -1254,9 +1254,12 @@ double Target::summed_out_term(In theta, double* grad, int only_block, Workspace
                               : tables_.component(c, grad != nullptr, only_block, ws.tables_);
     };
     double v = 0;
-    if (only_block < 0)
-        for (int c = 0; c < static_cast<int>(families_.components.size()); ++c) v += term(c);
-    else
+    if (only_block < 0) {
+        // The tabulated components of 2–8 configurations many at a time, then the rest.
+        v = tables_.batched_sum(grad != nullptr, ws.tables_);
+        for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
+            if (eliminator_.has(c) || direct_[sz(c)] || !tables_.batched(c)) v += term(c);
+    } else
         for (int c : families_.components_of_block[sz(only_block)]) v += term(c);
     if (grad) tables_.gradient(which, only_block, grad, ws.tables_);
     return v;
