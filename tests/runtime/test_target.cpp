@@ -839,6 +839,54 @@ TEST_CASE("entries kept from construction give the bits of entries remade at eac
     CHECK(sizes.count(4) == 1);
 }
 
+// One hidden class over ten yes/no items, a tenth of the answers missing: hundreds of
+// distinct rows, each a component of the hidden value.
+Case latent_class(int rows, std::uint64_t seed) {
+    ModelBuilder m;
+    const int h = m.logistic("h", true, 0.0, {}, {bias()}, 0.0, 1.5);
+    for (int j = 0; j < 10; ++j) m.logistic("v" + std::to_string(j + 1), false, 0.0, {}, {bias(), on(h)}, 0.0, 2.0);
+    Rng rng(seed);
+    std::vector<Row> data;
+    for (int t = 0; t < rows; ++t) {
+        Row r(11, 0.0);
+        for (int j = 1; j <= 10; ++j) r[sz(j)] = rng.bernoulli(0.1) ? 0.0 : (rng.bernoulli(0.5) ? 1.0 : -1.0);
+        data.push_back(r);
+    }
+    return {"latent class", m.g, data};
+}
+
+TEST_CASE("batched components give each component's value and gradient up to rounding") {
+    std::size_t most = 0;  // batches are 256 components: some model must need two
+    for (std::uint64_t seed : {51, 52, 53, 0}) {
+        const Case c = seed > 0 ? random_chain(seed, 300) : latent_class(1000, 5);
+        INFO("model " << c.name);
+        const Families fam = build_families(c.graph, make_dataset(c.graph, c.rows));
+        const FactorTables t(fam, block_offsets(c.graph));
+        std::vector<int> batched;
+        for (int k = 0; k < static_cast<int>(fam.components.size()); ++k)
+            if (t.batched(k)) batched.push_back(k);
+        REQUIRE(!batched.empty());
+        most = std::max(most, batched.size());
+        Rng rng(seed + 7);
+        for (int rep = 0; rep < 3; ++rep) {
+            const Vec theta = 2 * random_theta(c.graph.dim, rng);
+            auto one = t.make_scratch(), many = t.make_scratch();
+            t.fill(nullptr, theta, true, one);
+            t.fill(nullptr, theta, true, many);
+            double expected = 0;
+            for (int k : batched) expected += t.component(k, true, -1, one);
+            const double got = t.batched_sum(true, many);
+            CHECK(got == doctest::Approx(expected).epsilon(1e-12));
+            Vec g_one = Vec::Zero(c.graph.dim), g_many = Vec::Zero(c.graph.dim);
+            t.gradient(nullptr, -1, g_one.data(), one);
+            t.gradient(nullptr, -1, g_many.data(), many);
+            CHECK((g_many - g_one).norm() <= 1e-12 * (1 + g_one.norm()));
+            CHECK(t.batched_sum(false, many) == got);  // the value alone, without accumulating
+        }
+    }
+    CHECK(most > 256);
+}
+
 TEST_CASE("a summed-out node at η = ±800: exact value and gradient, nothing overflows") {
     // h hidden ~ bernoulli(0.5), y ~ logistic(w1 + w2 h), y = +1, w = (800, 800): η = 1600 or 0,
     // p(y) = 0.5 · 1 + 0.5 · 0.5 = 0.75, p(h = -1 | y) = 1/3, and the likelihood's gradient is
