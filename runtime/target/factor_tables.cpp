@@ -236,6 +236,8 @@ FactorTables::Scratch FactorTables::make_scratch() const {
     s.terms.resize(len);
     s.entries.resize(static_cast<std::size_t>(len));
     s.batch.resize(8, kBatch);
+    s.batch_top.resize(kBatch);
+    s.batch_sum.resize(kBatch);
     return s;
 }
 
@@ -364,12 +366,14 @@ double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch&
         const int first = first_ref_[sz(c)];
         sum_entries<Len>(kept_entries_.data() + kept_first_[sz(c)], first_ref_[sz(c) + 1] - first, logs, &t(0, k));
     }
-    const Eigen::Array<double, 1, Eigen::Dynamic> top = t.colwise().maxCoeff();
-    t = (t.rowwise() - top).exp();
-    const Eigen::Array<double, 1, Eigen::Dynamic> sums = t.colwise().sum();
-    const Eigen::Array<double, 1, Eigen::Dynamic> values = top + sums.log();
+    // Scratch, not temporaries: nothing is allocated per evaluation.
+    auto top = s.batch_top.head(n), sums = s.batch_sum.head(n);
+    top = t.colwise().maxCoeff().transpose();
+    t = (t.rowwise() - top.transpose()).exp();
+    sums = t.colwise().sum().transpose();
+    top += sums.log();  // each component's log Σ_x e^{t(x)}
     double v = 0;
-    for (int k = 0; k < n; ++k) v += weight_[sz(comps[k])] * values[k];
+    for (int k = 0; k < n; ++k) v += weight_[sz(comps[k])] * top[k];
     if (!accumulate) return v;
     double* acc = s.acc.data();
     for (int k = 0; k < n; ++k) {

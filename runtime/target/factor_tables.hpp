@@ -33,6 +33,7 @@ public:
         Eigen::VectorXd terms;    // per configuration of one chunk of a component: Σ log g
         std::vector<int> entries; // the same configurations: the entry one factor reads
         Eigen::ArrayXXd batch;    // batched_sum: a column of Σ log g per component of a batch
+        Eigen::ArrayXd batch_top, batch_sum;  // the same: each column's largest term and Σ e^{t − top}
     };
 
     FactorTables() = default;
