@@ -28,6 +28,7 @@ public:
     struct Scratch {
         Eigen::VectorXd eta;      // per link configuration of every table: η
         Eigen::VectorXd expo;     // the same: e^{−|η|}
+        Eigen::VectorXd log1p_e;  // the same: log1p(e^{−|η|}) (fill_all)
         Eigen::VectorXd logs;     // per entry (configuration, sign): log g(x η)
         Eigen::VectorXd acc;      // per entry: Σ_components weight · p(configuration | row)
         Eigen::VectorXd terms;    // per configuration of one chunk of a component: Σ log g
@@ -123,6 +124,8 @@ private:
     // into the accumulators of its factors of block only_block (every block when < 0).
     void accumulate_chunk(int c, long start, int len, int only_block, Scratch& s) const;
     void fill_table(const Table& t, In theta, Scratch& s) const;
+    void fill_all(In theta, bool with_gradient, Scratch& s) const;
+    void table_etas(const Table& t, In theta, Scratch& s) const;
     void table_gradient(const Table& t, double* grad, Scratch& s) const;
     // Σ_j log g of configurations [start, start + len) of component c into s.terms.
     void chunk_terms(int c, long start, int len, Scratch& s) const;
