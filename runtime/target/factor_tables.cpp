@@ -15,8 +15,10 @@ namespace {
 // Configurations of one component handled at a time: all of them up to m = 12 (the default
 // limit of families.hpp), so that Scratch::terms stays small whatever max_enumerated is.
 constexpr int kChunk = 4096;
-// Components that batched_sum handles at a time: Scratch::batch is 8 × kBatch doubles.
+// Components that batched_sum handles at a time, and the most unobserved values of one it
+// takes: Scratch::batch is 2^kBatchMaxSize × kBatch doubles (64 KB).
 constexpr int kBatch = 256;
+constexpr int kBatchMaxSize = 5;
 
 // The factor's distinct link variables in order of first appearance: its scope besides itself.
 std::vector<int> link_scope(const Factor& f) {
@@ -65,10 +67,10 @@ FactorTables::FactorTables(const Families& families, std::vector<int> block_offs
 }
 
 void FactorTables::make_batches() {
-    batches_.assign(3, {});
+    batches_.assign(kBatchMaxSize, {});
     batched_.assign(size_.size(), 0);
     for (std::size_t c = 0; c < size_.size(); ++c)
-        if (kept_first_[c] >= 0 && size_[c] >= 1 && size_[c] <= 3) {
+        if (kept_first_[c] >= 0 && size_[c] >= 1 && size_[c] <= kBatchMaxSize) {
             batches_[sz(size_[c] - 1)].push_back(static_cast<int>(c));
             batched_[c] = 1;
         }
@@ -236,7 +238,7 @@ FactorTables::Scratch FactorTables::make_scratch() const {
     const long len = size_.empty() ? 0 : std::min(1L << largest, static_cast<long>(kChunk));
     s.terms.resize(len);
     s.entries.resize(static_cast<std::size_t>(len));
-    s.batch.resize(8, kBatch);
+    s.batch.resize(1 << kBatchMaxSize, kBatch);
     s.batch_top.resize(kBatch);
     s.batch_sum.resize(kBatch);
     return s;
@@ -365,6 +367,8 @@ void FactorTables::chunk_terms_kept(int c, int len, Scratch& s) const {
     case 2: return sum_entries<2>(e, refs, s.logs.data(), terms);
     case 4: return sum_entries<4>(e, refs, s.logs.data(), terms);
     case 8: return sum_entries<8>(e, refs, s.logs.data(), terms);
+    case 16: return sum_entries<16>(e, refs, s.logs.data(), terms);
+    case 32: return sum_entries<32>(e, refs, s.logs.data(), terms);
     default:
         std::fill(terms, terms + len, 0.0);
         for (int r = 0; r < refs; ++r, e += len)
@@ -382,6 +386,8 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
     case 2: return add_weights<2>(e, blocks, refs, only_block, terms, acc);
     case 4: return add_weights<4>(e, blocks, refs, only_block, terms, acc);
     case 8: return add_weights<8>(e, blocks, refs, only_block, terms, acc);
+    case 16: return add_weights<16>(e, blocks, refs, only_block, terms, acc);
+    case 32: return add_weights<32>(e, blocks, refs, only_block, terms, acc);
     default:
         for (int r = 0; r < refs; ++r, e += len) {
             if (blocks[r] < 0 || (only_block >= 0 && blocks[r] != only_block)) continue;
@@ -432,7 +438,9 @@ double FactorTables::batched_sum(bool accumulate, Scratch& s) const {
             switch (g) {
             case 0: v += batch_of<2>(comps.data() + at, n, accumulate, s); break;
             case 1: v += batch_of<4>(comps.data() + at, n, accumulate, s); break;
-            default: v += batch_of<8>(comps.data() + at, n, accumulate, s); break;
+            case 2: v += batch_of<8>(comps.data() + at, n, accumulate, s); break;
+            case 3: v += batch_of<16>(comps.data() + at, n, accumulate, s); break;
+            default: v += batch_of<32>(comps.data() + at, n, accumulate, s); break;
             }
         }
     }

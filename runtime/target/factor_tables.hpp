@@ -71,7 +71,7 @@ public:
     // many components at a time, so that their exps and logs run as vector instructions:
     // equal to the sum of component() up to rounding, not to the bit.
     double batched_sum(bool accumulate, Scratch& s) const;
-    // Whether component c is among them: its entries kept, 2, 4 or 8 configurations.
+    // Whether component c is among them: its entries kept, 2 to 32 configurations.
     bool batched(int c) const { return static_cast<std::size_t>(c) < batched_.size() && batched_[static_cast<std::size_t>(c)]; }
     // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
     // pattern's share, Target::pattern_log_likelihoods).
@@ -139,12 +139,12 @@ private:
     const int* entries_of(int r, long start, int len, Scratch& s) const;
     // Component c's posterior weights into its factors' accumulators from its kept entries,
     // which lie one ref after another (kept_first_): the loop of accumulate_chunk without a
-    // lookup per ref, and for 2–8 configurations unrolled.
+    // lookup per ref, and for 2–32 configurations unrolled.
     void accumulate_kept(int c, int len, int only_block, Scratch& s) const;
     // batched_sum's work for the components comps[0 … n) of 2^m = Len configurations each.
     template <int Len>
     double batch_of(const int* comps, int n, bool accumulate, Scratch& s) const;
-    // Groups the kept components of 2, 4 and 8 configurations into batches_.
+    // Groups the kept components of 2 to 32 configurations into batches_.
     void make_batches();
     void chunk_terms_kept(int c, int len, Scratch& s) const;
     // Keeps the entries of the refs of one-chunk components, whole components in order while
@@ -161,7 +161,7 @@ private:
     std::vector<long> kept_at_;        // per ref: its first in kept_entries_, or -1
     std::vector<long> kept_first_;     // per component: its first ref's kept_at_, or -1
     std::vector<int> ref_block_;       // per ref: its table's block
-    std::vector<std::vector<int>> batches_;  // batched components with 2, 4 and 8 configurations
+    std::vector<std::vector<int>> batches_;  // batched components with 2, 4, … 32 configurations
     std::vector<char> batched_;              // per component: 1 when in batches_
     std::vector<int> first_ref_;       // per component, and one past the last
     std::vector<int> size_;            // per component: m

@@ -1255,7 +1255,7 @@ double Target::summed_out_term(In theta, double* grad, int only_block, Workspace
     };
     double v = 0;
     if (only_block < 0) {
-        // The tabulated components of 2–8 configurations many at a time, then the rest.
+        // The tabulated components of 2–32 configurations many at a time, then the rest.
         v = tables_.batched_sum(grad != nullptr, ws.tables_);
         for (int c = 0; c < static_cast<int>(families_.components.size()); ++c)
             if (eliminator_.has(c) || direct_[sz(c)] || !tables_.batched(c)) v += term(c);
