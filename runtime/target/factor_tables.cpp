@@ -1,5 +1,6 @@
 #include "runtime/target/factor_tables.hpp"
 
+#include "inference/exp_nonpositive.hpp"
 #include "runtime/index.hpp"
 #include "runtime/target/row_table.hpp"
 
@@ -254,7 +255,7 @@ void FactorTables::fill(const std::vector<int>* which, In theta, bool with_gradi
 }
 
 // Every table's η first, then e = e^{−|η|} and log g(±η) = min(±η, 0) − log1p(e) over the
-// whole array at once (Eigen's vectorised exp and log): where each covariate row has a table
+// whole array at once (exp_nonpositive and Eigen's log, both vectorised): where each covariate row has a table
 // of its own (a hidden node with covariate parents) these were most of an evaluation's time.
 // log1p(e) by Kahan's u = 1 + e, log(u) · e / (u − 1) (exact where u rounds to 1), as Eigen
 // vectorises log but not log1p for doubles.
@@ -262,11 +263,17 @@ void FactorTables::fill_all(In theta, bool with_gradient, Scratch& s) const {
     if (with_gradient) s.acc.setZero();
     for (const Table& t : tables_) table_etas(t, theta, s);
     const auto eta = s.eta.array();
-    auto e = s.expo.array();
-    e = (-eta.abs()).exp();
-    const auto u = 1.0 + e;
-    auto log1p_e = s.log1p_e.array();
-    log1p_e = (u == 1.0).select(e, u.log() * e / (u - 1.0));
+    double* e = s.expo.data();
+    double* l = s.log1p_e.data();
+    for (int i = 0; i < configurations_; ++i) e[i] = inference::exp_nonpositive(-std::abs(s.eta[i]));
+    // Eigen's log alone (a select around it is evaluated one entry at a time), then the rest
+    // in a plain loop the compiler vectorises.
+    s.log1p_e.array() = (1.0 + s.expo.array()).log();
+    for (int i = 0; i < configurations_; ++i) {
+        const double u = 1.0 + e[i];
+        l[i] = u == 1.0 ? e[i] : l[i] * e[i] / (u - 1.0);
+    }
+    const auto log1p_e = s.log1p_e.array();
     using Strided = Eigen::Map<Eigen::ArrayXd, 0, Eigen::InnerStride<2>>;
     Strided negative(s.logs.data(), configurations_), positive(s.logs.data() + 1, configurations_);
     negative = (-eta).min(0.0) - log1p_e;
@@ -402,7 +409,9 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
 // order. Each column's posterior weights go into its factors' entries as accumulate_kept's.
 template <int Len>
 double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch& s) const {
-    auto t = s.batch.topLeftCorner(Len, n);
+    // Len × n contiguous (not a block of the 32-row scratch), so that the exp below runs over
+    // one linear array in vector instructions rather than Len entries of a column at a time.
+    Eigen::Map<Eigen::Array<double, Len, Eigen::Dynamic>> t(s.batch.data(), Len, n);
     const double* logs = s.logs.data();
     for (int k = 0; k < n; ++k) {
         const int c = comps[k];
@@ -412,7 +421,11 @@ double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch&
     // Scratch, not temporaries: nothing is allocated per evaluation.
     auto top = s.batch_top.head(n), sums = s.batch_sum.head(n);
     top = t.colwise().maxCoeff().transpose();
-    t = (t.rowwise() - top.transpose()).exp();
+    for (int k = 0; k < n; ++k) t.col(k) -= top[k];
+    // t ≤ 0 now: exp_nonpositive in a plain loop over the contiguous array, which the compiler
+    // vectorises (Eigen's exp of the broadcast difference called the scalar exp per entry).
+    double* x = t.data();
+    for (int i = 0; i < Len * n; ++i) x[i] = inference::exp_nonpositive(x[i]);
     sums = t.colwise().sum().transpose();
     top += sums.log();  // each component's log Σ_x e^{t(x)}
     double v = 0;
