@@ -405,7 +405,7 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
 
 // log Σ_x e^{t(x)} per component as component() takes it, the components' columns at once:
 // the largest t(x) taken out of each, e^{t − top} and the logs of the sums over the whole
-// array (Eigen's vectorised exp and log), then the components' weighted values added in
+// array (exp_nonpositive and Eigen's log, both vectorised), then the components' weighted values added in
 // order. Each column's posterior weights go into its factors' entries as accumulate_kept's.
 template <int Len>
 double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch& s) const {
