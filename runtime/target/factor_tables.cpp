@@ -232,6 +232,7 @@ FactorTables::Scratch FactorTables::make_scratch() const {
     s.eta.resize(configurations_);
     s.expo.resize(configurations_);
     s.log1p_e.resize(configurations_);
+    s.slope.resize(configurations_);
     s.logs.resize(2 * configurations_);
     s.acc.setZero(2 * configurations_);
     int largest = 0;
@@ -535,26 +536,39 @@ void FactorTables::accumulate_chunk(int c, long start, int len, int only_block, 
 }
 
 void FactorTables::gradient(const std::vector<int>* which, int only_block, double* grad, Scratch& s) const {
+    // Every table: each configuration's slope first, in one loop over the whole array.
+    if (!which) slopes(0, configurations_, s);
     const int n = which ? static_cast<int>(which->size()) : tables();
     for (int i = 0; i < n; ++i) {
         const Table& t = tables_[sz(which ? (*which)[sz(i)] : i)];
         if (t.block < 0 || (only_block >= 0 && t.block != only_block)) continue;
+        if (which) slopes(t.first, t.first + (1 << t.scope), s);
         table_gradient(t, only_block < 0 ? grad + offsets_[sz(t.block)] : grad, s);
     }
 }
 
 // d log g(x η)/dη = x g(−x η): with e = e^{−|η|}, g(−η) = (η ≥ 0 ? e : 1) / (1 + e) and
-// g(η) = (η ≥ 0 ? 1 : e) / (1 + e). Each configuration's r = Σ_x acc · x g(−x η) times
-// ∂η/∂θ_b = f + Σ_links coef_l Π_{mask_l} x e_{feature_l}.
+// g(η) = (η ≥ 0 ? 1 : e) / (1 + e). Each configuration's r = Σ_x acc · x g(−x η) into
+// s.slope, for configurations [begin, end): a loop without calls, which the compiler
+// vectorises.
+void FactorTables::slopes(int begin, int end, Scratch& s) const {
+    const double *eta = s.eta.data(), *expo = s.expo.data(), *acc = s.acc.data();
+    double* slope = s.slope.data();
+    for (int at = begin; at < end; ++at) {
+        const double e = expo[at];
+        const double inv = 1.0 / (1.0 + e);
+        const double g_neg = (eta[at] >= 0 ? e : 1.0) * inv, g_pos = (eta[at] >= 0 ? 1.0 : e) * inv;
+        slope[at] = acc[2 * at + 1] * g_neg - acc[2 * at] * g_pos;
+    }
+}
+
+// Each configuration's slope r (slopes()) times ∂η/∂θ_b = f + Σ_links coef_l Π_{mask_l} x
+// e_{feature_l}.
 void FactorTables::table_gradient(const Table& t, double* grad, Scratch& s) const {
     const int configs = 1 << t.scope;
     double total = 0;
     for (int i = 0; i < configs; ++i) {
-        const int at = t.first + i;
-        const double eta = s.eta[at], e = s.expo[at];
-        const double inv = 1.0 / (1.0 + e);
-        const double g_neg = (eta >= 0 ? e : 1.0) * inv, g_pos = (eta >= 0 ? 1.0 : e) * inv;
-        const double r = s.acc[2 * at + 1] * g_neg - s.acc[2 * at] * g_pos;
+        const double r = s.slope[t.first + i];
         total += r;
         for (const auto& l : t.links)
             if (l.feature >= 0) grad[l.feature] += (l.sign(i) > 0 ? r : -r) * l.coef;

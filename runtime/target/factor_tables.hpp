@@ -29,6 +29,7 @@ public:
         Eigen::VectorXd eta;      // per link configuration of every table: η
         Eigen::VectorXd expo;     // the same: e^{−|η|}
         Eigen::VectorXd log1p_e;  // the same: log1p(e^{−|η|}) (fill_all)
+        Eigen::VectorXd slope;    // the same: Σ_x acc · x g(−x η), the gradient's weight (slopes)
         Eigen::VectorXd logs;     // per entry (configuration, sign): log g(x η)
         Eigen::VectorXd acc;      // per entry: Σ_components weight · p(configuration | row)
         Eigen::VectorXd terms;    // per configuration of one chunk of a component: Σ log g
@@ -127,6 +128,7 @@ private:
     void fill_all(In theta, bool with_gradient, Scratch& s) const;
     void table_etas(const Table& t, In theta, Scratch& s) const;
     void table_gradient(const Table& t, double* grad, Scratch& s) const;
+    void slopes(int begin, int end, Scratch& s) const;
     // Σ_j log g of configurations [start, start + len) of component c into s.terms.
     void chunk_terms(int c, long start, int len, Scratch& s) const;
     // Σ_x e^{t(x) − top} of component c into sum, with top the largest t(x) (or near it).
