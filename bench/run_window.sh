@@ -30,6 +30,14 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 fact() { printf '%s\t%s\n' "$1" "$2" >> "$dir/machine.tsv"; }
 : > "$dir/machine.tsv"
 fact started "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# A window compares vbn with both peers: without rjags the peers' scripts would run Stan alone
+# and the window's tables would lack JAGS, so it stops here unless that is asked for.
+if [ -z "${PEERS_SKIP_JAGS:-}" ] && ! Rscript -e 'suppressMessages(library(rjags))' > /dev/null 2>&1; then
+  echo "run_window.sh: R cannot load rjags, so JAGS would be left out of the window; install it" \
+       "(apt-get install jags r-cran-rjags) or set PEERS_SKIP_JAGS=1 to run Stan alone" >&2
+  rm -r "$dir"
+  exit 1
+fi
 fact commit "$(git -C "$root" describe --always --dirty --abbrev=12)"
 fact cpu "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"
 fact nproc "$(nproc)"
