@@ -256,10 +256,10 @@ void FactorTables::fill(const std::vector<int>* which, In theta, bool with_gradi
 }
 
 // Every table's η first, then e = e^{−|η|} and log g(±η) = min(±η, 0) − log1p(e) over the
-// whole array at once (exp_nonpositive and Eigen's log, both vectorised): where each covariate row has a table
-// of its own (a hidden node with covariate parents) these were most of an evaluation's time.
-// log1p(e) by Kahan's u = 1 + e, log(u) · e / (u − 1) (exact where u rounds to 1), as Eigen
-// vectorises log but not log1p for doubles.
+// whole array at once (exp_nonpositive and Eigen's log, both vectorised): where each covariate
+// row has a table of its own (a hidden node with covariate parents) these were most of an
+// evaluation's time. log1p(e) by Kahan's u = 1 + e, log(u) · e / (u − 1) (exact where u
+// rounds to 1), as Eigen vectorises log but not log1p for doubles.
 void FactorTables::fill_all(In theta, bool with_gradient, Scratch& s) const {
     if (with_gradient) s.acc.setZero();
     for (const Table& t : tables_) table_etas(t, theta, s);
@@ -406,8 +406,9 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
 
 // log Σ_x e^{t(x)} per component as component() takes it, the components' columns at once:
 // the largest t(x) taken out of each, e^{t − top} and the logs of the sums over the whole
-// array (exp_nonpositive and Eigen's log, both vectorised), then the components' weighted values added in
-// order. Each column's posterior weights go into its factors' entries as accumulate_kept's.
+// array (exp_nonpositive and Eigen's log, both vectorised), then the components' weighted
+// values added in order. Each column's posterior weights go into its factors' entries as
+// accumulate_kept's.
 template <int Len>
 double FactorTables::batch_of(const int* comps, int n, bool accumulate, Scratch& s) const {
     // Len × n contiguous (not a block of the 32-row scratch), so that the exp below runs over

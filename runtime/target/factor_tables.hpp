@@ -73,7 +73,10 @@ public:
     // equal to the sum of component() up to rounding, not to the bit.
     double batched_sum(bool accumulate, Scratch& s) const;
     // Whether component c is among them: its entries kept, 2 to 32 configurations.
-    bool batched(int c) const { return static_cast<std::size_t>(c) < batched_.size() && batched_[static_cast<std::size_t>(c)]; }
+    bool batched(int c) const {
+        const auto k = static_cast<std::size_t>(c);
+        return k < batched_.size() && batched_[k];
+    }
     // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
     // pattern's share, Target::pattern_log_likelihoods).
     double log_sum(int c, Scratch& s) const;
