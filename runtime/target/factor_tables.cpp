@@ -301,21 +301,11 @@ void FactorTables::table_etas(const Table& t, In theta, Scratch& s) const {
 // Per configuration of the links: η, e = e^{−|η|} and log g(±η) = min(±η, 0) − log1p(e), the
 // stable form of log g (no overflow at any |η|; e underflows to 0 harmlessly).
 void FactorTables::fill_table(const Table& t, In theta, Scratch& s) const {
-    const double* th = t.block >= 0 ? theta.data() + offsets_[sz(t.block)] : nullptr;
-    double eta0 = t.base;
-    if (th)
-        for (int k = 0; k < t.f.size(); ++k) eta0 += th[k] * t.f[k];
-    const int configs = 1 << t.scope;
-    for (int i = 0; i < configs; ++i) {
-        double eta = eta0;
-        for (const auto& l : t.links) {
-            const double coef = l.feature >= 0 ? th[l.feature] * l.coef : l.coef;
-            eta += l.sign(i) > 0 ? coef : -coef;
-        }
+    table_etas(t, theta, s);
+    for (int at = t.first; at < t.first + (1 << t.scope); ++at) {
+        const double eta = s.eta[at];
         const double e = std::exp(-std::abs(eta));
         const double log1p_e = std::log1p(e);
-        const int at = t.first + i;
-        s.eta[at] = eta;
         s.expo[at] = e;
         s.logs[2 * at] = std::min(-eta, 0.0) - log1p_e;
         s.logs[2 * at + 1] = std::min(eta, 0.0) - log1p_e;
