@@ -262,6 +262,7 @@ void FactorTables::fill(const std::vector<int>* which, In theta, bool with_gradi
 // rounds to 1), as Eigen vectorises log but not log1p for doubles.
 void FactorTables::fill_all(In theta, bool with_gradient, Scratch& s) const {
     if (with_gradient) s.acc.setZero();
+    if (configurations_ == 0) return;  // every component summed directly: no tables, no arrays
     for (const Table& t : tables_) table_etas(t, theta, s);
     const auto eta = s.eta.array();
     double* e = s.expo.data();

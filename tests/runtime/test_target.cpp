@@ -906,6 +906,29 @@ TEST_CASE("batched components give each component's value and gradient up to rou
     CHECK(most > 256);
 }
 
+TEST_CASE("a target whose every summed-out group is summed directly has no tables, and evaluates") {
+    // The fuzzers' input: x missing in one row, its only factors its fixed prior and y's, so its
+    // group is summed directly and no table is built (the vectorised fill once read past an
+    // empty array there). p(y = 1) = 0.7 g(5.5 + w) + 0.3 g(5.5 − w).
+    ModelBuilder m;
+    const int x = m.bernoulli("x", 0.7);
+    m.logistic("y", false, 5.5, {}, {on(x)}, 0.0, 10.0);
+    const Target target(m.g, make_dataset(m.g, {{0, 1}}));
+    REQUIRE(target.directly_summed_components() == 1);
+    REQUIRE(target.tabulated_components() == 0);
+    const double w = 0.8;
+    const Vec theta = Vec::Constant(1, w);
+    Vec grad(1);
+    const double lp = target.log_density_gradient(theta, grad);
+    auto g = [](double z) { return 1 / (1 + std::exp(-z)); };
+    const double p = 0.7 * g(5.5 + w) + 0.3 * g(5.5 - w);
+    const double dp = 0.7 * g(5.5 + w) * g(-5.5 - w) - 0.3 * g(5.5 - w) * g(-5.5 + w);
+    auto ws = target.make_workspace();
+    CHECK(target.log_likelihood(theta, ws) == doctest::Approx(std::log(p)).epsilon(1e-13));
+    CHECK(std::isfinite(lp));
+    CHECK(grad[0] == doctest::Approx(dp / p - w / 100).epsilon(1e-12));
+}
+
 TEST_CASE("a summed-out node at η = ±800: exact value and gradient, nothing overflows") {
     // h hidden ~ bernoulli(0.5), y ~ logistic(w1 + w2 h), y = +1, w = (800, 800): η = 1600 or 0,
     // p(y) = 0.5 · 1 + 0.5 · 0.5 = 0.75, p(h = -1 | y) = 1/3, and the likelihood's gradient is
