@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 namespace vbn {
@@ -356,23 +357,30 @@ void add_weights(const int* e, const int* blocks, int refs, int only_block, cons
     }
 }
 
+// Calls f(std::integral_constant<int, L>{}) where len is one of the sizes whose sums are
+// unrolled, L = len = 2, 4, …, 32; returns false, f not called, for any other len.
+template <class F>
+bool with_len(int len, F&& f) {
+    switch (len) {
+    case 2: f(std::integral_constant<int, 2>{}); return true;
+    case 4: f(std::integral_constant<int, 4>{}); return true;
+    case 8: f(std::integral_constant<int, 8>{}); return true;
+    case 16: f(std::integral_constant<int, 16>{}); return true;
+    case 32: f(std::integral_constant<int, 32>{}); return true;
+    default: return false;
+    }
+}
+
 }  // namespace
 
 void FactorTables::chunk_terms_kept(int c, int len, Scratch& s) const {
     const int first = first_ref_[sz(c)], refs = first_ref_[sz(c) + 1] - first;
     const int* e = kept_entries_.data() + kept_first_[sz(c)];
     double* terms = s.terms.data();
-    switch (len) {
-    case 2: return sum_entries<2>(e, refs, s.logs.data(), terms);
-    case 4: return sum_entries<4>(e, refs, s.logs.data(), terms);
-    case 8: return sum_entries<8>(e, refs, s.logs.data(), terms);
-    case 16: return sum_entries<16>(e, refs, s.logs.data(), terms);
-    case 32: return sum_entries<32>(e, refs, s.logs.data(), terms);
-    default:
-        std::fill(terms, terms + len, 0.0);
-        for (int r = 0; r < refs; ++r, e += len)
-            for (int i = 0; i < len; ++i) terms[i] += s.logs[e[i]];
-    }
+    if (with_len(len, [&](auto l) { sum_entries<decltype(l)::value>(e, refs, s.logs.data(), terms); })) return;
+    std::fill(terms, terms + len, 0.0);
+    for (int r = 0; r < refs; ++r, e += len)
+        for (int i = 0; i < len; ++i) terms[i] += s.logs[e[i]];
 }
 
 void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) const {
@@ -381,17 +389,10 @@ void FactorTables::accumulate_kept(int c, int len, int only_block, Scratch& s) c
     const int* blocks = ref_block_.data() + first;
     const double* terms = s.terms.data();
     double* acc = s.acc.data();
-    switch (len) {
-    case 2: return add_weights<2>(e, blocks, refs, only_block, terms, acc);
-    case 4: return add_weights<4>(e, blocks, refs, only_block, terms, acc);
-    case 8: return add_weights<8>(e, blocks, refs, only_block, terms, acc);
-    case 16: return add_weights<16>(e, blocks, refs, only_block, terms, acc);
-    case 32: return add_weights<32>(e, blocks, refs, only_block, terms, acc);
-    default:
-        for (int r = 0; r < refs; ++r, e += len) {
-            if (blocks[r] < 0 || (only_block >= 0 && blocks[r] != only_block)) continue;
-            for (int i = 0; i < len; ++i) acc[e[i]] += terms[i];
-        }
+    if (with_len(len, [&](auto l) { add_weights<decltype(l)::value>(e, blocks, refs, only_block, terms, acc); })) return;
+    for (int r = 0; r < refs; ++r, e += len) {
+        if (blocks[r] < 0 || (only_block >= 0 && blocks[r] != only_block)) continue;
+        for (int i = 0; i < len; ++i) acc[e[i]] += terms[i];
     }
 }
 
@@ -441,13 +442,8 @@ double FactorTables::batched_sum(bool accumulate, Scratch& s) const {
         const std::vector<int>& comps = batches_[g];
         for (std::size_t at = 0; at < comps.size(); at += kBatch) {
             const int n = static_cast<int>(std::min<std::size_t>(kBatch, comps.size() - at));
-            switch (g) {
-            case 0: v += batch_of<2>(comps.data() + at, n, accumulate, s); break;
-            case 1: v += batch_of<4>(comps.data() + at, n, accumulate, s); break;
-            case 2: v += batch_of<8>(comps.data() + at, n, accumulate, s); break;
-            case 3: v += batch_of<16>(comps.data() + at, n, accumulate, s); break;
-            default: v += batch_of<32>(comps.data() + at, n, accumulate, s); break;
-            }
+            // Group g holds the components of 2^(g+1) configurations (g < kBatchMaxSize).
+            with_len(2 << static_cast<int>(g), [&](auto l) { v += batch_of<decltype(l)::value>(comps.data() + at, n, accumulate, s); });
         }
     }
     return v;
