@@ -287,6 +287,17 @@ void drop(std::vector<Row>& rows, int element, double fraction, Rng& rng) {
         if (rng.uniform() < fraction) r[sz(element)] = 0;
 }
 
+// 100 rows of the SBN at weights 2 z (z standard normal, from Rng(seed)), a fifth of the
+// entries of element 5 then missing when `dropped`.
+std::vector<Row> sbn_rows(const Model& m, std::uint64_t seed, bool dropped) {
+    Rng rng(seed);
+    Vec truth(m.g.dim);
+    for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
+    auto rows = simulate(m.g, truth, 100, rng);
+    if (dropped) drop(rows, 5, 0.2, rng);
+    return rows;
+}
+
 double sd_of(const VbFit& f, int k) { return std::sqrt(f.variance(k)); }
 
 }  // namespace
@@ -449,11 +460,7 @@ TEST_CASE("the multimodal model of Variational MCMC Sec. 5.2: VB against the exa
 TEST_CASE("the bound never decreases: hidden causes, missing entries, covariates, fixed terms") {
     SUBCASE("3 hidden x 8 observed sigmoid belief network") {
         const Model m = sbn_by_hand();
-        Rng rng(15);
-        Vec truth(m.g.dim);
-        for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
-        auto rows = simulate(m.g, truth, 100, rng);
-        drop(rows, 5, 0.2, rng);
+        const auto rows = sbn_rows(m, 15, true);
         const VbResult res = variational(m.g, make_data(m.g, rows), VbOptions{.restarts = 2});
         for (const VbFit& fit : res.fits) check_monotone(fit);
     }
@@ -476,10 +483,7 @@ TEST_CASE("the bound never decreases: hidden causes, missing entries, covariates
 
 TEST_CASE("restarts report their own bounds and the best is the largest") {
     const Model m = sbn_by_hand();
-    Rng rng(17);
-    Vec truth(m.g.dim);
-    for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
-    const auto rows = simulate(m.g, truth, 100, rng);
+    const auto rows = sbn_rows(m, 17, false);
     const VbResult res = variational(m.g, make_data(m.g, rows), VbOptions{.restarts = 3, .seed = 3});
     REQUIRE(res.fits.size() == 3);
     std::vector<double> elbos;
@@ -497,12 +501,7 @@ TEST_CASE("restarts report their own bounds and the best is the largest") {
 
 TEST_CASE("restarts side by side on threads give the fits of restarts one after another") {
     const Model m = sbn_by_hand();
-    Rng rng(17);
-    Vec truth(m.g.dim);
-    for (int k = 0; k < m.g.dim; ++k) truth[k] = 2 * rng.normal();
-    auto rows = simulate(m.g, truth, 100, rng);
-    drop(rows, 5, 0.2, rng);
-    const Dataset data = make_data(m.g, rows);
+    const Dataset data = make_data(m.g, sbn_rows(m, 17, true));
     const VbResult one = variational(m.g, data, VbOptions{.restarts = 5, .seed = 3});
     std::vector<int> reported;
     for (int threads : {2, 3, 8}) {
