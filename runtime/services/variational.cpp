@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
+#include <thread>
 #include <utility>
 
 namespace vbn::services {
@@ -51,6 +53,11 @@ void warn_idle(const ir::Graph& graph, const VbResult& result, const Callbacks& 
     if (!w.empty()) callbacks.warning(w);
 }
 
+// Threads asked for, or one per core for 0.
+int resolved_threads(int threads) {
+    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 // The rows sharded: EM over every shard, then the correction on shard 0's target with every
 // shard's terms.
 VariationalRun sharded_run(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
@@ -79,6 +86,10 @@ VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, cons
     if (callbacks.interrupt) vo.cancel = callbacks.interrupt;
     vo.keep_finished_on_cancel = true;
     if (settings.sharded) return sharded_run(graph, data, settings, callbacks, vo);
+    // The restarts run side by side on the correction's threads (the fits do not depend on
+    // it), except on large data, where each restart's q(h) and ξ per row would multiply the
+    // memory (as `vbn fit` does).
+    if (!data.large()) vo.threads = std::max(vo.threads, resolved_threads(settings.correction.threads));
     VariationalRun run;
     // On large data the target comes first and the fit runs on its families (Dataset::large);
     // otherwise the fit builds its own, and the target follows for the correction.

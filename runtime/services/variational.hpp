@@ -19,7 +19,9 @@ namespace vbn::services {
 struct VariationalSettings {
     VbOptions vb;              // restarts, tolerance, iteration cap, seed of the restarts
     bool correct = true;       // run the importance correction after EM
-    RefineOptions correction;  // its draws and seed
+    // Its draws, seed and threads; the restarts run side by side on as many threads (at least
+    // vb.threads) unless the data are large (Dataset::large).
+    RefineOptions correction;
     // The rows sharded (services/sharded.hpp, `vbn vb --shards`): the data given are shard 0's,
     // EM runs through sharded_variational over every shard, and the correction's target sums
     // every shard's terms through `sharded`.

@@ -1112,38 +1112,57 @@ void check_options(const VbOptions& o) {
                     fmt::format("the number of mean-field sweeps must be at least 1, not {}", o.mean_field_sweeps));
 }
 
-// Every restart's fit (run_one(k) runs restart k); `unobserved`: whether any row has an
-// unobserved entry, without which every start is the same.
-// Every restart side by side, each result or error kept in its slot, then taken in order as
-// the sequential loop takes them (so the result is the loop's). Only with unobserved
-// entries: without, the restarts copy restart 0.
-struct SideBySide {
+// A wave of restarts side by side: first … first + n − 1 shared out over the threads as each
+// becomes free, each result or error kept in its slot (slot j for restart first + j).
+struct Wave {
     std::vector<std::optional<VbFit>> fits;
     std::vector<std::exception_ptr> errors;
 };
 
-SideBySide run_side_by_side(int restarts, int threads, const std::function<VbFit(int)>& run_one) {
-    SideBySide out;
-    out.fits.resize(sz(restarts));
-    out.errors.resize(sz(restarts));
-    inference::parallel_chunks(threads, sz(restarts), 1, [&](std::size_t begin, std::size_t end, std::size_t) {
-        for (std::size_t k = begin; k < end; ++k) {
+void run_wave(int first, int n, int threads, const std::function<VbFit(int)>& run_one, Wave& out) {
+    std::fill(out.fits.begin(), out.fits.end(), std::nullopt);
+    std::fill(out.errors.begin(), out.errors.end(), nullptr);
+    inference::parallel_chunks(threads, sz(n), 1, [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t j = begin; j < end; ++j) {
             try {
-                out.fits[k] = run_one(static_cast<int>(k));
+                out.fits[j] = run_one(first + static_cast<int>(j));
             } catch (...) {
-                out.errors[k] = std::current_exception();
+                out.errors[j] = std::current_exception();
             }
         }
     });
-    return out;
 }
 
+// Every restart's fit (run_one(k) runs restart k); `unobserved`: whether any row has an
+// unobserved entry, without which every start is the same. With options.threads > 1 the
+// restarts run side by side in waves of 8 per thread (all of the default 8 in one), each
+// wave's taken in order as the sequential loop takes them (so the result is the loop's):
+// memory for one wave's fits, and on_restart told after each wave, however many restarts are
+// asked for.
 VbResult fit_restarts(const ir::Graph& graph, const VbOptions& options, bool unobserved,
                       const std::function<VbFit(int)>& run_one, std::chrono::steady_clock::time_point start) {
     VbResult result;
     const int restarts = restarts_for(graph, options.restarts);
-    std::optional<SideBySide> ran;
-    if (unobserved && options.threads > 1 && restarts > 1) ran = run_side_by_side(restarts, options.threads, run_one);
+    const bool side_by_side = unobserved && restarts > 1 && options.threads > 1;
+    const int width = side_by_side ? static_cast<int>(std::min<long>(restarts, 8L * options.threads)) : 1;
+    Wave wave{std::vector<std::optional<VbFit>>(sz(width)), std::vector<std::exception_ptr>(sz(width))};
+    // Takes restart k's fit into the result; false once interrupted (the finished ones kept).
+    const auto take = [&](int k) {
+        try {
+            if (!side_by_side) {
+                result.fits.push_back(run_one(k));
+            } else {
+                const std::size_t j = sz(k % width);
+                if (wave.errors[j]) std::rethrow_exception(wave.errors[j]);
+                result.fits.push_back(std::move(*wave.fits[j]));
+            }
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::cancelled || !options.keep_finished_on_cancel || result.fits.empty()) throw;
+            result.interrupted = true;
+            return false;
+        }
+        return true;
+    };
     for (int k = 0; k < restarts; ++k) {
         // Without unobserved entries, restarts differ in nothing: every start is the same.
         if (k > 0 && !unobserved) {
@@ -1152,18 +1171,8 @@ VbResult fit_restarts(const ir::Graph& graph, const VbOptions& options, bool uno
             if (options.on_restart) options.on_restart(k);
             continue;
         }
-        try {
-            if (!ran) {
-                result.fits.push_back(run_one(k));
-            } else {
-                if (ran->errors[sz(k)]) std::rethrow_exception(ran->errors[sz(k)]);
-                result.fits.push_back(std::move(*ran->fits[sz(k)]));
-            }
-        } catch (const Error& e) {
-            if (e.kind() != ErrorKind::cancelled || !options.keep_finished_on_cancel || result.fits.empty()) throw;
-            result.interrupted = true;
-            break;
-        }
+        if (side_by_side && k % width == 0) run_wave(k, std::min(width, restarts - k), options.threads, run_one, wave);
+        if (!take(k)) break;
         if (better_fit(result.fits.back().elbo, result.fits[sz(result.best)].elbo)) result.best = k;
         if (options.on_restart) options.on_restart(k);
     }
