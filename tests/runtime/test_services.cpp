@@ -304,7 +304,7 @@ TEST_CASE("services::variational interrupted after 2 of 6 restarts returns the b
     const Dataset d = sbn_data(g);
     services::VariationalSettings s;
     // One thread: the restarts one after another, so that on_restart comes between them (side
-    // by side it comes once all have run).
+    // by side it comes after each wave of them).
     s.correction.threads = 1;
     s.vb.restarts = 2;
     const services::VariationalRun two = services::variational(g, d, s, {});
@@ -359,8 +359,9 @@ TEST_CASE("services::variational runs the restarts side by side on the correctio
     REQUIRE(two.corrected.has_value());
     CHECK(one.corrected->mean == two.corrected->mean);
 
-    // Side by side, on_restart is told once every restart has run: an interrupt it raises
-    // after restart 1 stops nothing (one after another, the test above, it keeps 2 of 6).
+    // Side by side, on_restart is told after the wave (here all 4 restarts) has run: an
+    // interrupt it raises after restart 1 stops nothing (one after another, the test above, it
+    // keeps 2 of 6).
     std::atomic<bool> stop{false};
     services::Callbacks cb;
     cb.interrupt = &stop;
