@@ -160,6 +160,10 @@ void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job) {
 
 std::size_t worker_threads() { return workers().started(); }
 
+int threads_or_cores(int threads) {
+    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void ChunkShare::offer(const std::function<void(std::size_t)>* job) {
     {
         const std::lock_guard lock(mutex_);

@@ -20,6 +20,10 @@ namespace vbn::inference {
 // throw. Safe to call from several threads at once, and from within a part.
 void run_parts(std::size_t parts, const std::function<void(std::size_t)>& job);
 
+// `threads` where it is positive, else one per core (at least 1): what a threads option of 0
+// means throughout.
+int threads_or_cores(int threads);
+
 // How many worker threads run_parts has started so far in this process.
 std::size_t worker_threads();
 

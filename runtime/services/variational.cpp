@@ -1,5 +1,6 @@
 #include "runtime/services/variational.hpp"
 
+#include "inference/parallel.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/target.hpp"
@@ -8,7 +9,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
 #include <utility>
 
 namespace vbn::services {
@@ -53,11 +53,6 @@ void warn_idle(const ir::Graph& graph, const VbResult& result, const Callbacks& 
     if (!w.empty()) callbacks.warning(w);
 }
 
-// Threads asked for, or one per core for 0.
-int resolved_threads(int threads) {
-    return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // The rows sharded: EM over every shard, then the correction on shard 0's target with every
 // shard's terms.
 VariationalRun sharded_run(const ir::Graph& graph, const Dataset& data, const VariationalSettings& settings,
@@ -89,7 +84,7 @@ VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, cons
     // The restarts run side by side on the correction's threads (the fits do not depend on
     // it), except on large data, where each restart's q(h) and ξ per row would multiply the
     // memory (as `vbn fit` does).
-    if (!data.large()) vo.threads = std::max(vo.threads, resolved_threads(settings.correction.threads));
+    if (!data.large()) vo.threads = std::max(vo.threads, inference::threads_or_cores(settings.correction.threads));
     VariationalRun run;
     // On large data the target comes first and the fit runs on its families (Dataset::large);
     // otherwise the fit builds its own, and the target follows for the correction.

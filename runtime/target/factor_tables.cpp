@@ -443,7 +443,8 @@ double FactorTables::batched_sum(bool accumulate, Scratch& s) const {
         for (std::size_t at = 0; at < comps.size(); at += kBatch) {
             const int n = static_cast<int>(std::min<std::size_t>(kBatch, comps.size() - at));
             // Group g holds the components of 2^(g+1) configurations (g < kBatchMaxSize).
-            with_len(2 << static_cast<int>(g), [&](auto l) { v += batch_of<decltype(l)::value>(comps.data() + at, n, accumulate, s); });
+            with_len(2 << static_cast<int>(g),
+                     [&](auto l) { v += batch_of<decltype(l)::value>(comps.data() + at, n, accumulate, s); });
         }
     }
     return v;

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <thread>
 
 namespace vbn {
 
@@ -306,8 +305,7 @@ TemperedDraws temper(const Target& target, const inference::GaussianProposal& ce
     check_options(options);
     if (centre.dim() != target.dim() || target.dim() == 0)
         throw Error(ErrorKind::usage, "tempering: the centre's dimension is not the target's");
-    const int threads =
-        options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = inference::threads_or_cores(options.threads);
     const Eigen::Index d = target.dim();
     std::vector<Scratch> scratch;
     for (int t = 0; t < threads; ++t) scratch.push_back({target.make_workspace(), Vec(d), Vec(d), Vec(d), Vec(d), Vec(d), Vec(d)});

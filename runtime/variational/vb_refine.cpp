@@ -20,7 +20,6 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 namespace vbn {
@@ -371,7 +370,7 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     }
 
     const long cap = options.draws;
-    const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = inference::threads_or_cores(options.threads);
     std::vector<Target::Workspace> ws;
     for (int t = 0; t < threads; ++t) ws.push_back(target.make_workspace());
     inference::Rng rng(options.seed, 0);
