@@ -980,6 +980,117 @@ private:
     std::vector<Saved> saved_;
 };
 
+// SQUAREM where rows have unobserved entries. The EM map F takes the ξ of every complete
+// pattern, each unobserved entry's natural parameter d (q(x = +1) = g(d)) and each component
+// factor's ξ to their next values; plain EM crawls along it where q(h) and q(θ) move
+// together (sbn2: about 1,050 iterations a start). The extrapolation is Squarem's, with one
+// α over the whole vector (Varadhan & Roland 2008, S3): q(h) couples the blocks, so the bound
+// is not a sum of blocks' shares that depend on their own ξ alone, and the step is kept only
+// if the whole bound after F of the extrapolated point is at least that at ξ2; else the
+// state goes back to ξ2. Any ξ ≥ 0 and any d give a valid bound, so the bound never
+// decreases and a fixed point of the scheme is one of EM.
+class HiddenSquarem {
+    static constexpr double max_step = 8;  // as Squarem's
+
+public:
+    void start(const State& s) { flatten(s, x0_); }
+    void after_first_step(const State& s) {
+        flatten(s, r_);
+        r_ -= x0_;
+    }
+    // After the second plain step, whose bound is `bound`: F of the extrapolated point by
+    // `plain`, kept if it does not lower the bound. Returns the bound after.
+    double extrapolated_step(const Problem& p, State& s, double bound, const std::function<void()>& plain) {
+        flatten(s, v_);
+        v_ -= x0_ + 2.0 * r_;
+        const double vn = v_.norm();
+        // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
+        const double alpha = vn > 0 ? std::clamp(-r_.norm() / vn, -max_step, -1.0) : -1.0;
+        save(s);
+        x0_ += -2.0 * alpha * r_ + alpha * alpha * v_;
+        unflatten(x0_, s);
+        double after = -std::numeric_limits<double>::infinity();
+        try {
+            plain();
+            after = elbo(p, s);
+        } catch (const Error& e) {
+            // An extrapolated point far out (a λ that underflows) is simply not taken.
+            if (e.kind() != ErrorKind::inference) throw;
+        }
+        if (after >= bound) return after;
+        ++undone_;
+        restore(p, s);
+        return bound;
+    }
+    int undone() const { return undone_; }
+
+private:
+    static Eigen::Index length(const State& s) {
+        Eigen::Index n = 0;
+        for (const BlockState& b : s.blocks) n += b.xi.size();
+        for (const ComponentState& c : s.comps) n += c.d.size() + static_cast<Eigen::Index>(c.xi.size());
+        return n;
+    }
+    static void flatten(const State& s, Vec& x) {
+        x.resize(length(s));
+        Eigen::Index at = 0;
+        for (const BlockState& b : s.blocks) {
+            x.segment(at, b.xi.size()) = b.xi;
+            at += b.xi.size();
+        }
+        for (const ComponentState& c : s.comps) {
+            x.segment(at, c.d.size()) = c.d;
+            at += c.d.size();
+            for (const double xi : c.xi) x[at++] = xi;
+        }
+    }
+    // λ is even in ξ, so |ξ| is used.
+    static void unflatten(const Vec& x, State& s) {
+        Eigen::Index at = 0;
+        for (BlockState& b : s.blocks) {
+            b.xi = x.segment(at, b.xi.size()).cwiseAbs();
+            at += b.xi.size();
+            update_lambda(b);
+        }
+        for (ComponentState& c : s.comps) {
+            for (int u = 0; u < static_cast<int>(c.d.size()); ++u) set_q(c, u, x[at++]);
+            for (double& xi : c.xi) xi = std::abs(x[at++]);
+        }
+    }
+    // After a plain step the complete patterns' ξ, λ, log g, E[η] and E[η²] are functions of
+    // q(θ_i) (update_xi_complete), so only q(θ_i), q(h) and q(τ) are saved (Squarem's reason).
+    // Assignments between equal sizes reuse the saved copies' memory: no allocation after
+    // the first step.
+    void save(const State& s) {
+        blocks_.resize(s.blocks.size());
+        for (std::size_t b = 0; b < s.blocks.size(); ++b) {
+            blocks_[b].q = s.blocks[b];
+            blocks_[b].llt = s.blocks[b].llt;
+        }
+        comps_ = s.comps;
+        scales_ = s.scales;
+    }
+    void restore(const Problem& p, State& s) const {
+        for (std::size_t b = 0; b < s.blocks.size(); ++b) {
+            static_cast<BlockQ&>(s.blocks[b]) = blocks_[b].q;
+            s.blocks[b].llt = blocks_[b].llt;
+            update_xi_complete(p, s, static_cast<int>(b));
+        }
+        s.comps = comps_;
+        s.scales = scales_;
+    }
+
+    int undone_ = 0;
+    Vec x0_, r_, v_;
+    struct Saved {
+        BlockQ q;
+        Eigen::LLT<Mat> llt;
+    };
+    std::vector<Saved> blocks_;
+    std::vector<ComponentState> comps_;
+    std::vector<ScaleQ> scales_;
+};
+
 // How one EM run steps: a plain iteration numbered `it`, the bound after a step, and, where
 // SQUAREM runs, its three parts (Squarem, ShardedSquarem).
 struct EmSteps {
@@ -987,7 +1098,9 @@ struct EmSteps {
     std::function<double()> bound;
     bool accelerate = false;
     std::function<void()> start, after_first_step;
-    std::function<void(int it)> extrapolated_step;
+    // The extrapolated step numbered `it`, given the bound now; returns the bound after it
+    // where it has computed it (HiddenSquarem), else nothing.
+    std::function<std::optional<double>(int it, double bound)> extrapolated_step;
     // Where several processes step together: rank 0's decision to stop, which every process
     // follows (their bounds agree only as far as their arithmetic does).
     std::function<bool(bool stop)> decide;
@@ -1009,8 +1122,8 @@ EmTrace iterate(const VbOptions& options, const EmSteps& steps) {
     t.elbo = steps.bound();
     check_finite_bound(t.elbo, 0);
     int& it = t.iterations;
-    const auto end_step = [&](bool plain) {
-        const double value = steps.bound();
+    const auto end_step = [&](bool plain, std::optional<double> known = std::nullopt) {
+        const double value = known ? *known : steps.bound();
         check_finite_bound(value, it);
         // Every step is an exact coordinate maximisation or kept only if it does not lower
         // the bound, so only rounding can lower it.
@@ -1035,8 +1148,8 @@ EmTrace iterate(const VbOptions& options, const EmSteps& steps) {
         if (plain()) break;
         steps.after_first_step();
         if (plain()) break;
-        steps.extrapolated_step(++it);
-        if (end_step(false)) break;
+        const std::optional<double> after = steps.extrapolated_step(++it, t.elbo);
+        if (end_step(false, after)) break;
     }
     return t;
 }
@@ -1052,10 +1165,10 @@ VbFit finish_fit(VbFit fit, EmTrace t, int restart, int undone) {
 }
 
 // One EM run from one start (Variational MCMC, Fig. 2–3): q(θ) block by block, ξ, then
-// q(h) and the ξ it touches; each step maximises the bound in closed form. A fully
-// observed model alternates two such iterations with one SQUAREM step (above) unless
-// options.accelerate is off; the convergence test compares the bounds before and after a
-// plain EM iteration only.
+// q(h) and the ξ it touches; each step maximises the bound in closed form. Two such
+// iterations alternate with one SQUAREM step (Squarem on a fully observed model,
+// HiddenSquarem where rows have unobserved entries; above) unless options.accelerate is off;
+// the convergence test compares the bounds before and after a plain EM iteration only.
 VbFit run(const Problem& p, const VbOptions& options, int restart) {
     // ξ starts at 0, where λ(ξ) = 1/8 is largest: the first q(θ) is the most cautious
     // Gaussian the bound allows (Böhning's curvature bound), which takes about half the
@@ -1066,6 +1179,8 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
             throw Error(ErrorKind::cancelled, "variational EM was cancelled");
     };
     Squarem sq(s);
+    HiddenSquarem hq;
+    const bool hidden = !p.components.empty();
     EmSteps steps;
     steps.plain = [&](int it) {
         check_cancel();
@@ -1081,16 +1196,18 @@ VbFit run(const Problem& p, const VbOptions& options, int restart) {
         }
     };
     steps.bound = [&] { return elbo(p, s); };
-    steps.accelerate = options.accelerate && p.components.empty();
-    steps.start = [&] { sq.start(s); };
-    steps.after_first_step = [&] { sq.after_first_step(s); };
-    steps.extrapolated_step = [&](int it) {
+    steps.accelerate = options.accelerate;
+    steps.start = [&] { hidden ? hq.start(s) : sq.start(s); };
+    steps.after_first_step = [&] { hidden ? hq.after_first_step(s) : sq.after_first_step(s); };
+    steps.extrapolated_step = [&](int it, double bound) -> std::optional<double> {
+        if (hidden) return hq.extrapolated_step(p, s, bound, [&] { steps.plain(it); });
         check_cancel();
         sq.extrapolated_step(p, s, it);
         update_scales(p, s);
+        return std::nullopt;
     };
     EmTrace t = iterate(options, steps);
-    return finish_fit(assemble(*p.graph, s), std::move(t), restart, sq.undone());
+    return finish_fit(assemble(*p.graph, s), std::move(t), restart, hidden ? hq.undone() : sq.undone());
 }
 
 // Whether a restart's ELBO beats the best so far by more than the spread of fits that reached
@@ -1488,7 +1605,10 @@ VbFit run_sharded(std::vector<LocalShard>& shards, const ShardedFamilies& rows, 
     if (steps.accelerate) sq.emplace(em);
     steps.start = [&] { sq->start(); };
     steps.after_first_step = [&] { sq->after_first_step(); };
-    steps.extrapolated_step = [&](int it) { sq->extrapolated_step(it); };
+    steps.extrapolated_step = [&](int it, double) -> std::optional<double> {
+        sq->extrapolated_step(it);
+        return std::nullopt;
+    };
     steps.decide = [&](bool stop) {
         std::int64_t s = stop ? 1 : 0;
         rows.comm->broadcast(&s, 1);

@@ -576,7 +576,9 @@ TEST_CASE("duplicated rows weigh twice whether counted or repeated, and row orde
     // one CPU the fits stopped at iterations 700 and 707 with the ELBO unchanged to the last bit
     // (tolerance 0) and the means 5e-7 apart. So both run the same number of iterations, short
     // of where either would stop, and must give the same iterate up to rounding.
-    const VbOptions same_steps{.tolerance = 0, .max_iterations = 400};
+    // The iterate of plain EM: SQUAREM keeps or takes back each extrapolated step by
+    // comparing two bounds, a comparison that rounding can tip.
+    const VbOptions same_steps{.tolerance = 0, .max_iterations = 400, .accelerate = false};
     std::vector<Row> shuffled = rows;
     for (std::size_t k = shuffled.size() - 1; k > 0; --k)
         std::swap(shuffled[k], shuffled[rng.below(k + 1)]);
@@ -840,21 +842,51 @@ TEST_CASE("SQUAREM steps taken back leave the bound monotone and reach plain EM'
     CHECK(variational(g, data, VbOptions{.accelerate = false}).best_fit().steps_undone == 0);
 }
 
-TEST_CASE("models with unobserved entries are fitted by plain EM whatever the accelerate option says") {
-    const std::string dir = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
-    for (const std::string name : {"multimodal", "sbn_3x8"}) {
-        CAPTURE(name);
-        const ir::Graph g = load_model(dir + name + ".vbn");
-        const Dataset data = load_csv(g, dir + name + ".csv");
-        const VbResult a = variational(g, data, VbOptions{.restarts = 2});
-        const VbResult b = variational(g, data, VbOptions{.restarts = 2, .accelerate = false});
-        for (std::size_t k = 0; k < a.fits.size(); ++k) {
-            CHECK(a.fits[k].iterations == b.fits[k].iterations);
-            CHECK(a.fits[k].elbo_trace == b.fits[k].elbo_trace);
-            CHECK(a.fits[k].mean == b.fits[k].mean);
-            CHECK(a.fits[k].covs == b.fits[k].covs);
+// Rows with unobserved entries: one α over every ξ and q(h)'s natural parameters, and a step
+// kept only where the whole bound does not fall (HiddenSquarem). Every start must reach plain
+// EM's fixed point from that start (restarts are not moved to other optima), with a bound
+// that never decreases, in fewer iterations; plain EM creeps here (diagnosis: 518 iterations
+// for its best start), so "the fixed point" is plain EM run to the bound's rounding.
+TEST_CASE("SQUAREM on models with unobserved entries reaches each start's fixed point in fewer iterations") {
+    const std::string paper = std::string(VBN_SOURCE_DIR) + "/examples/paper/";
+    const std::string corpus = std::string(VBN_SOURCE_DIR) + "/tests/corpus/";
+    int undone = 0;
+    for (const std::string& path : {paper + "multimodal", paper + "sbn_3x8", corpus + "diagnosis/model",
+                                   corpus + "housevotes/model"}) {
+        CAPTURE(path);
+        const ir::Graph g = load_model(path + ".vbn");
+        const std::string csv = path.ends_with("/model") ? path.substr(0, path.size() - 5) + "data.csv" : path + ".csv";
+        const Dataset data = load_csv(g, csv);
+        const VbResult fast = variational(g, data);
+        const VbResult plain = variational(g, data, VbOptions{.accelerate = false});
+        const VbResult exact =
+            variational(g, data, VbOptions{.tolerance = 1e-15, .max_iterations = 100000, .accelerate = false});
+        REQUIRE(fast.fits.size() == exact.fits.size());
+        CHECK(fast.best == plain.best);
+        int fast_iterations = 0, plain_iterations = 0;
+        double fast_gap = 0, plain_gap = 0;
+        for (std::size_t k = 0; k < fast.fits.size(); ++k) {
+            CAPTURE(k);
+            const VbFit &f = fast.fits[k], &pl = plain.fits[k], &ex = exact.fits[k];
+            check_monotone(f);
+            CHECK(f.converged);
+            fast_iterations += f.iterations;
+            plain_iterations += pl.iterations;
+            fast_gap += ex.elbo - f.elbo;
+            plain_gap += ex.elbo - pl.elbo;
+            undone += f.steps_undone;
+            // The same fixed point as plain EM from that start, stopped about as near it. Plain
+            // EM itself stops up to 0.11 sd short of it on diagnosis at the default tolerance
+            // (its creep hides the rest from the bound); SQUAREM at most 0.10.
+            CHECK(mean_error_in_sd(f, ex) <= mean_error_in_sd(pl, ex) + 0.005);
         }
+        // Over the starts, nearer the fixed point's bound, in at most 2/3 of the iterations
+        // (about 1/3 on diagnosis, sbn_3x8 and housevotes; 0.58 on multimodal's short fits).
+        CHECK(fast_gap <= plain_gap);
+        CHECK(3 * fast_iterations < 2 * plain_iterations);
     }
+    // Some extrapolated steps lowered the bound and were taken back, so that path ran above.
+    CHECK(undone > 0);
 }
 
 // A product of parents with a hidden factor: where o is observed the term w[2] h o is linear
