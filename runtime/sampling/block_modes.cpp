@@ -26,8 +26,11 @@ Mat block_laplace_cov(const Target& target, int b, const Vec& x, const Eigen::LL
 }
 
 // Newton on block b alone (x's other entries fixed: they do not enter its terms), with the
-// Levenberg shift, the stopping rules and the backtracking of posterior_mode. Returns the
-// steps taken, or -1 where it stopped short of a mode.
+// Levenberg shift and the backtracking of posterior_mode. A complete block's log density is
+// concave, so it needs none of posterior_mode's steps along upward curvature; and it stops
+// where the predicted gain is below the tolerance or 256 ulp of log p (posterior_mode: 1 ulp,
+// then 256 ulp where the line search fails). Returns the steps taken, or -1 where it stopped
+// short of a mode.
 int block_newton(const Target& target, int b, Vec& x, int max_iterations, Mat& cov, Target::Workspace& ws) {
     const int off = target.block_offset(b), size = target.block_size(b);
     Vec grad(size), step(size);
