@@ -16,8 +16,8 @@
 # auto,varblock,regen,varmix,nuts); PEERS_SEEDS and PEERS_JAGS_SEEDS: see run_peers.R.
 # The corpus: WINDOW_CORPUS (the models, MODEL:K for at most K runs of each; default
 # diagnosis,survey,occupancy,housevotes,sbn_3x8,sbn2:1, as sbn2's runs take minutes; empty to
-# skip), CORPUS_REPEAT (default 20) runs of `auto`, CORPUS_STAN_SEEDS (default 3) and
-# CORPUS_JAGS_SEEDS (default 1). WINDOW_EXAMPLES=0
+# skip), CORPUS_REPEAT (default 20) runs of `auto`, CORPUS_STAN_SEEDS (default 20, as the
+# errors over seeds need) and CORPUS_JAGS_SEEDS (default 5). WINDOW_EXAMPLES=0
 # skips the paper's examples.
 # Then `python3 bench/make_tables.py` regenerates the tables. bimodal has no peer programs.
 set -eu
@@ -46,7 +46,7 @@ fact R "$(Rscript -e 'cat(R.version.string)' 2>/dev/null)"
 fact rstan "$(Rscript -e 'suppressMessages(library(rstan)); cat(as.character(packageVersion("rstan")), "Stan", stan_version())' 2>/dev/null)"
 fact jags "$(Rscript -e 'suppressMessages(library(rjags)); cat(as.character(packageVersion("rjags")), "JAGS", as.character(jags.version()))' 2>/dev/null)"
 corpus=${WINDOW_CORPUS-diagnosis,survey,occupancy,housevotes,sbn_3x8,sbn2:1}
-fact settings "WINDOW_REPEAT=${WINDOW_REPEAT:-20} PEERS_SEEDS=${PEERS_SEEDS:-20} PEERS_JAGS_SEEDS=${PEERS_JAGS_SEEDS:-5} WINDOW_METHODS=${WINDOW_METHODS:-auto,varblock,regen,varmix,nuts} WINDOW_EXAMPLES=${WINDOW_EXAMPLES:-1} WINDOW_CORPUS=$corpus CORPUS_REPEAT=${CORPUS_REPEAT:-20} CORPUS_STAN_SEEDS=${CORPUS_STAN_SEEDS:-3} CORPUS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-1}"
+fact settings "WINDOW_REPEAT=${WINDOW_REPEAT:-20} PEERS_SEEDS=${PEERS_SEEDS:-20} PEERS_JAGS_SEEDS=${PEERS_JAGS_SEEDS:-5} WINDOW_METHODS=${WINDOW_METHODS:-auto,varblock,regen,varmix,nuts} WINDOW_EXAMPLES=${WINDOW_EXAMPLES:-1} WINDOW_CORPUS=$corpus CORPUS_REPEAT=${CORPUS_REPEAT:-20} CORPUS_STAN_SEEDS=${CORPUS_STAN_SEEDS:-20} CORPUS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-5}"
 fact load_before "$(load)"
 
 paper=examples/paper
@@ -64,7 +64,7 @@ fi
 if [ -n "$corpus" ]; then
   fact load_corpus "$(load)"
   # shellcheck disable=SC2086
-  PEERS_SEEDS=${CORPUS_STAN_SEEDS:-3} PEERS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-1} \
+  PEERS_SEEDS=${CORPUS_STAN_SEEDS:-20} PEERS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-5} \
     Rscript "$root/bench/peers/run_corpus.R" "$dir/corpus_peers.tsv" $(echo "$corpus" | tr , ' ') \
     > "$dir/corpus_peers.log" 2>&1
   fact load_corpus_between "$(load)"
