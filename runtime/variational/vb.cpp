@@ -916,6 +916,21 @@ void check_finite_bound(double value, int iteration) {
                     fmt::format("variational EM, iteration {}: the bound on the log evidence is not finite", iteration));
 }
 
+// q(θ_i) with its Cholesky factor, as an extrapolated step saves it before trying.
+struct SavedBlock {
+    BlockQ q;
+    Eigen::LLT<Mat> llt;
+
+    void save(const BlockState& bs) {
+        q = bs;
+        llt = bs.llt;
+    }
+    void restore(BlockState& bs) const {
+        static_cast<BlockQ&>(bs) = q;
+        bs.llt = llt;
+    }
+};
+
 // SQUAREM (Varadhan & Roland 2008, scheme S3) on the ξ of a fully observed model. The EM
 // map F: ξ → q(θ) → ξ converges linearly, and slowly when the data are informative (a rate
 // near 0.76 on the paper's 50-parent example). From ξ0 two EM steps give r = ξ1 − ξ0 and
@@ -948,8 +963,7 @@ public:
             const double vn = v_[b].norm();
             // α = −1 maps ξ2 itself: a plain EM step where the steps do not shrink.
             const double alpha = vn > 0 ? std::clamp(-r_[b].norm() / vn, -max_step, -1.0) : -1.0;
-            saved_[b].q = bs;
-            saved_[b].llt = bs.llt;
+            saved_[b].save(bs);
             const double before = add_block_bound(p, bs, s.scales, b);
             bs.xi = (xi0_[b] - 2.0 * alpha * r_[b] + alpha * alpha * v_[b]).cwiseAbs();
             update_lambda(bs);
@@ -962,8 +976,7 @@ public:
             // functions of q(θ_i) and its factor (update_xi_complete), so they are made again
             // from the saved q, by the same operations on the same numbers: the same bits as
             // a saved copy, without five vectors of one entry per pattern (40 MB at 10^6).
-            static_cast<BlockQ&>(bs) = saved_[b].q;
-            bs.llt = saved_[b].llt;
+            saved_[b].restore(bs);
             update_xi_complete(p, s, bi);
         }
     }
@@ -972,12 +985,8 @@ public:
 
 private:
     int undone_ = 0;
-    struct Saved {
-        BlockQ q;
-        Eigen::LLT<Mat> llt;
-    };
     std::vector<Vec> xi0_, r_, v_;
-    std::vector<Saved> saved_;
+    std::vector<SavedBlock> saved_;
 };
 
 // SQUAREM where rows have unobserved entries. The EM map F takes the ξ of every complete
@@ -1064,16 +1073,14 @@ private:
     void save(const State& s) {
         blocks_.resize(s.blocks.size());
         for (std::size_t b = 0; b < s.blocks.size(); ++b) {
-            blocks_[b].q = s.blocks[b];
-            blocks_[b].llt = s.blocks[b].llt;
+            blocks_[b].save(s.blocks[b]);
         }
         comps_ = s.comps;
         scales_ = s.scales;
     }
     void restore(const Problem& p, State& s) const {
         for (std::size_t b = 0; b < s.blocks.size(); ++b) {
-            static_cast<BlockQ&>(s.blocks[b]) = blocks_[b].q;
-            s.blocks[b].llt = blocks_[b].llt;
+            blocks_[b].restore(s.blocks[b]);
             update_xi_complete(p, s, static_cast<int>(b));
         }
         s.comps = comps_;
@@ -1082,11 +1089,7 @@ private:
 
     int undone_ = 0;
     Vec x0_, r_, v_;
-    struct Saved {
-        BlockQ q;
-        Eigen::LLT<Mat> llt;
-    };
-    std::vector<Saved> blocks_;
+    std::vector<SavedBlock> blocks_;
     std::vector<ComponentState> comps_;
     std::vector<ScaleQ> scales_;
 };
@@ -1524,7 +1527,7 @@ private:
             alpha_[sz(b)] = vv > 0 ? std::clamp(-std::sqrt(rr) / std::sqrt(vv), -max_step, -1.0) : -1.0;
             BlockState& bs = lead.s.blocks[sz(b)];
             before_[sz(b)] = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales) + part;
-            saved_[sz(b)] = {static_cast<const BlockQ&>(bs), bs.llt};
+            saved_[sz(b)].save(bs);
         }
         for (std::size_t j = 0; j < xi0_.size(); ++j)
             for (int b = 0; b < nb; ++b) {
@@ -1556,8 +1559,7 @@ private:
             double after = neg_kl(lead.p.priors[sz(b)], bs, lead.s.scales);
             for (int k = 0; k < em_.rows().shards; ++k) after += parts_.shard(k)[b];
             if (after >= before_[sz(b)]) continue;
-            static_cast<BlockQ&>(bs) = saved_[sz(b)].q;
-            bs.llt = saved_[sz(b)].llt;
+            saved_[sz(b)].restore(bs);
             undone_blocks_.push_back(b);
         }
         undone_ += static_cast<int>(undone_blocks_.size());
@@ -1575,11 +1577,7 @@ private:
 
     ShardedEm& em_;
     std::vector<std::vector<Vec>> xi0_, r_, v_;  // per shard held, per block
-    struct Saved {
-        BlockQ q;
-        Eigen::LLT<Mat> llt;
-    };
-    std::vector<Saved> saved_;
+    std::vector<SavedBlock> saved_;
     std::vector<double> alpha_, before_;  // per block, for the step under way
     std::vector<int> undone_blocks_;
     ShardSums norms_, parts_;

@@ -53,7 +53,7 @@ struct VbOptions {
     // Each restart holds its own q(h) and ξ per row: raise it only where those are small.
     int threads = 1;
     // Extrapolate every third iteration (SQUAREM), which reaches the same fit in fewer
-    // iterations (3-3.5x fewer on the hidden-variable corpus); off: plain EM throughout.
+    // iterations (1.7-3.5x fewer on the hidden-variable corpus); off: plain EM throughout.
     // Rows sharded among processes (variational over ShardedFamilies) are extrapolated only
     // on a model without unobserved entries.
     bool accelerate = true;
