@@ -70,7 +70,9 @@ std::optional<LaplaceProposal> exact_proposal(const MethodInfo& method, const Ta
                                               const FitOptions& o, std::optional<LaplaceProposal> early,
                                               std::vector<std::string>& notes) {
     if (!uses_exact_proposal(method, o)) return std::nullopt;
-    const LaplaceProposalOptions lo = laplace_options(o);
+    LaplaceProposalOptions lo = laplace_options(o);
+    // varmh proposes θ whole, so blocks that summed-out values couple need not be apart.
+    lo.whole = method.id == Method::varmh;
     std::string why_not;
     std::optional<LaplaceProposal> p = early ? std::move(early) : laplace_proposal(target, q, lo, &why_not);
     notes.push_back(p ? p->describe(lo) : fmt::format("independence proposal: the variational fit ({})", why_not));

@@ -27,9 +27,17 @@ using inference::GaussianProposal;
 using Vec = Eigen::VectorXd;
 using Mat = Eigen::MatrixXd;
 
-// The mode and each block's Laplace covariance: one dense Newton over θ up to max_dim
+// The part of θ that one t proposes: block b, or all of θ (b < 0).
+struct Part {
+    int b = -1;
+    int off = 0;
+    int size = 0;
+};
+
+// The mode and each part's Laplace covariance: one dense Newton over θ up to max_dim
 // parameters (the results this proposal always had there), block by block above it.
-BlockModes modes_of(const Target& target, const Vec& start, const LaplaceProposalOptions& o) {
+BlockModes modes_of(const Target& target, const Vec& start, const std::vector<Part>& parts,
+                    const LaplaceProposalOptions& o) {
     if (target.dim() > o.max_dim) return posterior_mode_by_block(target, start, o.max_newton);
     const NewtonMode dense = posterior_mode(target, start, o.max_newton);
     BlockModes out;
@@ -37,10 +45,7 @@ BlockModes modes_of(const Target& target, const Vec& start, const LaplaceProposa
     out.iterations = dense.iterations;
     out.converged = dense.converged;
     if (!dense.converged) return out;
-    for (int b = 0; b < target.blocks(); ++b) {
-        const int off = target.block_offset(b), size = target.block_size(b);
-        out.cov.push_back(dense.cov.block(off, off, size, size));
-    }
+    for (const Part& part : parts) out.cov.push_back(dense.cov.block(part.off, part.off, part.size, part.size));
     return out;
 }
 
@@ -70,13 +75,13 @@ struct PilotScratch {
     Vec x;
 };
 
-// Importance draws of block b from q against the block's exact conditional (the rest of x is
-// left as given: a separable block's density does not read it), the k̂ of their weights and
-// their Pareto-smoothed weighted moments. scratch: kept by the caller for its next pilots on
-// the same x.
-Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x, long draws,
+// Importance draws of a part of θ from q against its exact conditional (a block's: the rest
+// of x is left as given, which a separable block's density does not read; all of θ: the
+// posterior itself), the k̂ of their weights and their Pareto-smoothed weighted moments.
+// scratch: kept by the caller for its next pilots on the same x.
+Pilot pilot(const Target& target, const Part& part, const GaussianProposal& q, const Vec& x, long draws,
             const LaplaceProposalOptions& o, inference::Rng& rng, std::vector<PilotScratch>& scratch) {
-    const int off = target.block_offset(b), size = target.block_size(b);
+    const int b = part.b, off = part.off, size = part.size;
     Mat values(size, draws);
     // Chunk c of the draws comes from stream c of a seed drawn from rng, so the draws and their
     // weights do not depend on how many threads make and evaluate them, and a chunk is made and
@@ -90,7 +95,7 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
     if (scratch.size() < parts) scratch.resize(parts);
     std::vector<std::optional<GaussianProposal>> qs(parts);
     Vec log_w(draws), log_q(draws);
-    const int batch = target.block_batch(b);
+    const int batch = b >= 0 ? target.block_batch(b) : 1;
     const auto body = [&](std::size_t begin, std::size_t end, std::size_t part) {
         PilotScratch& s = scratch[part];
         if (!s.ws) {
@@ -109,7 +114,7 @@ Pilot pilot(const Target& target, int b, const GaussianProposal& q, const Vec& x
                 continue;
             }
             s.x.segment(off, size) = values.col(i);
-            log_w[i] = target.block_log_density(b, s.x, *s.ws);
+            log_w[i] = b >= 0 ? target.block_log_density(b, s.x, *s.ws) : target.log_density(s.x, *s.ws);
         }
         log_w.segment(first, last - first) -= log_q.segment(first, last - first);
     };
@@ -166,11 +171,14 @@ std::string LaplaceProposal::describe(const LaplaceProposalOptions& o) const {
     if (mapped > 0)
         centre += mapped == all ? std::string(" skewed by the triangular map of its third derivatives,")
                                 : fmt::format(" ({} of {} blocks skewed by the triangular map of their third derivatives),", mapped, all);
-    return fmt::format("independence proposal: t({}) per block at the exact posterior mode (Newton, {} iterations){} "
+    return fmt::format("independence proposal: t({}) {} at the exact posterior mode (Newton, {} iterations){} "
                        "with the Laplace covariance, scale x {}; pilot k-hat at most {:.2f}, importance ESS at least "
                        "{:.0f}% of the draws{}",
-                       o.df, newton_iterations, centre, o.widen, max_k(), 100 * *std::min_element(ess.begin(), ess.end()),
-                       refitted ? fmt::format(" ({} of {} blocks moved off the Laplace fit by their pilot draws)", refitted, blocks.size())
+                       o.df, whole ? "over all weights" : "per block", newton_iterations, centre, o.widen, max_k(),
+                       100 * *std::min_element(ess.begin(), ess.end()),
+                       refitted ? (whole ? std::string(" (moved off the Laplace fit by its pilot draws)")
+                                         : fmt::format(" ({} of {} blocks moved off the Laplace fit by their pilot draws)", refitted,
+                                                       blocks.size()))
                                 : std::string());
 }
 
@@ -195,29 +203,39 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         return fail(fmt::format("{} parameters, more than the {} of a dense Newton step, and not every block "
                                 "complete (unobserved values or learned scales tie them together)",
                                 target.dim(), o.max_dim));
-    for (int b = 0; b < target.blocks(); ++b)
-        if (!target.block_separable(b)) return fail("summed-out values couple the blocks");
+    bool separable = true;
+    for (int b = 0; b < target.blocks() && separable; ++b) separable = target.block_separable(b);
+    if (!separable && !o.whole) return fail("summed-out values couple the blocks");
+    // Coupled blocks proposed whole: one part, all of θ, against the whole posterior.
+    std::vector<Part> parts;
+    if (separable)
+        for (int b = 0; b < target.blocks(); ++b) parts.push_back({b, target.block_offset(b), target.block_size(b)});
+    else
+        parts.push_back({-1, 0, target.dim()});
 
     if (newton_start.size() != target.dim())
         throw Error(ErrorKind::usage, fmt::format("Newton's start has {} entries but the model has {} parameters",
                                                   newton_start.size(), target.dim()));
-    const BlockModes mode = modes_of(target, newton_start, o);
+    const BlockModes mode = modes_of(target, newton_start, parts, o);
     if (!mode.converged) return fail("Newton did not reach a mode with a positive definite Hessian");
 
     LaplaceProposal out;
     out.newton_iterations = mode.iterations;
+    out.whole = !separable;
     inference::Rng rng(o.seed, pilot_stream);
     Vec x = mode.mode;
     Target::Workspace ws = target.make_workspace();
     std::vector<PilotScratch> pilot_scratch;
-    for (int b = 0; b < target.blocks(); ++b) {
-        const int off = target.block_offset(b), size = target.block_size(b);
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const Part& part = parts[i];
+        const int b = part.b, off = part.off, size = part.size;
         GaussianProposal q;
         try {
-            q = GaussianProposal(mode.mode.segment(off, size), mode.cov[static_cast<std::size_t>(b)], o.df);
+            q = GaussianProposal(mode.mode.segment(off, size), mode.cov[i], o.df);
             if (o.widen != 1.0) q.inflate(o.widen * o.widen);
         } catch (const std::invalid_argument& e) {
-            return fail(fmt::format("the Laplace covariance of block {} is not usable: {}", b + 1, e.what()));
+            return fail(b >= 0 ? fmt::format("the Laplace covariance of block {} is not usable: {}", b + 1, e.what())
+                               : fmt::format("the Laplace covariance is not usable: {}", e.what()));
         }
         // A complete block's centre moves from the mode to the mean's next Laplace term (see
         // Target::complete_block_mean_shift): a skewed posterior's mean, without the pilot's noise.
@@ -233,7 +251,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         // mode as its location and carries the same mean correction in its map, and it also
         // follows how the posterior's centre and spread change along the other coordinates.
         bool shifted = false, mapped = false;
-        if (o.mean_shift && target.complete_block(b)) {
+        if (o.mean_shift && b >= 0 && target.complete_block(b)) {
             // q's factor is the Laplace covariance's Cholesky factor times widen.
             const Mat lower = q.cholesky();
             const Mat laplace = lower / o.widen;
@@ -255,13 +273,13 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
         // best so far is not good: the last pilot's weighted moments with heavier tails, until
         // two rounds in a row do not improve on the best.
-        Pilot p = pilot(target, b, q, x, o.pilot_draws, o, rng, pilot_scratch);
+        Pilot p = pilot(target, part, q, x, o.pilot_draws, o, rng, pilot_scratch);
         GaussianProposal best = q;
         Pilot best_pilot = p;
         int best_round = 0, round = 0, stale = 0;
         auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
             ++round;
-            p = pilot(target, b, next, x, o.pilot_draws, o, rng, pilot_scratch);
+            p = pilot(target, part, next, x, o.pilot_draws, o, rng, pilot_scratch);
             const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
             if (better) {
                 best = std::move(next);

@@ -65,13 +65,18 @@ struct LaplaceProposalOptions {
     int max_dim = 200;       // above this many parameters the dense Newton is not attempted: Newton
                              // goes block by block where every block is complete, else no proposal
     int max_newton = 30;     // Newton iterations before it is given up
+    // For a kernel that proposes θ whole (varmh): where summed-out values couple the blocks,
+    // one t over all of θ at the mode, piloted against the whole posterior, instead of no
+    // proposal. Separable blocks keep their own t's (joint() puts them together).
+    bool whole = false;
     std::uint64_t seed = 1;  // pilot draws come from Rng(seed, 3)
     int threads = 1;         // threads that make and evaluate the pilot draws (the result does not depend on it)
     inference::ChunkShare* share = nullptr;  // instead: this thread and the one joined to it
 };
 
 struct LaplaceProposal {
-    std::vector<inference::GaussianProposal> blocks;  // one per target block, in block order
+    std::vector<inference::GaussianProposal> blocks;  // one per target block, in block order;
+                                                      // with `whole`, one over all of θ
     std::vector<double> pareto_k;                     // per block: pilot k̂ of the proposal kept
     std::vector<double> ess;                          // per block: its pilot importance ESS / draws
     std::vector<int> refits;                          // per block: the round of the one kept (0: Laplace as is)
@@ -79,6 +84,7 @@ struct LaplaceProposal {
     std::vector<char> skew_mapped;                    // per block: ... by the triangular map (a subset)
     int newton_iterations = 0;
     double seconds = 0;
+    bool whole = false;  // blocks holds one t over all of θ (coupled blocks, options.whole)
 
     double max_k() const;
     // The product of the block proposals as one t over θ with a block-diagonal scale matrix
@@ -89,7 +95,8 @@ struct LaplaceProposal {
     std::string describe(const LaplaceProposalOptions& options) const;
 };
 
-// The proposal above, or nothing (with the reason in *why_not) when a block is not separable,
+// The proposal above, or nothing (with the reason in *why_not) when a block is not separable
+// (and options.whole is off),
 // the target has more than max_dim parameters and some block is not complete, or Newton does
 // not reach a mode with a positive definite Hessian: callers then keep the variational proposal.
 std::optional<LaplaceProposal> laplace_proposal(const Target& target, const VbFit& fit,
