@@ -140,7 +140,11 @@ std::optional<std::string> split_note(const ir::Graph& graph, const inference::B
 // min(bulk, tail) ESS of the checked quantities went from 367, 373, 244, 494 to 460, 710, 611,
 // 682 (tests/corpus/check.py, 20% more time); on the other NUTS models of the corpus
 // (diagnosis, survey, occupancy, housevotes, sbn_3x8, chain_hmm, responder_trial) ESS per
-// second moved by -8% to +6% on average over seeds 1-3.
+// second moved by -8% to +6% on average over seeds 1-3. The windows before the last then move
+// the metric further (38-83% of the way at 41 weights), yet dual averaging is still carried
+// across them: restarting it after each window as Stan does left sbn2's ESS at seeds 1-4 at
+// 419, 778, 197 and 562 (seed 3 failing the corpus's check) against 460, 710, 611 and 682,
+// in more time.
 constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 4 left longer
                                                   // trees after warmup on unimodal_d50
 constexpr double nuts_laplace_pseudo_draws_summed = 1;  // ... where values are summed out
