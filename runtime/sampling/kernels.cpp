@@ -12,6 +12,7 @@
 #include "inference/warmup_walk.hpp"
 #include "runtime/target/prior.hpp"
 #include "runtime/sampling/gibbs.hpp"
+#include "runtime/sampling/methods.hpp"
 #include "runtime/sampling/pmc.hpp"
 #include "runtime/sampling/tail_probe.hpp"
 #include "runtime/target/target.hpp"
@@ -131,8 +132,8 @@ std::optional<std::string> split_note(const ir::Graph& graph, const inference::B
 // earlier restarts started from 10 ε at near-zero acceptance and then over-corrected to
 // trajectories of 31-63 steps; carrying on cut warmup's leapfrog steps by 8-12% on the
 // unimodal examples with 10-50 parents (docs/methods.md).
-// That weight is for a posterior the Laplace fit describes closely: every block complete, each
-// a Bayesian logistic regression (log-concave). Where values are summed out the posterior is
+// That weight is for a posterior the Laplace fit describes closely: every node observed, each
+// block a Bayesian logistic regression (log-concave). Where values are summed out the posterior is
 // a mixture over them, skewed and curved where a hidden node's weights are weakly identified,
 // and the mode's curvature is a poorer guess of its covariance: there the weight is 1 × d, so
 // that the windows' estimates outweigh the guess from the 50-draw window on. On
@@ -149,7 +150,7 @@ constexpr double nuts_laplace_pseudo_draws = 10;  // per parameter; 1 (= d) and 
                                                   // trees after warmup on unimodal_d50
 constexpr double nuts_laplace_pseudo_draws_summed = 1;  // ... where values are summed out
 std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOptions& o, const ir::Graph& graph,
-                                                    const Target& target, double adapt_delta) {
+                                                    const Target& target, double adapt_delta, bool summed_out) {
     using namespace inference;
     const int d = graph.dim;
     NutsOptions no;
@@ -158,9 +159,7 @@ std::unique_ptr<inference::Kernel> make_nuts_kernel(const VbFit& q, const FitOpt
     if (d <= o.laplace.max_dim) {
         NewtonMode m = posterior_mode(target, q.mean);
         if (m.converged) {
-            bool complete = true;
-            for (int b = 0; b < target.blocks() && complete; ++b) complete = target.complete_block(b);
-            no.initial_metric_weight = (complete ? nuts_laplace_pseudo_draws : nuts_laplace_pseudo_draws_summed) * d;
+            no.initial_metric_weight = (summed_out ? nuts_laplace_pseudo_draws_summed : nuts_laplace_pseudo_draws) * d;
             no.restart_stepsize_each_window = false;
             return std::make_unique<NutsKernel>(EuclideanMetric::dense(m.cov), no);
         }
@@ -430,7 +429,7 @@ KernelBuild build_nuts_kernel(const KernelInputs& in) {
         out.notes.push_back(fmt::format("nuts: target acceptance {} (log-concave posterior: every node observed, {} "
                                         "parameters); --adapt-delta sets it",
                                         out.adapt_delta, in.graph.dim));
-    out.kernel = make_nuts_kernel(in.q, o, in.graph, in.target, out.adapt_delta);
+    out.kernel = make_nuts_kernel(in.q, o, in.graph, in.target, out.adapt_delta, has_unobserved_values(in.graph, in.data));
     return out;
 }
 
