@@ -568,9 +568,11 @@ TEST_CASE("dense metric adaptation recovers the covariance of a correlated Gauss
             CHECK(std::abs(m(i, j) - s(i, j)) <= 0.2 * std::sqrt(s(i, i) * s(j, j)));
         }
     }
-    // A diagonal metric recovers the variances.
+    // A diagonal metric recovers the variances, from the same 4,000 iterations. After 1,000 the
+    // worst of the ten was 9-24% off over seeds 43-50 (an AMD EPYC build at -march=native
+    // crossed 20% at seed 43); after 4,000, 4.3-8.0%.
     NutsKernel diag(d, MetricKind::diagonal);
-    run(diag, target, Eigen::VectorXd::Zero(d), 1000, 0, 43);
+    run(diag, target, Eigen::VectorXd::Zero(d), 4000, 0, 43);
     const Eigen::VectorXd v = diag.metric().inverse_diagonal();
     for (int i = 0; i < d; ++i) CHECK(std::abs(v(i) - s(i, i)) <= 0.2 * s(i, i));
 }
