@@ -30,7 +30,8 @@ const std::vector<MethodInfo>& methods() {
         {.id = Method::varmix, .name = "varmix",
          .description = "varblock's moves mixed with a block random walk (§4.3); mode jumps in small models with "
                         "unobserved values",
-         .when = "hidden or missing values couple blocks: variational block moves mixed with a random walk",
+         .when = "hidden or missing values in a model of more than {max_mode_search} weights: block moves mixed with a "
+                 "random walk (nuts instead where summed-out values couple the blocks)",
          .when_modes = "hidden or missing values in a small model: varmix searches the exact posterior's modes and "
                        "jumps between them",
          .build = build_varmix_kernel, .independence_proposal = true, .searches_modes = true,
@@ -116,8 +117,10 @@ bool searches_modes(const MethodInfo& method, const ir::Graph& graph, bool unobs
 // unimodal_d50 (docs/methods.md, "The triangular map"). Larger blocks keep NUTS. Hidden or missing values in a
 // small model: the posterior can have several modes (a hidden cause's sign flipped) that VB
 // and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
-// modes. Larger models with unobserved values: varmix's variational block moves mixed with a
-// random walk. (When the exact target refuses the data, fit() falls back to gibbs.)
+// modes. Larger models with unobserved values: varmix's block moves mixed with a random walk,
+// which fit() replaces by NUTS where summed-out values couple the blocks (no exact proposal
+// per block; runtime/sampling/fit.cpp, coupled_blocks_take_nuts). (When the exact target
+// refuses the data, fit() falls back to gibbs.)
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
     const bool unobserved = has_unobserved_values(graph, data);
     // Learned prior scales: the blocks given the scales, then the scales given the weights by
@@ -143,7 +146,8 @@ std::string choose_method(const ir::Graph& graph, const Dataset& data, std::stri
                                                   : Method::varmix);
     if (why)
         *why = fmt::format(fmt::runtime(searches_modes(m, graph, unobserved) ? m.when_modes : m.when),
-                           fmt::arg("max_block", max_independence_block), fmt::arg("largest_block", largest_block));
+                           fmt::arg("max_block", max_independence_block), fmt::arg("largest_block", largest_block),
+                           fmt::arg("max_mode_search", mode_search_max_dim));
     return std::string(m.name);
 }
 

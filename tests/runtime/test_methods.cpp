@@ -43,7 +43,7 @@ TEST_CASE("methods: one row per name, each built by its own function") {
         CHECK((m.build == nullptr) == (m.id == Method::auto_choice));
         // `when` reads with the figures choose_method and fit() give it.
         CHECK_NOTHROW((void)fmt::format(fmt::runtime(m.when), fmt::arg("max_block", 64), fmt::arg("largest_block", 65),
-                                        fmt::arg("max_enumerated", 12)));
+                                        fmt::arg("max_enumerated", 12), fmt::arg("max_mode_search", 10)));
         CHECK((m.when_modes.empty() || m.searches_modes));
     }
     CHECK(table.front().id == Method::auto_choice);
