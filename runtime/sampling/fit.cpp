@@ -99,6 +99,7 @@ struct RunState {
     Dataset* handed;                        // `data`, where the caller handed it over: dropped after use
     const MethodInfo* method = nullptr;     // never `auto`
     bool by_auto = false;                   // chosen by `auto` (which may fall back to gibbs)
+    bool unobserved = false;                // has_unobserved_values(graph, data), found in stage 3
     FitResult r;
     std::unique_ptr<Target> target;
     std::optional<LaplaceProposal> early;   // the exact proposal, where built beside the variational fit
@@ -297,8 +298,8 @@ void prepare_posterior(RunState& run) {
     // The chains, the pilot and the summary split their work over threads: started now, they
     // are running by the time the first of those needs them (one at least where the proposal is
     // built beside the variational fit).
-    const bool unobserved = has_unobserved_values(run.graph, run.data);
-    const bool proposal_beside_vb = !unobserved && uses_exact_proposal(*run.method, o);
+    run.unobserved = has_unobserved_values(run.graph, run.data);
+    const bool proposal_beside_vb = !run.unobserved && uses_exact_proposal(*run.method, o);
     if (o.threads > 1)
         inference::start_workers(static_cast<std::size_t>(std::max(proposal_beside_vb ? 1 : 0, std::min(o.threads, o.chains) - 1)));
     const auto t_target = Clock::now();
@@ -313,7 +314,7 @@ void prepare_posterior(RunState& run) {
                                           o.shards));
 
     const VbFit& q = run.r.vb.best_fit();
-    if (searches_modes(*run.method, run.graph, unobserved))
+    if (searches_modes(*run.method, run.graph, run.unobserved))
         run.modes = search_modes(run.graph, *run.target, q, o);
     if (run.modes.empty()) run.exact = exact_proposal(*run.method, *run.target, q, o, std::move(run.early), run.r.notes);
 }
@@ -340,14 +341,15 @@ void fall_back_to_nuts(RunState& run, const std::string& why) {
         if (n.rfind("method auto chose ", 0) == 0) n = "method auto chose nuts: " + why;
 }
 
-// Above mode_search_max_dim weights with values summed out, `auto` does not gamble on the pilot:
-// there varmix moves one block at a time from the variational fit (no modes are searched, and
-// no exact block proposal was built), and where summed-out values correlate the blocks such
+// Above mode_search_max_dim weights with values summed out, `auto` does not gamble on the pilot.
+// Its caller has found no exact proposal, which with unobserved values above that size means
+// summed-out values couple the blocks (or Newton failed): varmix would move one block at a
+// time from the variational fit (no modes are searched), and where they correlate the blocks such
 // moves mix slowly however well q fits. On the corpus (seeds 1-5, tests/corpus/check.py)
 // varmix passed the pilot on naive_bayes at seeds 2-5 and responder_trial at seed 4, and there
 // reached a smallest ESS of 185-510 (responder_trial failing at R-hat 1.018) in 1.6-2.3 s,
 // where NUTS reached 2,547-2,867 in 0.6-0.8 s.
-bool coupled_blocks_take_nuts(RunState& run) {
+bool no_exact_proposal_takes_nuts(RunState& run) {
     if (!run.by_auto || run.graph.dim <= mode_search_max_dim) return false;
     fall_back_to_nuts(run, fmt::format("hidden or missing values and more than {} weights, with no exact proposal for each "
                                        "block, so varmix would move one block at a time from the variational fit, which mixes "
@@ -358,7 +360,7 @@ bool coupled_blocks_take_nuts(RunState& run) {
 
 void check_variational_proposal(RunState& run) {
     if (!run.method->independence_proposal || !run.modes.empty() || run.exact || run.method->samples_unobserved) return;
-    if (has_unobserved_values(run.graph, run.data) && coupled_blocks_take_nuts(run)) return;
+    if (run.unobserved && no_exact_proposal_takes_nuts(run)) return;
     const double k = variational_proposal_k(*run.target, run.r.vb.best_fit(), run.o);
     const bool fits = k <= kProposalKhat;
     const std::string pilot = fmt::format("the variational proposal fits the exact posterior {} (pilot k-hat {:.2f} over {} "

@@ -119,7 +119,7 @@ bool searches_modes(const MethodInfo& method, const ir::Graph& graph, bool unobs
 // and NUTS miss (SBC fails for nuts there), and varmix jumps between the exact posterior's
 // modes. Larger models with unobserved values: varmix's block moves mixed with a random walk,
 // which fit() replaces by NUTS where summed-out values couple the blocks (no exact proposal
-// per block; runtime/sampling/fit.cpp, coupled_blocks_take_nuts). (When the exact target
+// per block; runtime/sampling/fit.cpp, no_exact_proposal_takes_nuts). (When the exact target
 // refuses the data, fit() falls back to gibbs.)
 std::string choose_method(const ir::Graph& graph, const Dataset& data, std::string* why) {
     const bool unobserved = has_unobserved_values(graph, data);

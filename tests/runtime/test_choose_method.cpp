@@ -50,7 +50,9 @@ TEST_CASE("auto: the method by the model's shape (docs/methods.md, Choosing a me
     // A hidden node in a 2-weight model: varmix with its search for the posterior's modes
     // (NUTS misses the sign-flipped mode; docs/experiments-multimodal.md, SBC).
     CHECK(chosen("multimodal") == "varmix");
-    // Hidden units in a 32-weight network: the variational mixture.
+    // Hidden units in a 32-weight network: choose_method's first choice is the variational
+    // mixture, which fit() then replaces by NUTS, the summed-out values coupling the blocks
+    // (the next case).
     CHECK(chosen("sbn_3x8") == "varmix");
 }
 
