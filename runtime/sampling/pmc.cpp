@@ -59,26 +59,42 @@ struct TComponent {
     }
 };
 
+// z = (x − μ) L^{-T} for the draws in the rows of x (forward substitution a column at a time,
+// each column of the draws contiguous): z's rows are the whitened draws, |z_i|² their
+// Mahalanobis distances². Eigen's triangular solve of a d × count right-hand side packs it as
+// for a matrix product, several times the arithmetic's cost at the few dimensions PMC serves.
+template <class Rows>
+void whiten(const Rows& x, const TComponent& c, Mat& z) {
+    const Eigen::Index d = x.cols();
+    z = x.rowwise() - c.mean.transpose();
+    for (Eigen::Index i = 0; i < d; ++i) {
+        for (Eigen::Index j = 0; j < i; ++j) z.col(i) -= c.lower(i, j) * z.col(j);
+        z.col(i) /= c.lower(i, i);
+    }
+}
+
 struct TMixture {
     std::vector<TComponent> parts;
 
     // For the draws (rows of x) begin … begin+count−1 and every component k: terms(i, k) =
     // log π_k t_k(x_i) and delta(i, k) = the Mahalanobis distance² of x_i under component k,
     // a component at a time over those draws (one triangular solve with count right-hand
-    // sides, array log1p). terms and delta have x's rows and a column per component.
+    // sides, whiten). terms and delta have x's rows and a column per component.
     void component_terms(const Mat& x, Eigen::Index begin, Eigen::Index count, Mat& terms, Mat& delta, Mat& scratch) const {
         const double d = static_cast<double>(x.cols());
         for (Eigen::Index k = 0; k < static_cast<Eigen::Index>(parts.size()); ++k) {
             const TComponent& c = parts[static_cast<std::size_t>(k)];
-            scratch = (x.middleRows(begin, count).rowwise() - c.mean.transpose()).transpose();
-            c.lower.triangularView<Eigen::Lower>().solveInPlace(scratch);
+            whiten(x.middleRows(begin, count), c, scratch);
             auto dk = delta.col(k).segment(begin, count);
-            dk = scratch.colwise().squaredNorm().transpose();
+            dk = scratch.rowwise().squaredNorm();
             auto tk = terms.col(k).segment(begin, count).array();
+            // log(1 + δ/ν) as the vectorised log of 1 + δ/ν, not log1p (scalar for doubles in
+            // Eigen): δ ≥ 0, so the sum's rounding costs at most an ulp of 1 in the log, an
+            // absolute error of 2e-16 in a log density, where log1p's care is for relative error.
             if (c.gaussian())
                 tk = c.log_weight + c.log_norm - 0.5 * dk.array();
             else
-                tk = c.log_weight + c.log_norm - 0.5 * (c.df + d) * (dk.array() / c.df).log1p();
+                tk = c.log_weight + c.log_norm - 0.5 * (c.df + d) * (1 + dk.array() / c.df).log();
         }
     }
 
