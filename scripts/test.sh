@@ -8,21 +8,30 @@
 # bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage says when it starts, in seconds since this script did: CI has a time limit, and
+# this is where a run's minutes went.
+stage() { echo "== test.sh: $1 ($SECONDS s)"; }
+stage "dependencies"
 if [ "$(id -u)" = 0 ]; then scripts/install-deps.sh; fi
 jobs=$(nproc 2>/dev/null || echo 2)
 
 # Every stage configures what it needs explicitly: a build directory left by scripts/demo.sh
 # (tests off) or configured by hand is reconfigured, not trusted; and ctest fails when it finds
 # no tests instead of passing.
+stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
       -DVBN_BUILD_BENCH=ON -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=ON -DVBN_SANITIZE=
 cmake --build build -j"$jobs"  # the benchmarks too (bench/), so that they keep compiling
+stage "release ctest"
 ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 # The installed package, as a host project uses it (examples/embed against a temporary prefix).
+stage "embed"
 bash scripts/check-embed.sh build
 # The Python package: its module built into build/, installed with pip, its pytest suite.
+stage "python"
 bash scripts/test-python.sh build
 # The VBN_MPI build: the same draws under mpirun -np 1, 2 and 4, and errors on any rank.
+stage "mpi"
 bash scripts/test-mpi.sh build-mpi
 
 # The sanitizer build is also the portable one (-DVBN_NATIVE=OFF, no -march=native): the code
@@ -36,10 +45,12 @@ sanitized="-O1 -g1 -DNDEBUG"
 # each file's own #includes stay checked (a file that compiles only because a batch-mate
 # included something for it fails there).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
+stage "asan build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized" "${unity[@]}" \
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=OFF -DVBN_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
+stage "asan ctest"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs"
 
@@ -47,6 +58,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # parallel chain runner and the worker threads under it. Builds only those two test binaries;
 # test_threads holds just test_inference's two threaded files (tests/CMakeLists.txt), so this
 # stage compiles neither the other ten inference test files nor the validation library.
+stage "tsan"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR=ON -DVBN_BUILD_TESTS=ON \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$sanitized" "${unity[@]}" \
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=ON -DVBN_SANITIZE=thread
@@ -55,4 +67,6 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_api
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/test_threads
 
 # Fuzzing: the libFuzzer targets alone, built with Clang + ASan + UBSan, 60 s each.
+stage "fuzz"
 scripts/fuzz.sh 60 build-fuzz
+stage "done"
