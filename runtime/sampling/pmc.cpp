@@ -370,6 +370,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
     Mat terms, delta;
     std::vector<Mat> scratch(static_cast<std::size_t>(threads));
     TMixture best;
+    std::vector<double> best_log_w;
     PmcFit out{laplace_mixture(modes, start_df, start_inflation)};
     out.ess_fraction = -1;
     for (int round = 0; round <= o.rounds; ++round) {
@@ -395,7 +396,7 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
         if (round == 0) out.initial_ess_fraction = ess;
         if (ess > out.ess_fraction) {
             out.ess_fraction = ess;
-            out.pareto_k = inference::pareto_k(Eigen::Map<const Vec>(log_w.data(), static_cast<Eigen::Index>(n)));
+            best_log_w = log_w;  // its k̂ is found once, for the proposal kept (a sort of n)
             best = q;
         }
         // Past min_rounds, stop once the weights are nearly even. Stopping at the first round
@@ -429,6 +430,8 @@ PmcFit fit_pmc_mixture(const Target& target, const std::vector<PosteriorMode>& m
         }
         em(adaptive, x, w, o.em_iterations, threads);
     }
+    if (!best_log_w.empty())
+        out.pareto_k = inference::pareto_k(Eigen::Map<const Vec>(best_log_w.data(), static_cast<Eigen::Index>(n)));
     if (out.ess_fraction > 0) out.proposal = best.proposal();
     out.ess_fraction = std::max(out.ess_fraction, 0.0);
     return out;
