@@ -329,7 +329,9 @@ Chain chain_result(const vbn::FitResult& r, const inference::ChainResult& ch) {
 
 void add_summary(const services::FitRun& run, const std::string& model, const services::Callbacks& cb, FitResult& out) {
     const vbn::FitSummary s = services::summarize(run, model, false, cb);
-    out.summary_seconds = s.facts.phase_seconds.back().second;  // "summary", the last phase
+    // Everything after the chains: the "summary" phase, and "modes" where the jumps ran.
+    for (const auto& [phase, seconds] : s.facts.phase_seconds)
+        if (phase == "summary" || phase == "modes") out.summary_seconds += seconds;
     for (const auto& row : s.rows)
         out.summary.push_back({row.name, row.mean, row.sd, row.mcse_mean, row.q5, row.q50, row.q95, row.ess_bulk, row.ess_tail, row.rhat});
     out.acceptance = acceptance(s.facts.kernels);

@@ -276,7 +276,8 @@ struct FitResult {
     double warmup_seconds = 0, sampling_seconds = 0;  // wall time of the chains' phases
     // Wall time of the phases before them (variational.seconds is the variational fit's):
     // building the target from the data, and the proposals and kernel (Newton, pilot draws,
-    // mode search); and of the summary after them (0 without keep_draws).
+    // mode search); and of the summary after them: the diagnostics and, where symmetry jumps
+    // ran, the minor modes' masses (0 without keep_draws).
     double target_seconds = 0, proposal_seconds = 0, summary_seconds = 0;
     // What was done about the posterior's labelings: "pivot" (relabelled_draws of the kept
     // draws were given another labeling), "none", or "" when the model has none.
