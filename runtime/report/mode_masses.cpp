@@ -1,6 +1,7 @@
 #include "runtime/report/mode_masses.hpp"
 
 #include "inference/diagnostics.hpp"
+#include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/symmetry_jump.hpp"
 
@@ -137,6 +138,12 @@ std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, co
 void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const LogDensity& log_density, Eigen::Index max_evaluations) {
+    add_importance_masses(masses, copies, copy, theta_of, [&] { return log_density; }, 1, max_evaluations);
+}
+
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+                           const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
+                           const std::function<LogDensity()>& make_density, int threads, Eigen::Index max_evaluations) {
     const std::size_t K = copies.negated.size();
     if (!copies.closed || K == 0 || masses.size() != K || copy.size() == 0) return;
     const Eigen::Index max_draws = std::max<Eigen::Index>(1, max_evaluations / static_cast<Eigen::Index>(K + 1));
@@ -144,10 +151,18 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
     const Eigen::Index thin = std::max<Eigen::Index>(1, (copy.size() + max_draws - 1) / max_draws);
     const Eigen::Index rows = (copy.rows() + thin - 1) / thin;
     // in0: the thinned draws in the major copy; log_r(t, c, k): log r_k there (0 elsewhere).
+    // Each draw's entries are its own, so chunks of draws go to the threads, a density each.
     Eigen::MatrixXd in0 = Eigen::MatrixXd::Zero(rows, chains);
     std::vector<Eigen::MatrixXd> log_r(K, Eigen::MatrixXd::Zero(rows, chains));
-    for (Eigen::Index c = 0; c < chains; ++c)
-        for (Eigen::Index t = 0; t < rows; ++t) {
+    const int parts = std::max(1, threads);
+    std::vector<LogDensity> density;
+    for (int p = 0; p < parts; ++p) density.push_back(make_density());
+    constexpr std::size_t kDrawChunk = 64;
+    inference::parallel_chunks(parts, static_cast<std::size_t>(rows * chains), kDrawChunk,
+                               [&](std::size_t begin, std::size_t end, std::size_t part) {
+        const LogDensity& log_density = density[part];
+        for (std::size_t i = begin; i < end; ++i) {
+            const auto c = static_cast<Eigen::Index>(i) / rows, t = static_cast<Eigen::Index>(i) % rows;
             if (copy(t * thin, c) != 0) continue;
             Eigen::VectorXd theta = theta_of(static_cast<std::size_t>(c), t * thin);
             const double lp = log_density(theta);
@@ -158,6 +173,7 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
                 for (int j : copies.negated[k]) theta[copies.theta[at(j)]] = -theta[copies.theta[at(j)]];
             }
         }
+    });
     const double share0 = in0.mean();
     if (!(share0 > 0)) return;
     std::vector<double> rho(K), se(K);

@@ -72,5 +72,11 @@ using LogDensity = std::function<double(const Eigen::VectorXd& theta)>;
 void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const LogDensity& log_density, Eigen::Index max_evaluations = 16000);
+// The same on up to `threads` threads, each with a density of its own from make_density() (a
+// target's workspace is one thread's): the same numbers whatever the thread count.
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+                           const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
+                           const std::function<LogDensity()>& make_density, int threads,
+                           Eigen::Index max_evaluations = 16000);
 
 }  // namespace vbn

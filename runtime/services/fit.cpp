@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <utility>
 
 namespace vbn::services {
@@ -60,7 +61,6 @@ void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen:
     s.facts.modes = mode_masses_from(copy, copies);
     if (!run.result.target) return;
     const Target& target = *run.result.target;
-    Target::Workspace ws = target.make_workspace();
     add_importance_masses(
         s.facts.modes, copies, copy,
         [&](std::size_t c, Eigen::Index i) {
@@ -68,7 +68,11 @@ void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen:
             for (int k = target.scale_offset(); k < target.dim(); ++k) theta[k] = std::log(theta[k]);  // draws hold τ
             return theta;
         },
-        [&](const Eigen::VectorXd& theta) { return target.log_density(theta, ws); });
+        [&target]() -> LogDensity {
+            auto ws = std::make_shared<Target::Workspace>(target.make_workspace());
+            return [&target, ws](const Eigen::VectorXd& theta) { return target.log_density(theta, *ws); };
+        },
+        run.result.threads);
 }
 
 // mode_masses_of, where the jumps ran, timed as the summary's `modes` phase: its importance
