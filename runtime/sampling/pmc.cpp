@@ -78,8 +78,8 @@ struct TMixture {
 
     // For the draws (rows of x) begin … begin+count−1 and every component k: terms(i, k) =
     // log π_k t_k(x_i) and delta(i, k) = the Mahalanobis distance² of x_i under component k,
-    // a component at a time over those draws (one triangular solve with count right-hand
-    // sides, whiten). terms and delta have x's rows and a column per component.
+    // a component at a time over those draws (whitened by forward substitution, whiten; the
+    // vectorised log). terms and delta have x's rows and a column per component.
     void component_terms(const Mat& x, Eigen::Index begin, Eigen::Index count, Mat& terms, Mat& delta, Mat& scratch) const {
         const double d = static_cast<double>(x.cols());
         for (Eigen::Index k = 0; k < static_cast<Eigen::Index>(parts.size()); ++k) {

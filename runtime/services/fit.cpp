@@ -76,8 +76,9 @@ void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen:
 }
 
 // mode_masses_of, where the jumps ran, timed as the summary's `modes` phase: its importance
-// estimates evaluate the target twice per draw in the major copy, 2.1-2.6 ms of a 14-18 ms
-// run on examples/paper/multimodal, which no other phase counted.
+// estimates evaluate the target 1 + K times per draw in the major copy (K flipped copies):
+// 2.0-2.6 ms of a 14-18 ms run on examples/paper/multimodal on one thread, which no other
+// phase counted.
 void add_mode_masses(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
     if (run.result.approximate_flips.empty()) return;
     const auto started = std::chrono::steady_clock::now();
