@@ -11,10 +11,12 @@
 // configurations read, and one pass over the tables turns them into ∇θ.
 #pragma once
 
+#include "runtime/target/dense_batch.hpp"
 #include "runtime/target/families.hpp"
 
 #include <Eigen/Core>
 
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -36,6 +38,7 @@ public:
         std::vector<int> entries; // the same configurations: the entry one factor reads
         Eigen::ArrayXXd batch;    // batched_sum: a column of Σ log g per component of a batch
         Eigen::ArrayXd batch_top, batch_sum;  // the same: each column's largest term and Σ e^{t − top}
+        Eigen::VectorXd dense;    // a DenseBatch's G and T (DenseBatch::scratch_size)
     };
 
     FactorTables() = default;
@@ -77,6 +80,9 @@ public:
         const auto k = static_cast<std::size_t>(c);
         return k < batched_.size() && batched_[k];
     }
+    // Batches of kBatch components summed by their dense form (DenseBatch), and all batches.
+    int dense_batches() const;
+    int batches() const;
     // The same before the weighting: log Σ_x Π_j g(x_j η_j(x)) of component c (one data
     // pattern's share, Target::pattern_log_likelihoods).
     double log_sum(int c, Scratch& s) const;
@@ -149,8 +155,17 @@ private:
     // batched_sum's work for the components comps[0 … n) of 2^m = Len configurations each.
     template <int Len>
     double batch_of(const int* comps, int n, bool accumulate, Scratch& s) const;
-    // Groups the kept components of 2 to 32 configurations into batches_.
+    // The same by the batch's dense form (DenseBatch), once DenseBatch::terms has made T.
+    template <int Len>
+    double dense_batch_of(const DenseBatch& d, const int* comps, int n, bool accumulate, Scratch& s) const;
+    // Groups the kept components of 2 to 32 configurations into batches_, and finds the
+    // batches of kBatch that have a dense form.
     void make_batches();
+    // budget: the counts the dense forms may still hold; beyond it batches stay sparse.
+    void make_dense(int len, const std::vector<int>& comps, long& budget);
+    // The dense forms' counts in all, 32 MB of doubles at most: about twice the kept entries of
+    // the batches they replace (ints, one per factor and configuration), where those are many.
+    static constexpr long kDenseCounts = 1L << 22;
     void chunk_terms_kept(int c, int len, Scratch& s) const;
     // Keeps the entries of the refs of one-chunk components, whole components in order while
     // the total stays within `limit`:
@@ -168,6 +183,8 @@ private:
     std::vector<int> ref_block_;       // per ref: its table's block
     std::vector<std::vector<int>> batches_;  // batched components with 2, 4, … 32 configurations
     std::vector<char> batched_;              // per component: 1 when in batches_
+    // Per group of batches_ and batch of kBatch: its dense form, where it has one.
+    std::vector<std::vector<std::optional<DenseBatch>>> dense_;
     std::vector<int> first_ref_;       // per component, and one past the last
     std::vector<int> size_;            // per component: m
     std::vector<double> weight_;       // per component

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <sstream>
@@ -876,11 +877,14 @@ Case latent_class(int rows, std::uint64_t seed) {
 
 TEST_CASE("batched components give each component's value and gradient up to rounding") {
     std::size_t most = 0;  // batches are 256 components: some model must need two
+    int dense = 0, sparse = 0;  // batches summed by their dense form (DenseBatch) and not
     for (std::uint64_t seed : {51, 52, 53, 0, 1}) {
         const Case c = seed > 1 ? random_chain(seed, 300) : seed == 0 ? latent_class(1000, 5) : hidden_causes(5);
         INFO("model " << c.name);
         const Families fam = build_families(c.graph, make_dataset(c.graph, c.rows));
         const FactorTables t(fam, block_offsets(c.graph));
+        dense += t.dense_batches();
+        sparse += t.batches() - t.dense_batches();
         std::vector<int> batched;
         for (int k = 0; k < static_cast<int>(fam.components.size()); ++k)
             if (t.batched(k)) batched.push_back(k);
@@ -902,8 +906,29 @@ TEST_CASE("batched components give each component's value and gradient up to rou
             CHECK((g_many - g_one).norm() <= 1e-12 * (1 + g_one.norm()));
             CHECK(t.batched_sum(false, many) == got);  // the value alone, without accumulating
         }
+        // An η that overflows makes a table's log g −∞: the dense form's 0 × −∞ would be a
+        // NaN where a component does not read that entry, so such batches are summed sparsely
+        // and agree with the components one at a time. In the latent class θ[1] and θ[2] are
+        // v1's bias and weight on h: at the largest double η = ∞ where h = 1, so a row with
+        // v1 = −1 has one configuration at −∞, which drops out of its log-sum-exp, and a row
+        // without v1 reads neither of v1's entries.
+        Vec theta = random_theta(c.graph.dim, rng);
+        theta[1] = theta[2] = std::numeric_limits<double>::max();
+        auto one = t.make_scratch(), many = t.make_scratch();
+        t.fill(nullptr, theta, false, one);
+        t.fill(nullptr, theta, false, many);
+        double expected = 0;
+        for (int k : batched) expected += t.component(k, false, -1, one);
+        const double got = t.batched_sum(false, many);
+        if (seed == 0) REQUIRE(std::isfinite(expected));
+        if (std::isfinite(expected)) CHECK(got == doctest::Approx(expected).epsilon(1e-12));
+        else CHECK(std::isnan(got) == std::isnan(expected));
     }
     CHECK(most > 256);
+    // The latent class's batches have few entry patterns (10 items × 2 answers and the
+    // class's own), so they take the dense form; the random chains' mostly do not.
+    CHECK(dense > 0);
+    CHECK(sparse > 0);
 }
 
 TEST_CASE("a target whose every summed-out group is summed directly has no tables, and evaluates") {
