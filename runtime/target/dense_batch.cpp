@@ -71,8 +71,8 @@ std::optional<DenseBatch> DenseBatch::make(int len, const std::vector<Component>
         refs += c.refs;
     }
     d.len_ = len;
-    d.n_ = static_cast<int>(comps.size());
-    d.stride_ = (d.n_ + kRows - 1) / kRows * kRows;
+    const int n = static_cast<int>(comps.size());
+    d.stride_ = (n + kRows - 1) / kRows * kRows;
     d.patterns_ = static_cast<int>(index.size());
     const long counts = static_cast<long>(d.stride_) * d.patterns_;
     if (counts > kMaxCounts || counts > kDenseRatio * refs) return std::nullopt;

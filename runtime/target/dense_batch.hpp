@@ -45,7 +45,7 @@ public:
     double* table_part(double* scratch) const { return scratch + patterns_ * len_; }
 
 private:
-    int len_ = 0, n_ = 0, stride_ = 0, patterns_ = 0;
+    int len_ = 0, stride_ = 0, patterns_ = 0;
     std::vector<int> entries_;  // pattern u's entry at configuration i: entries_[u · len + i]
     std::vector<char> fixed_;   // per pattern: its table is a fixed term
     std::vector<double> counts_;  // P, column u at counts_[u · stride], rows k ≥ n zero
