@@ -3,11 +3,13 @@
 #include "inference/parallel.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
+#include "runtime/services/fit.hpp"
 #include "runtime/target/target.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <utility>
 
@@ -44,6 +46,40 @@ RefinedPosterior correct(const Target& target, const VbFit& q, const RefineOptio
     o.interrupt = cb.interrupt;
     o.note = [&cb](const std::string& message) { cb.note(message); };
     return refine(target, q, o);
+}
+
+// Why the correction's answer cannot be trusted, for the note before sampling.
+std::string unreliable_because(const RefinedPosterior& r) {
+    if (r.tempered) return fmt::format("tempering's runs disagree, R-hat {:.3f}", r.runs_rhat);
+    if (!r.tempering_stopped.empty()) return fmt::format("importance k-hat {:.2f}, and {}", r.pareto_k, r.tempering_stopped);
+    return fmt::format("importance k-hat {:.2f}", r.pareto_k);
+}
+
+// The sampled correction (VariationalSettings::sample_when_unreliable; docs/methods.md, "The
+// sampled correction"). The chains' draws, relabelled to one labeling where the posterior
+// has several, are in θ's layout with τ for each learned scale: the answer takes log τ, as
+// θ holds. Interrupted, it throws ErrorKind::cancelled and the VB fit stands alone.
+void correct_by_sampling(const ir::Graph& graph, const Dataset& data, const Target& target, const VariationalSettings& settings,
+                         const VbOptions& vo, const Callbacks& cb, RefinedPosterior& r) {
+    const auto start = std::chrono::steady_clock::now();
+    cb.note(fmt::format("the corrected numbers cannot be trusted ({}): sampling the exact posterior as vbn fit does instead",
+                        unreliable_because(r)));
+    FitOptions fo;
+    fo.vb = vo;
+    fo.seed = settings.correction.seed;
+    fo.threads = inference::threads_or_cores(settings.correction.threads);
+    const FitRun run = fit(graph, data, fo, cb);
+    if (run.interrupted) throw Error(ErrorKind::cancelled, "interrupted while sampling the correction");
+    std::vector<Eigen::MatrixXd> chains;
+    for (const inference::ChainResult& c : run.result.chains) {
+        if (!c.ok() || c.draws.rows() == 0) continue;
+        Eigen::MatrixXd x = c.draws;
+        for (const ir::Scale& sc : graph.scales) x.col(sc.theta_index) = x.col(sc.theta_index).array().log();
+        chains.push_back(std::move(x));
+    }
+    take_sampled(target, chains, r);
+    r.sampled_method = run.result.method;
+    r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The warning for hidden nodes the best fit leaves idle (idle_hidden_warning).
@@ -102,10 +138,20 @@ VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, cons
         try {
             if (!target_first) target = correction_target(graph, data, callbacks);
             if (target) run.corrected = correct(*target, run.result.best_fit(), settings.correction, callbacks);
+            if (run.corrected && !run.corrected->reliable() && settings.sample_when_unreliable &&
+                settings.correction.temper == RefineOptions::Temper::when_needed) {
+                if (target_first)
+                    callbacks.note("the corrected numbers cannot be trusted, and on large data they are not sampled "
+                                   "again here: run vbn fit");
+                else
+                    correct_by_sampling(graph, data, *target, settings, vo, callbacks, *run.corrected);
+            }
         } catch (const Error& e) {
-            // Interrupted while tempering (which takes longer than sampling): the VB fit stands.
+            // Interrupted while tempering (which takes longer than sampling) or sampling: the VB
+            // fit stands, reported as the uncorrected fit (the flagged answer is not shown).
             if (e.kind() != ErrorKind::cancelled) throw;
             run.result.interrupted = true;
+            run.corrected.reset();
         }
     }
     return run;

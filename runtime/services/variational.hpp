@@ -22,6 +22,14 @@ struct VariationalSettings {
     // Its draws, seed and threads; the restarts run side by side on as many threads (at least
     // vb.threads) unless the data are large (Dataset::large).
     RefineOptions correction;
+    // The last fallback of RefineOptions::Temper::when_needed: where neither the importance
+    // weights (k̂ ≥ 0.7) nor tempering (stopped at its budget, or runs that disagree) can be
+    // trusted, the exact posterior is sampled as `vbn fit` does at its defaults (method auto,
+    // 4 chains of 1,000 draws after 1,000 warmup, the draws relabelled to one labeling; the
+    // correction's seed and threads, vb's restarts), and the chains' draws are the corrected
+    // answer (RefinedPosterior::sampled). Not on large or sharded data (their rows are not
+    // kept for a second target): there, and when off, the flagged answer stands.
+    bool sample_when_unreliable = true;
     // The rows sharded (services/sharded.hpp, `vbn vb --shards`): the data given are shard 0's,
     // EM runs through sharded_variational over every shard, and the correction's target sums
     // every shard's terms through `sharded`.

@@ -1,6 +1,7 @@
 #include "runtime/variational/vb_refine.hpp"
 
 #include "inference/clock.hpp"
+#include "inference/diagnostics.hpp"
 #include "inference/gaussian.hpp"
 #include "inference/mixture_mh.hpp"
 #include "inference/parallel.hpp"
@@ -422,6 +423,40 @@ RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOpti
     return r;
 }
 
+// Each parameter's draws as iterations × chains, for the chains' diagnostics; the pooled
+// draws as d × n columns, for the same moments and weighted quantiles as the other answers.
+void take_sampled(const Target& target, const std::vector<Mat>& chains, RefinedPosterior& r) {
+    Eigen::Index len = std::numeric_limits<Eigen::Index>::max();
+    for (const Mat& c : chains) len = std::min(len, c.rows());
+    if (chains.empty() || len < 2) throw Error(ErrorKind::inference, "the sampled correction has no chain with two draws");
+    const auto d = static_cast<Eigen::Index>(target.dim());
+    const auto m = static_cast<Eigen::Index>(chains.size());
+    const Eigen::Index n = len * m;
+    Mat pooled(d, n);
+    for (Eigen::Index c = 0; c < m; ++c) pooled.middleCols(c * len, len) = chains[sz(c)].topRows(len).transpose();
+    r.mean = pooled.rowwise().mean();
+    const Mat centred = pooled.colwise() - r.mean;
+    r.cov = centred * centred.transpose() / static_cast<double>(n);
+    const Vec w = Vec::Constant(n, 1.0 / static_cast<double>(n));
+    fill_quantiles(pooled, w, r);
+    r.mcse.resize(d);
+    r.sampled_rhat = 0;
+    r.ess = std::numeric_limits<double>::infinity();
+    Mat x(len, m);
+    for (Eigen::Index k = 0; k < d; ++k) {
+        for (Eigen::Index c = 0; c < m; ++c) x.col(c) = pooled.row(k).segment(c * len, len).transpose();
+        const inference::ScalarDiagnostics s = inference::diagnose(x);
+        r.mcse[k] = s.mcse_mean;
+        // A constant parameter (no spread at all) has no R-hat; NaN must not pass as converged.
+        r.sampled_rhat = std::isnan(s.rhat) ? std::numeric_limits<double>::infinity() : std::max(r.sampled_rhat, s.rhat);
+        r.ess = std::min({r.ess, s.ess_bulk, s.ess_tail});
+    }
+    fill_scale_moments(target, pooled, w, r, &r.mcse);
+    r.sampled = true;
+    r.chains = static_cast<int>(m);
+    r.sampled_draws = static_cast<long>(n);
+}
+
 std::string describe(const RefinedPosterior& r, const RefineOptions& options) {
     const std::string centre = r.from_mode
                                    ? fmt::format("the exact posterior mode (Newton, {} iterations) with the Laplace covariance",
@@ -431,6 +466,17 @@ std::string describe(const RefinedPosterior& r, const RefineOptions& options) {
         options.defensive > 0 ? fmt::format(" ({:g}% from a t({}) at scale x {})", 100 * options.defensive, options.defensive_df,
                                             options.defensive_widen)
                               : "";
+    if (r.sampled) {
+        const std::string tempering =
+            r.tempered ? fmt::format("tempering's runs disagreed (R-hat {:.3f})", r.runs_rhat)
+                       : (r.tempering_stopped.empty() ? std::string("tempering was not tried") : r.tempering_stopped);
+        return fmt::format("corrected posterior by sampling: importance sampling from a t({}) at {} gave k-hat {:.2f} and {}, "
+                           "so the exact posterior was sampled as vbn fit does: {} chains of {}, {} draws, R-hat at most {:.3f}{}, "
+                           "min(bulk, tail) ESS {:.0f}",
+                           options.df, centre, r.pareto_k, tempering, r.chains, r.sampled_method, r.sampled_draws,
+                           r.sampled_rhat, r.sampled_rhat <= 1.01 ? "" : " (ABOVE 1.01: the corrected numbers are NOT reliable)",
+                           r.ess);
+    }
     if (r.tempered)
         return fmt::format("corrected posterior by tempering: importance sampling from a t({}) at {} gave k-hat {:.2f}{}, so {} "
                            "runs of {} particles were carried from a t({}) there, scale x {}, to the exact posterior in up to {} "

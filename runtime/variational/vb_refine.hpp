@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace vbn {
 
@@ -135,14 +136,33 @@ struct RefinedPosterior {
     long sweeps = 0;              // HMC sweeps over all particles, every run and temperature
     long gradients = 0;           // the tempered runs' log density gradients
     std::string tempering_stopped;  // why tempering gave up (its budget), leaving the importance answer
+    // Set where neither the importance weights nor tempering could be trusted and the exact
+    // posterior was sampled instead (take_sampled; runtime/services/variational.hpp): mean to
+    // mean_abs and the scales' moments are then the chains' pooled draws (mcse from their
+    // ESS), ess their smallest min(bulk, tail) ESS, while pareto_k, the evidence and the
+    // tempering facts stay what was tried before (evidence_reliable() says whether to trust it).
+    bool sampled = false;
+    std::string sampled_method;   // the method the chains ran (auto resolved)
+    int chains = 0;               // chains whose draws were pooled
+    long sampled_draws = 0;       // over those chains
+    double sampled_rhat = 0;      // the largest over the parameters
 
-    // Whether the numbers can be trusted: k̂ < 0.7, or tempered runs that agree.
-    bool reliable() const { return tempered ? runs_rhat < 1.01 : pareto_k < 0.7; }
+    // Whether the evidence can be trusted: k̂ < 0.7, or tempered runs that agree.
+    bool evidence_reliable() const { return tempered ? runs_rhat < 1.01 : pareto_k < 0.7; }
+    // Whether the moments can be trusted: the chains' R-hat at most 1.01 where sampled, else
+    // as the evidence.
+    bool reliable() const { return sampled ? sampled_rhat <= 1.01 : evidence_reliable(); }
 };
 
 // Throws vbn::Error (usage) on bad options or a target without parameters, and (inference) when the proposal cannot be
 // built or every weight is zero.
 RefinedPosterior refine(const Target& target, const VbFit& fit, const RefineOptions& options = {});
+
+// The answer of MCMC chains in place of the weights' or the tempered runs' (r keeps its
+// pareto_k, evidence and tempering facts): `chains` holds each chain's draws × dim in θ's
+// layout (log τ for the learned scales), cut to the shortest. Throws vbn::Error (inference)
+// when no chain has two draws.
+void take_sampled(const Target& target, const std::vector<Eigen::MatrixXd>& chains, RefinedPosterior& r);
 
 // One line saying what the refined numbers are, for command output and logs.
 std::string describe(const RefinedPosterior& r, const RefineOptions& options);

@@ -11,6 +11,7 @@
 #include "runtime/data/model.hpp"
 #include "runtime/error.hpp"
 #include "runtime/target/target.hpp"
+#include "validation/grid_posterior.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -413,6 +414,60 @@ TEST_CASE("services: variational, evidence, predict and simulate agree with each
     REQUIRE(notes.size() == 1);
     CHECK(notes[0] == "parameters not in the given values were drawn from their priors");
     CHECK(theta.size() == g.dim);
+}
+
+// The cauchy_logit corpus model (a long-tailed slope: sd 5.6 about 13.4) with a proposal far
+// too narrow (k-hat well above 0.7) and a tempering budget it cannot finish in: neither answer
+// can be trusted, so the correction samples the exact posterior, checked against a grid.
+TEST_CASE("services::variational samples the exact posterior where neither importance nor tempering can be trusted") {
+    const std::string dir = std::string(VBN_SOURCE_DIR) + "/tests/corpus/cauchy_logit/";
+    const ir::Graph g = load_model(dir + "model.vbn");
+    const Dataset d = load_csv(g, dir + "data.csv");
+    const Target target(g, d);
+    // (b, w) ∈ [-15, 12] × [-20, 220], as tests/runtime/test_tempered.cpp's grid
+    const GridPosterior grid = grid_posterior(target, {-15, -20}, {12, 220}, 1201);
+    REQUIRE(grid.edge_log_ratio < -20);
+    services::VariationalSettings s;
+    s.correction.seed = 2;
+    s.correction.widen = 0.3;
+    s.correction.defensive = 0;
+    s.correction.tempering.max_gradients = 1000;
+    std::vector<std::string> notes;
+    services::Callbacks cb;
+    cb.log = [&](services::LogLevel, const std::string& message) { notes.push_back(message); };
+    const services::VariationalRun run = services::variational(g, d, s, cb);
+    REQUIRE(run.corrected.has_value());
+    const RefinedPosterior& r = *run.corrected;
+    REQUIRE(r.sampled);
+    CHECK(r.pareto_k >= 0.7);
+    CHECK_FALSE(r.evidence_reliable());
+    CHECK(r.tempering_stopped.find("budget") != std::string::npos);
+    CHECK(r.reliable());
+    CHECK(r.sampled_rhat <= 1.01);
+    CHECK(r.chains == 4);
+    CHECK(r.sampled_draws == 4000);
+    CHECK(r.sampled_method == "varblock");  // auto's choice for this observed model, as vbn fit makes it
+    CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+        return n.find("sampling the exact posterior as vbn fit does") != std::string::npos;
+    }));
+    CHECK(describe(r, s.correction).find("corrected posterior by sampling") != std::string::npos);
+    for (int k = 0; k < 2; ++k) {
+        CAPTURE(k);
+        const double grid_sd = std::sqrt(grid.cov(k, k));
+        CHECK(r.mcse[k] > 0);
+        CHECK(r.mcse[k] < 0.05 * grid_sd);  // precise enough for the check below to mean something
+        CHECK(std::abs(r.mean[k] - grid.mean[k]) < 4 * r.mcse[k]);
+        CHECK(std::abs(std::sqrt(r.cov(k, k)) - grid_sd) < 0.1 * grid_sd);  // the corpus's tolerance for sds
+        CHECK(r.q5[k] < r.q50[k]);
+        CHECK(r.q50[k] < r.q95[k]);
+    }
+
+    // Turned off, the importance answer stands, flagged.
+    s.sample_when_unreliable = false;
+    const services::VariationalRun flagged = services::variational(g, d, s);
+    REQUIRE(flagged.corrected.has_value());
+    CHECK_FALSE(flagged.corrected->sampled);
+    CHECK_FALSE(flagged.corrected->reliable());
 }
 
 TEST_CASE("services::variational interrupted while tempering keeps the EM fit, marked interrupted") {

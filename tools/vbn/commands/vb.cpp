@@ -64,8 +64,10 @@ void print_table(const std::vector<VbParameter>& params, const std::optional<Ref
                                width, p.corrected->mean, p.corrected->sd, p.corrected->mcse_mean, p.corrected->q5,
                                p.corrected->q50, p.corrected->q95, p.mean, p.sd);
         out << '\n' << describe(*c, ro) << '\n';
-        out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} ({}); {:.3f} s\n", c->log_evidence, c->log_evidence_se,
-                           c->tempered ? "tempering" : "importance sampling", c->seconds);
+        // Sampled, the moments are the chains'; the evidence is still what was tried before.
+        const std::string flag = c->evidence_reliable() ? "" : ": NOT reliable, as the correction above says";
+        out << fmt::format("log p(data) ~ {:.4f} +- {:.4f} ({}{}); {:.3f} s\n", c->log_evidence, c->log_evidence_se,
+                           c->tempered ? "tempering" : "importance sampling", c->sampled ? flag : "", c->seconds);
         return;
     }
     out << fmt::format("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "name", width, "mean", "sd", "5%", "50%", "95%");
@@ -101,10 +103,13 @@ VbFacts facts(const services::VariationalRun& run) {
         f.log_evidence = c->log_evidence;
         f.log_evidence_se = c->log_evidence_se;
         f.pareto_k = c->pareto_k;
-        f.correction = c->tempered ? "tempering" : "importance";
-        f.correction_draws = c->tempered ? static_cast<long>(c->runs) * c->particles : c->draws;
+        f.correction = c->sampled ? "sampling" : c->tempered ? "tempering" : "importance";
+        f.correction_draws = c->sampled    ? c->sampled_draws
+                             : c->tempered ? static_cast<long>(c->runs) * c->particles
+                                           : c->draws;
         f.correction_ess = c->ess;
-        if (c->tempered) f.correction_rhat = c->runs_rhat;
+        if (c->sampled) f.correction_rhat = c->sampled_rhat;
+        else if (c->tempered) f.correction_rhat = c->runs_rhat;
         f.seconds = run.result.seconds + c->seconds;
     }
     return f;
@@ -140,7 +145,11 @@ int run_vb(const VbArgs& args, Loaded& l, services::VariationalSettings s, std::
     const std::vector<VbParameter> params = parameters(l.graph, run.result.best_fit(), run.corrected);
     print_table(params, run.corrected, s.correction, out);
     print_fit(run, out);
-    if (run.corrected && run.corrected->tempered && !run.corrected->reliable())
+    if (run.corrected && run.corrected->sampled && !run.corrected->reliable())
+        err << fmt::format("warning: the sampled correction's R-hat is {:.3f} (above 1.01): the corrected means and sds "
+                           "are not reliable; run vbn fit with more --draws\n",
+                           run.corrected->sampled_rhat);
+    else if (run.corrected && run.corrected->tempered && !run.corrected->reliable())
         err << fmt::format("warning: the tempered correction's runs disagree (R-hat {:.3f}): the corrected means and sds "
                            "are not reliable; run vbn fit\n",
                            run.corrected->runs_rhat);
