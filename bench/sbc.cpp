@@ -2,8 +2,9 @@
 // observed model (bench/models/sbc_observed.vbn), on the paper's multimodal model
 // (examples/paper/multimodal.vbn) and on an occupancy model with a hidden node and 11 weights
 // (bench/models/sbc_occupancy.vbn), the same with shared detection weights
-// (bench/models/sbc_occupancy_tied.vbn), and on six groups whose intercepts share a learned
-// prior scale (bench/models/sbc_multilevel.vbn): rank histograms and chi-square p-values.
+// (bench/models/sbc_occupancy_tied.vbn), on six groups whose intercepts share a learned
+// prior scale (bench/models/sbc_multilevel.vbn) and on a latent class whose items'
+// intercepts do (bench/models/sbc_latent_hier.vbn): rank histograms and chi-square p-values.
 //
 //   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--models observed,...] [--seed 1]
 //
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
                                   {"multimodal", "examples/paper/multimodal.vbn", 50},
                                   {"occupancy", "bench/models/sbc_occupancy.vbn", 50},
                                   {"occupancy_tied", "bench/models/sbc_occupancy_tied.vbn", 50},
-                                  {"multilevel", "bench/models/sbc_multilevel.vbn", 40}};
+                                  {"multilevel", "bench/models/sbc_multilevel.vbn", 40},
+                                  {"latent_hier", "bench/models/sbc_latent_hier.vbn", 100}};
     fmt::print("{:<14} {:<9} {:<5} {:>7} {:>8} {:>6}  histogram (10 bins of ranks 0..99)\n", "model", "method", "param", "chi2",
                "p", "secs");
     for (const Case& c : cases) {
