@@ -60,15 +60,21 @@ std::string unreliable_because(const RefinedPosterior& r) {
 // has several, are in θ's layout with τ for each learned scale: the answer takes log τ, as
 // θ holds. Interrupted, it throws ErrorKind::cancelled and the VB fit stands alone.
 void correct_by_sampling(const ir::Graph& graph, const Dataset& data, const Target& target, const VariationalSettings& settings,
-                         const VbOptions& vo, const Callbacks& cb, RefinedPosterior& r) {
+                         const VbOptions& vo, const VbResult& fitted, const Callbacks& cb, RefinedPosterior& r) {
     const auto start = std::chrono::steady_clock::now();
     cb.note(fmt::format("the corrected numbers cannot be trusted ({}): sampling the exact posterior as vbn fit does instead",
                         unreliable_because(r)));
+    // The fit makes the same variational fit again, and would repeat warn_idle's warning.
+    const std::string said = idle_hidden_warning(graph, fitted.best_fit(), static_cast<int>(fitted.fits.size()));
+    Callbacks inner = cb;
+    inner.log = [&cb, said](LogLevel level, const std::string& message) {
+        if (cb.log && (said.empty() || message != said)) cb.log(level, message);
+    };
     FitOptions fo;
     fo.vb = vo;
     fo.seed = settings.correction.seed;
     fo.threads = inference::threads_or_cores(settings.correction.threads);
-    const FitRun run = fit(graph, data, fo, cb);
+    const FitRun run = fit(graph, data, fo, inner);
     if (run.interrupted) throw Error(ErrorKind::cancelled, "interrupted while sampling the correction");
     std::vector<Eigen::MatrixXd> chains;
     for (const inference::ChainResult& c : run.result.chains) {
@@ -144,7 +150,7 @@ VariationalRun variational_run(const ir::Graph& graph, const Dataset& data, cons
                     callbacks.note("the corrected numbers cannot be trusted, and on large data they are not sampled "
                                    "again here: run vbn fit");
                 else
-                    correct_by_sampling(graph, data, *target, settings, vo, callbacks, *run.corrected);
+                    correct_by_sampling(graph, data, *target, settings, vo, run.result, callbacks, *run.corrected);
             }
         } catch (const Error& e) {
             // Interrupted while tempering (which takes longer than sampling) or sampling: the VB
