@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <mutex>
 #include <stdexcept>
 
@@ -24,6 +25,11 @@ struct ChainJob {
     std::unique_ptr<Density> density;
     std::unique_ptr<Kernel> kernel;
     Eigen::VectorXd init;
+    // What an extension continues from: the chain's random stream and the kernel's counters
+    // before anything ran and at the end of warmup (the sampling phase's are the rest).
+    std::optional<Rng> rng;
+    std::vector<KernelStats> before, at_end_of_warmup;
+    bool sampling_started = false;
 };
 
 // A chain failed: this exception carries a message that already names the place.
@@ -66,81 +72,38 @@ public:
 
     void run(ChainJob& job, ChainResult& out) {
         out.chain = job.chain;
-        const Eigen::Index dim = job.init.size();
-        const int kept_total = settings_.draws > 0 ? (settings_.draws + settings_.thin - 1) / settings_.thin : 0;
-        if (settings_.keep_draws) {
-            // All at once, so a request too large for memory fails now rather than hours in.
-            try {
-                out.draws.resize(kept_total, dim);
-                out.lp.resize(kept_total);
-                out.info.reserve(static_cast<std::size_t>(kept_total));
-            } catch (const std::bad_alloc&) {
-                out.draws.resize(0, dim);
-                out.lp.resize(0);
-                out.error = fmt::format(
-                    "chain {}: not enough memory to keep {} draws of {} parameters (stream them instead, with keep_draws off)",
-                    job.chain + 1, kept_total, dim);
-                return;
-            }
-        }
-        std::vector<KernelStats> before;  // the counters before anything ran
-        job.kernel->collect_stats(before);
-        std::vector<KernelStats> at_end_of_warmup;
-        bool sampling_started = false;
-
-        Rng rng(settings_.seed, chain_stream_offset + static_cast<std::uint64_t>(job.chain));
+        if (!make_room(job, out, settings_.draws)) return;
+        job.kernel->collect_stats(job.before);
+        job.rng.emplace(settings_.seed, chain_stream_offset + static_cast<std::uint64_t>(job.chain));
         State& state = out.last;
         state.x = job.init;
-        try {
+        guarded(job, out, [&] {
             state.lp = job.density->log_density(state.x);
             check(state, *job.density, job.chain, Where{true, 0});
+            warm_up(job, out);
+            if (out.interrupted) return;
+            job.kernel->end_warmup();
+            job.kernel->collect_stats(job.at_end_of_warmup);
+            job.sampling_started = true;
+            sample(job, out, settings_.draws);
+        });
+        finish(job, out);
+    }
 
-            const auto warmup_start = Clock::now();
-            if (settings_.warmup > 0) job.kernel->begin_warmup(settings_.warmup);
-            Throttle throttle;
-            for (int i = 0; i < settings_.warmup; ++i) {
-                if (stop_requested()) {
-                    out.interrupted = true;
-                    break;
-                }
-                TransitionInfo info;
-                iterate(job, state, rng, info, Where{true, i + 1});
-                out.warmup_done = i + 1;
-                report(throttle, {job.chain, i + 1, settings_.warmup, true}, i + 1 == settings_.warmup);
-            }
-            out.warmup_seconds = seconds_since(warmup_start);
+    // `iterations` more sampling iterations of a chain that ended its sampling phase.
+    void extend(ChainJob& job, ChainResult& out, int iterations) {
+        if (!extendable(job, out) || !make_room(job, out, iterations)) return;
+        guarded(job, out, [&] { sample(job, out, iterations); });
+        finish(job, out);
+    }
 
-            if (!out.interrupted) {
-                job.kernel->end_warmup();
-                job.kernel->collect_stats(at_end_of_warmup);
-                sampling_started = true;
-                const auto sampling_start = Clock::now();
-                Throttle sampling_throttle;
-                for (int i = 0; i < settings_.draws; ++i) {
-                    if (stop_requested()) {
-                        out.interrupted = true;
-                        break;
-                    }
-                    TransitionInfo info;
-                    iterate(job, state, rng, info, Where{false, i + 1});
-                    if (i % settings_.thin == 0) keep(out, state, info, job.chain);
-                    report(sampling_throttle, {job.chain, i + 1, settings_.draws, false}, i + 1 == settings_.draws);
-                }
-                out.sampling_seconds = seconds_since(sampling_start);
-            }
-        } catch (const ChainFailure& e) {
-            out.error = e.what();
-        } catch (const std::exception& e) {
-            out.error = fmt::format("chain {}: {}", job.chain + 1, e.what());
-        } catch (...) {
-            out.error = fmt::format("chain {}: an unknown exception", job.chain + 1);
-        }
+    static bool extendable(const ChainJob& job, const ChainResult& out) {
+        return job.sampling_started && out.ok() && !out.interrupted;
+    }
 
-        if (settings_.keep_draws && out.draws_done < kept_total) {
-            out.draws.conservativeResize(out.draws_done, dim);
-            out.lp.conservativeResize(out.draws_done);
-        }
-        finish_stats(out, *job.kernel, sampling_started ? at_end_of_warmup : std::vector<KernelStats>{}, before);
+    bool stop_requested() const {
+        return (callbacks_.stop != nullptr && callbacks_.stop->load(std::memory_order_relaxed)) ||
+               (callbacks_.should_stop && callbacks_.should_stop());
     }
 
 private:
@@ -148,9 +111,85 @@ private:
         Clock::time_point last = Clock::now();
     };
 
-    bool stop_requested() const {
-        return (callbacks_.stop != nullptr && callbacks_.stop->load(std::memory_order_relaxed)) ||
-               (callbacks_.should_stop && callbacks_.should_stop());
+    // Room for the draws kept from `iterations` more sampling iterations, all at once, so that
+    // a request too large for memory fails now rather than hours in.
+    bool make_room(const ChainJob& job, ChainResult& out, int iterations) {
+        if (!settings_.keep_draws) return true;
+        const int thin = settings_.thin, from = out.iterations_done;
+        const long kept = (static_cast<long>(from) + iterations + thin - 1) / thin - (from + thin - 1) / thin;
+        const Eigen::Index dim = job.init.size(), rows = out.draws_done + kept;
+        try {
+            out.draws.conservativeResize(rows, dim);
+            out.lp.conservativeResize(rows);
+            out.info.reserve(static_cast<std::size_t>(rows));
+            return true;
+        } catch (const std::bad_alloc&) {
+            out.draws.conservativeResize(out.draws_done, dim);
+            out.lp.conservativeResize(out.draws_done);
+            out.error = fmt::format(
+                "chain {}: not enough memory to keep {} draws of {} parameters (stream them instead, with keep_draws off)",
+                job.chain + 1, rows, dim);
+            return false;
+        }
+    }
+
+    // Runs `body`; a failure ends the chain with its message in out.error.
+    template <class Body>
+    static void guarded(const ChainJob& job, ChainResult& out, Body&& body) {
+        try {
+            body();
+        } catch (const ChainFailure& e) {
+            out.error = e.what();
+        } catch (const std::exception& e) {
+            out.error = fmt::format("chain {}: {}", job.chain + 1, e.what());
+        } catch (...) {
+            out.error = fmt::format("chain {}: an unknown exception", job.chain + 1);
+        }
+    }
+
+    void warm_up(ChainJob& job, ChainResult& out) {
+        const auto started = Clock::now();
+        if (settings_.warmup > 0) job.kernel->begin_warmup(settings_.warmup);
+        Throttle throttle;
+        for (int i = 0; i < settings_.warmup; ++i) {
+            if (stop_requested()) {
+                out.interrupted = true;
+                break;
+            }
+            TransitionInfo info;
+            iterate(job, out.last, info, Where{true, i + 1});
+            out.warmup_done = i + 1;
+            report(throttle, {job.chain, i + 1, settings_.warmup, true}, i + 1 == settings_.warmup);
+        }
+        out.warmup_seconds = seconds_since(started);
+    }
+
+    // `iterations` sampling iterations, numbered on from those done; every thin-th is kept.
+    void sample(ChainJob& job, ChainResult& out, int iterations) {
+        const auto started = Clock::now();
+        const int to = out.iterations_done + iterations;  // progress counts an extension on from the draws done
+        Throttle throttle;
+        for (int i = 0; i < iterations; ++i) {
+            if (stop_requested()) {
+                out.interrupted = true;
+                break;
+            }
+            TransitionInfo info;
+            iterate(job, out.last, info, Where{false, out.iterations_done + 1});
+            if (out.iterations_done % settings_.thin == 0) keep(out, out.last, info, job.chain);
+            ++out.iterations_done;
+            report(throttle, {job.chain, out.iterations_done, to, false}, i + 1 == iterations);
+        }
+        out.sampling_seconds += seconds_since(started);
+    }
+
+    // Drops room left unused (the chain stopped early) and totals the kernel's counters.
+    void finish(const ChainJob& job, ChainResult& out) const {
+        if (settings_.keep_draws && out.draws_done < out.draws.rows()) {
+            out.draws.conservativeResize(out.draws_done, out.draws.cols());
+            out.lp.conservativeResize(out.draws_done);
+        }
+        finish_stats(out, *job.kernel, job.sampling_started ? job.at_end_of_warmup : std::vector<KernelStats>{}, job.before);
     }
 
     // An iteration, 1-based within its phase; warmup iteration 0 is the initial point.
@@ -164,9 +203,9 @@ private:
     };
 
     // One transition; an exception from the kernel or density is rethrown naming the iteration.
-    void iterate(ChainJob& job, State& state, Rng& rng, TransitionInfo& info, Where where) {
+    void iterate(ChainJob& job, State& state, TransitionInfo& info, Where where) {
         try {
-            job.kernel->step(state, *job.density, rng, info);
+            job.kernel->step(state, *job.density, *job.rng, info);
         } catch (const std::exception& e) {
             throw ChainFailure(fmt::format("chain {}: {} ({})", job.chain + 1, e.what(), where.text()));
         }
@@ -259,13 +298,24 @@ std::vector<ChainResult> run_chains(const DensityFactory& factory, const Kernel&
     std::vector<ChainResult> results(jobs.size());
     Runner runner(settings, callbacks);
     const int workers = std::min(settings.threads, settings.chains);
-    if (workers == 1) {
-        for (std::size_t c = 0; c < jobs.size(); ++c) runner.run(jobs[c], results[c]);
-        return results;
-    }
     // Work sharing: which thread runs a chain never affects its draws, only when they appear.
     // The calling thread is one of the workers.
-    parallel_chunks(workers, jobs.size(), 1, [&](std::size_t c, std::size_t, std::size_t) { runner.run(jobs[c], results[c]); });
+    const auto each_chain = [&](const std::function<void(std::size_t c)>& work) {
+        if (workers == 1) {
+            for (std::size_t c = 0; c < jobs.size(); ++c) work(c);
+            return;
+        }
+        parallel_chunks(workers, jobs.size(), 1, [&](std::size_t c, std::size_t, std::size_t) { work(c); });
+    };
+    each_chain([&](std::size_t c) { runner.run(jobs[c], results[c]); });
+    while (callbacks.extend && !runner.stop_requested()) {
+        bool any = false;
+        for (std::size_t c = 0; c < jobs.size(); ++c) any = any || Runner::extendable(jobs[c], results[c]);
+        if (!any) break;
+        const int more = callbacks.extend(results);
+        if (more <= 0) break;
+        each_chain([&](std::size_t c) { runner.extend(jobs[c], results[c], more); });
+    }
     return results;
 }
 

@@ -9,7 +9,8 @@
 //   auto results = run_chains(factory, Mixture(0.5, block_mh, block_rwm), inits, s);
 //
 // Per chain: warmup iterations (the kernel adapts between begin_warmup and end_warmup), then
-// `draws` sampling iterations of which every thin-th is kept.
+// `draws` sampling iterations of which every thin-th is kept, then as many more as
+// ChainCallbacks::extend asks for.
 #pragma once
 
 #include "inference/density.hpp"
@@ -60,6 +61,8 @@ struct ChainProgress {
     bool warmup = true;
 };
 
+struct ChainResult;
+
 struct ChainCallbacks {
     // Called from the chain's worker thread at most once per `progress_interval` seconds of
     // that chain (by elapsed time), plus once when each phase ends; calls are serialised.
@@ -75,6 +78,14 @@ struct ChainCallbacks {
     // reports what it has.
     const std::atomic<bool>* stop = nullptr;
     std::function<bool()> should_stop;
+
+    // Called on the calling thread once every chain has ended its sampling phase, and again
+    // after each extension it asks for, with the results so far: the number of sampling
+    // iterations to add to every chain that ended its own without failing or being stopped
+    // (0 ends the run). An extension continues each chain where it stopped (its state, its
+    // kernel as adapted, its random stream), so a run of d draws extended by m is, draw for
+    // draw, the run of d + m draws. Kept draws are numbered on from d.
+    std::function<int(const std::vector<ChainResult>&)> extend;
 
     // Coordinates the state holds as the log of a positive parameter (a learned scale): kept
     // draws hold exp of them, the parameter itself. on_draw gets the state as it is.
@@ -95,6 +106,7 @@ struct ChainResult {
     double warmup_seconds = 0;
     double sampling_seconds = 0;
     int warmup_done = 0;                  // warmup iterations completed
+    int iterations_done = 0;              // sampling iterations completed (kept or thinned out)
     int draws_done = 0;                   // kept draws
     bool interrupted = false;             // stopped on request before the end
     std::string error;                    // non-empty if the chain failed: what and where

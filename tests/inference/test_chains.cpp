@@ -189,6 +189,85 @@ TEST_CASE("same seed gives identical chains with 1 and 2 threads; chains differ"
     CHECK(other[0].draws != shared[0].draws);
 }
 
+TEST_CASE("an extended run is the longer run draw for draw, thinned and streamed alike") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianFactory factory(target);
+    const auto kernel = mixture_kernel(target);
+    ChainSettings s;
+    s.seed = 11;
+    s.chains = 3;
+    s.warmup = 200;
+    s.draws = 301;
+    s.thin = 3;
+    s.threads = 2;
+    // Asked twice: after the 301 iterations (101 kept), then after 200 more (167 kept in all).
+    std::vector<int> seen;
+    std::mutex streamed_mutex;
+    std::vector<std::vector<int>> streamed(3);
+    ChainCallbacks cb;
+    cb.extend = [&seen](const std::vector<ChainResult>& so_far) {
+        seen.push_back(so_far[0].draws_done);
+        return seen.size() == 1 ? 200 : 0;
+    };
+    cb.on_draw = [&](int chain, int draw, const State&, const TransitionInfo&) {
+        const std::lock_guard<std::mutex> lock(streamed_mutex);
+        streamed[static_cast<std::size_t>(chain)].push_back(draw);
+    };
+    const auto extended = run_chains(factory, *kernel, inits_for(target, 3), s, cb);
+    s.draws = 501;
+    const auto longer = run_chains(factory, *kernel, inits_for(target, 3), s);
+    CHECK(seen == std::vector<int>{101, 167});
+    for (int c = 0; c < 3; ++c) {
+        INFO("chain " << c);
+        REQUIRE(extended[c].ok());
+        CHECK(extended[c].iterations_done == 501);
+        CHECK(extended[c].draws_done == 167);
+        CHECK(same(extended[c], longer[c]));
+        CHECK(extended[c].last.x == longer[c].last.x);
+        // The sampling counters cover the extension; the warmup's are untouched by it.
+        REQUIRE(extended[c].stats.size() == longer[c].stats.size());
+        for (std::size_t k = 0; k < longer[c].stats.size(); ++k) {
+            CHECK(extended[c].stats[k].proposed == longer[c].stats[k].proposed);
+            CHECK(extended[c].stats[k].accepted == longer[c].stats[k].accepted);
+            CHECK(extended[c].warmup_stats[k].proposed == longer[c].warmup_stats[k].proposed);
+        }
+        std::vector<int> numbers(167);
+        for (int i = 0; i < 167; ++i) numbers[static_cast<std::size_t>(i)] = i;
+        CHECK(streamed[static_cast<std::size_t>(c)] == numbers);
+    }
+}
+
+TEST_CASE("no extension is asked for after an interrupt, nor for a failed chain") {
+    const GaussianDensity target = vbn::test::correlated_10d();
+    const GaussianFactory factory(target);
+    const auto kernel = mixture_kernel(target);
+    ChainSettings s;
+    s.seed = 3;
+    s.chains = 2;
+    s.warmup = 50;
+    s.draws = 100;
+    std::atomic<bool> stop{false};
+    int asked = 0;
+    ChainCallbacks cb;
+    cb.stop = &stop;
+    cb.extend = [&asked](const std::vector<ChainResult>&) { return ++asked < 3 ? 100 : 0; };
+    cb.on_draw = [&stop](int, int draw, const State&, const TransitionInfo&) {
+        if (draw == 10) stop = true;
+    };
+    const auto stopped = run_chains(factory, *kernel, inits_for(target, 2), s, cb);
+    CHECK(asked == 0);
+    for (const auto& r : stopped) CHECK(r.interrupted);
+
+    // Each chain's density throws at its 80th evaluation, within its 150 random-walk
+    // iterations (one evaluation each): nothing is left to extend.
+    const FaultyFactory failing(target, Eigen::VectorXd::Constant(10, 1e9), 80);
+    cb.stop = nullptr;
+    cb.on_draw = nullptr;
+    const auto failed = run_chains(failing, RandomWalk(), inits_for(target, 2), s, cb);
+    CHECK(asked == 0);
+    for (const auto& r : failed) CHECK_FALSE(r.ok());
+}
+
 TEST_CASE("kept draws carry their exact log density; stats split warmup from sampling") {
     GaussianDensity target = vbn::test::correlated_10d();
     const GaussianFactory factory(target);
