@@ -265,6 +265,7 @@ vbn::FitOptions fit_settings(const FitOptions& options) {
     o.varblock_overrelax = options.overrelax;
     o.relabel = options.relabel;
     inference::copy_chain_settings(options, o);
+    o.max_draws = options.max_draws;
     o.vb = vb_options(options.variational);
     o.log_lik = options.log_lik;
     return o;

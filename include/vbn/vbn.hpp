@@ -146,6 +146,11 @@ struct FitOptions {
     int chains = 4;
     int warmup = 1000;            // iterations per chain, adapting, not kept
     int draws = 1000;             // kept iterations per chain
+    // Above draws: while, after them, some parameter's R-hat is above 1.01 or its bulk- or
+    // tail-ESS below 100 per chain, the chains run on, up to max_draws each, as `vbn fit`
+    // without --draws does up to 4000 (docs/methods.md, "Draws until the ESS is enough"). At
+    // most draws (the default): exactly draws.
+    int max_draws = 0;
     int threads = 2;              // threads for the chains, the calling one among them (results do not depend on it)
     std::uint64_t seed = 1;       // the same seed gives the same draws bit for bit
     bool keep_draws = true;       // false: only stream them (Callbacks::on_draw), keep no matrix

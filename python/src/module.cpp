@@ -145,6 +145,7 @@ void bind_options(py::module_& m) {
         .def_readwrite("chains", &vbn::FitOptions::chains)
         .def_readwrite("warmup", &vbn::FitOptions::warmup)
         .def_readwrite("draws", &vbn::FitOptions::draws)
+        .def_readwrite("max_draws", &vbn::FitOptions::max_draws)
         .def_readwrite("threads", &vbn::FitOptions::threads)
         .def_readwrite("seed", &vbn::FitOptions::seed)
         .def_readwrite("adapt_delta", &vbn::FitOptions::adapt_delta)

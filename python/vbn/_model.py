@@ -100,15 +100,25 @@ class Model:
             keep.update((c, columns[c]) for c in self.binary_columns + self.covariate_columns if c in columns)
         return d
 
-    def fit(self, data, method="auto", chains=4, draws=1000, warmup=1000, seed=None, threads=None, *, restarts=0,
-            adapt_delta=0.0, overrelax=-0.3, relabel="pivot", log_lik=False, progress=True, quiet=False):
+    def fit(self, data, method="auto", chains=4, draws=None, warmup=1000, seed=None, threads=None, *, restarts=0,
+            adapt_delta=0.0, overrelax=-0.3, relabel="pivot", log_lik=False, progress=True, quiet=False,
+            max_draws=None):
         """`vbn fit`: the variational fit, then MCMC chains. The same seed gives the draws
-        `vbn fit --seed` gives, whatever `threads`. progress: True (print to stderr), False,
-        or a function (chain, iteration, iterations, warmup) called from the chains'
-        threads. Ctrl-C stops the chains and raises KeyboardInterrupt."""
+        `vbn fit --seed` gives, whatever `threads`. draws and max_draws as `vbn fit`'s
+        --draws and --max-draws: draws None is 1000, run on up to 4000 while some R-hat is
+        above 1.01 or some ESS below 100 per chain; draws given, exactly that many unless
+        max_draws says more. progress: True (print to stderr), False, or a function (chain,
+        iteration, iterations, warmup) called from the chains' threads. Ctrl-C stops the
+        chains and raises KeyboardInterrupt."""
+        if max_draws is None:
+            max_draws = 4000 if draws is None else 0
+        draws = 1000 if draws is None else draws
+        if max_draws and max_draws < draws:
+            raise ValueError(f"max_draws {max_draws} is below draws {draws}: give at least as many")
         seed = _seed(seed, quiet)
         o = _vbn.FitOptions()
         o.method, o.chains, o.draws, o.warmup, o.seed = method, chains, draws, warmup, seed
+        o.max_draws = max_draws
         o.threads = threads if threads is not None else max(1, min(chains, os.cpu_count() or 1))
         o.adapt_delta, o.overrelax, o.relabel, o.log_lik = adapt_delta, overrelax, relabel, log_lik
         o.variational = _variational_options(restarts, seed)
@@ -121,7 +131,8 @@ class Model:
         finally:
             if show is not None:
                 show.finish()
-        options = dict(method=method, chains=chains, draws=draws, warmup=warmup, seed=seed, threads=o.threads,
+        options = dict(method=method, chains=chains, draws=draws, max_draws=max_draws, warmup=warmup, seed=seed,
+                       threads=o.threads,
                        restarts=restarts, adapt_delta=adapt_delta, overrelax=overrelax, relabel=relabel, log_lik=log_lik)
         return FitResult(raw, seed, options, observed or None)
 

@@ -39,6 +39,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #ifndef VBN_VERSION
@@ -250,6 +251,28 @@ void CsvWriter::finish(double warmup_seconds, double sampling_seconds) {
         warmup_seconds, sampling_seconds, warmup_seconds + sampling_seconds);
     out_->flush();
     check_stream("the timing block");
+}
+
+void set_num_samples(const std::string& path, long n) {
+    std::ifstream in(path);
+    const std::string tmp = path + ".num_samples";
+    std::ofstream out(tmp);
+    if (!in || !out) throw Error(ErrorKind::io, fmt::format("{}: cannot rewrite its num_samples line", path));
+    constexpr std::string_view key = "#     num_samples = ";  // as write_header writes it
+    bool done = false;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!done && line.starts_with(key)) {
+            line = fmt::format("{}{}", key, n);
+            done = true;
+        }
+        out << line << '\n';
+    }
+    out.close();
+    if (!out) throw Error(ErrorKind::io, fmt::format("{}: cannot write its new num_samples line", tmp));
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw Error(ErrorKind::io, fmt::format("{}: cannot replace it with the new num_samples: {}", path, ec.message()));
 }
 
 std::optional<std::string> StanCsv::config_value(const std::string& key) const {

@@ -65,6 +65,11 @@ struct CsvConfig {
     std::vector<std::pair<std::string, std::string>> extra;
 };
 
+// Rewrites a finished file's `num_samples` line to say n: chains run on past the draws they
+// were started with (FitOptions::max_draws) hold more draws than the header announced when
+// it was written, and cmdstanpy checks the count against it. Throws vbn::Error (io).
+void set_num_samples(const std::string& path, long n);
+
 // FILE.csv → FILE_<chain>.csv (1-based); a name without ".csv" gets "_<chain>.csv" appended.
 std::string chain_file_path(const std::string& output, int chain);
 // w[1] → w.1, W[2,3] → W.2.3 (CmdStan column names); names without brackets are unchanged.

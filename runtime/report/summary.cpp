@@ -20,9 +20,9 @@
 namespace vbn {
 namespace {
 
-constexpr double kRhatLimit = 1.01;
+constexpr double kRhatLimit = summary_rhat_limit;
 constexpr double kRhatModes = 1.1;  // above it, with hidden nodes, the warning explains modes
-constexpr double kEssPerChain = 100;
+constexpr double kEssPerChain = summary_ess_per_chain;
 constexpr double kAcceptanceFloor = 0.05;
 constexpr std::size_t kNamesListed = 8;
 

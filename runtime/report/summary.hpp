@@ -20,6 +20,12 @@
 
 namespace vbn {
 
+// The summary warns of an R-hat above summary_rhat_limit and of a bulk- or tail-ESS below
+// summary_ess_per_chain per chain (Vehtari et al. 2021, §4: R-hat < 1.01 and ESS > 100 per
+// chain, for 4 chains 400, before the estimates are trusted).
+constexpr double summary_rhat_limit = 1.01;
+constexpr double summary_ess_per_chain = 100;
+
 struct SummaryRow {
     std::string name;  // w[1], W[2,3]
     double mean = 0, sd = 0, mcse_mean = 0;

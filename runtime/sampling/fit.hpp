@@ -30,11 +30,21 @@ class Target;
 // NUTS adapts a dense metric on a model of dim weights (else a diagonal one).
 constexpr bool nuts_dense_metric(int dim) { return dim <= max_dense_dim; }
 
+// The draws per chain `vbn fit` may run on to when --draws is not given: four times the
+// default 1000, so that a posterior whose chains mix four times slower than usual still
+// reaches 100 ESS per chain (docs/methods.md, "Draws until the ESS is enough").
+constexpr int default_max_draws = 4000;
+
 struct FitOptions {
     std::string method = "auto";
     int chains = 4;
     int warmup = 1000;
     int draws = 1000;
+    // Above draws: where, after them, some parameter's R-hat is above 1.01 or its bulk- or
+    // tail-ESS below 100 per chain, the chains run on, up to max_draws per chain
+    // (runtime/services/extension.hpp; applied by runtime/services/, not by fit() below). At
+    // most draws: exactly draws. `vbn fit` sets 4000 when --draws is not given.
+    int max_draws = 0;
     int threads = 2;
     std::uint64_t seed = 1;
     bool keep_draws = true;

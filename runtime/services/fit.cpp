@@ -3,6 +3,7 @@
 #include "inference/clock.hpp"
 #include "inference/nuts.hpp"
 #include "runtime/error.hpp"
+#include "runtime/services/extension.hpp"
 #include "runtime/services/relabel.hpp"
 
 #include <fmt/format.h>
@@ -20,22 +21,26 @@ namespace {
 
 // The chain runner's callbacks from the job's: draws reach the caller in output order, and
 // the divergences and regenerations a streamed run's summary needs are counted as they pass.
+// With the extension enabled, each draw is also recorded for its check, and the chain runner
+// asks it whether to run on.
 inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptions& settings, const Callbacks& cb,
                                           const std::vector<int>& order, std::vector<Eigen::VectorXd>& scratch,
-                                          std::vector<StreamedCounts>& counts) {
+                                          std::vector<StreamedCounts>& counts, Extension& extension) {
     inference::ChainCallbacks c;
     c.progress = cb.progress;
     c.progress_interval = cb.progress_interval;
     c.stop = cb.interrupt;
-    if (!cb.on_draw && settings.keep_draws) return c;
+    if (extension.enabled()) c.extend = [&extension](const std::vector<inference::ChainResult>& chains) { return extension.more(chains); };
+    if (!cb.on_draw && settings.keep_draws && !extension.enabled()) return c;
     scratch.assign(static_cast<std::size_t>(settings.chains), Eigen::VectorXd(graph.dim));
-    c.on_draw = [&graph, &cb, &order, &scratch, &counts](int chain, int draw, const inference::State& s,
-                                                         const inference::TransitionInfo& info) {
+    c.on_draw = [&graph, &cb, &order, &scratch, &counts, &extension](int chain, int draw, const inference::State& s,
+                                                                     const inference::TransitionInfo& info) {
         Eigen::VectorXd& x = scratch[static_cast<std::size_t>(chain)];
         for (std::size_t j = 0; j < order.size(); ++j) x[static_cast<Eigen::Index>(j)] = graph.constrain(order[j], s.x[order[j]]);
         StreamedCounts& n = counts[static_cast<std::size_t>(chain)];
         n.divergent += info.divergent ? 1 : 0;
         n.regenerated += info.regenerated ? 1 : 0;
+        extension.record(chain, draw, x, s.lp);
         if (cb.on_draw) cb.on_draw(chain, draw, x, s.lp, info);
     };
     return c;
@@ -99,7 +104,8 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     run.counts.resize(static_cast<std::size_t>(std::max(settings.chains, 0)));
     const std::vector<int> order = output_order(graph);
     std::vector<Eigen::VectorXd> scratch;
-    settings.callbacks = chain_callbacks(graph, settings, callbacks, order, scratch, run.counts);
+    Extension extension(graph, settings, [&callbacks](const std::string& n) { callbacks.note(n); });
+    settings.callbacks = chain_callbacks(graph, settings, callbacks, order, scratch, run.counts, extension);
     settings.vb.cancel = callbacks.interrupt;
     const int starts = restarts_for(graph, settings.vb.restarts);
     settings.on_vb = [&](const VbFit& q, const std::string& method) {
@@ -117,6 +123,9 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     run.interrupted = callbacks.interrupted();
     if (settings.keep_draws) run.relabel = relabel_kept(graph, settings.relabel, run.result);
     for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
+    // The extension's notes were said as it decided.
+    run.result.notes.insert(run.result.notes.end(), extension.notes().begin(), extension.notes().end());
+    run.draws = extension.draws();
     return run;
 }
 
@@ -262,8 +271,12 @@ void CsvDrawFiles::draw(int chain, int draw, const Eigen::VectorXd& values, doub
 }
 
 void CsvDrawFiles::finish(const FitResult& result) {
-    for (std::size_t c = 0; c < writers_.size() && c < result.chains.size(); ++c)
-        writers_[c]->finish(result.chains[c].warmup_seconds, result.chains[c].sampling_seconds);
+    for (std::size_t c = 0; c < writers_.size() && c < result.chains.size(); ++c) {
+        const inference::ChainResult& ch = result.chains[c];
+        writers_[c]->finish(ch.warmup_seconds, ch.sampling_seconds);
+        // Run on past --draws (FitOptions::max_draws): the header announced fewer.
+        if (ch.iterations_done > settings_.draws) set_num_samples(chain_file_path(output_, static_cast<int>(c) + 1), ch.iterations_done);
+    }
 }
 
 void CsvDrawFiles::relabel(FitRun& run) const {

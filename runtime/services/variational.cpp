@@ -74,6 +74,7 @@ void correct_by_sampling(const ir::Graph& graph, const Dataset& data, const Targ
     fo.vb = vo;
     fo.seed = settings.correction.seed;
     fo.threads = inference::threads_or_cores(settings.correction.threads);
+    fo.max_draws = default_max_draws;  // run on while short of ESS, as `vbn fit` without --draws
     const FitRun run = fit(graph, data, fo, inner);
     if (run.interrupted) throw Error(ErrorKind::cancelled, "interrupted while sampling the correction");
     std::vector<Eigen::MatrixXd> chains;

@@ -2,6 +2,7 @@
 // on — draws handed out in output order, counts taken as they pass, messages through the
 // callbacks, CmdStan CSV files that read back to the same summary, interruption.
 #include "runtime/services/evidence.hpp"
+#include "runtime/services/extension.hpp"
 #include "runtime/services/fit.hpp"
 #include "runtime/services/predict.hpp"
 #include "runtime/services/simulate.hpp"
@@ -158,6 +159,72 @@ TEST_CASE("services: draws streamed to CmdStan CSV files give the summary of the
             CHECK(streamed.rows[i].ess_bulk == kept.rows[i].ess_bulk);
         }
     }
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("extended_draws: enough for 1.2 times the ESS wanted at the rate seen, in hundreds, within the cap") {
+    services::DrawCheck c;
+    c.draws = 1000;
+    c.min_ess = 343;
+    CHECK(services::extended_draws(c, 400, 4000) == 1400);  // 1000 × 1.2 × 400 / 343 = 1399.4
+    c.min_ess = 390;
+    CHECK(services::extended_draws(c, 400, 4000) == 1300);  // at least 1.25 × 1000
+    c.min_ess = 100;
+    CHECK(services::extended_draws(c, 400, 4000) == 4000);  // 4800 capped
+    c.min_ess = 500;                                        // only R-hat short: twice the draws
+    CHECK(services::extended_draws(c, 400, 4000) == 2000);
+}
+
+TEST_CASE("services::fit runs the chains on while the ESS is short: the longer run, said and written as such") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    const auto dir = std::filesystem::temp_directory_path() / ("vbn-test-extend-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    // 2 chains of 60 draws cannot give the 200 ESS wanted (100 per chain).
+    FitOptions o = test::short_run("nuts", 2, 150, 60, 9);
+    o.max_draws = 2000;
+    o.keep_draws = false;
+    services::CsvDrawFiles files((dir / "fit.csv").string(), "sbn", "rows.csv", g, o);
+    std::vector<std::string> notes;
+    services::Callbacks cb;
+    cb.on_draw = [&](int c, int k, const Eigen::VectorXd& x, double lp, const inference::TransitionInfo& info) {
+        files.draw(c, k, x, lp, info);
+    };
+    cb.log = [&](services::LogLevel, const std::string& m) { notes.push_back(m); };
+    services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
+    files.finish(run.result);
+    files.relabel(run);
+    REQUIRE(run.draws > 60);
+    CHECK(run.draws <= 2000);
+    for (const auto& ch : run.result.chains) CHECK(ch.iterations_done == run.draws);
+    const auto said = std::find_if(notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("extending the chains from 60 to "); });
+    CHECK(said != notes.end());
+    // The files hold, and announce, every draw.
+    for (int c = 1; c <= 2; ++c) {
+        const StanCsv f = read_stan_csv(chain_file_path((dir / "fit.csv").string(), c));
+        CHECK(f.draws.rows() == run.draws);
+        CHECK(f.config_value("num_samples") == std::to_string(run.draws));
+    }
+    // Where the chains stopped short of max_draws the check passed: the summary, which
+    // relabels and diagnoses the same draws, warns of neither ESS nor R-hat.
+    const FitSummary s = services::summarize(
+        run, "sbn", false, {}, [&](std::size_t c, Eigen::Index first, Eigen::Index n) { return files.read_back(c, first, n); }, 64e6);
+    if (run.draws < 2000) {
+        for (const SummaryRow& r : s.rows) {
+            CAPTURE(r.name);
+            CHECK(std::min(r.ess_bulk, r.ess_tail) >= 200);
+            CHECK(r.rhat <= 1.01);
+        }
+    }
+    // The same seed and that many draws from the start: the same draws.
+    FitOptions exact = test::short_run("nuts", 2, 150, run.draws, 9);
+    const services::FitRun straight = services::fit(g, d, exact, {});
+    const Eigen::MatrixXd first = read_stan_csv(chain_file_path((dir / "fit.csv").string(), 1)).draws;
+    CHECK(first.isApprox(services::output_draws(straight.result, straight.result.chains[0]), 1e-14));
+    // max_draws at most draws: exactly draws.
+    o.max_draws = 0;
+    o.keep_draws = true;
+    CHECK(services::fit(g, d, o, {}).result.chains[0].draws_done == 60);
     std::filesystem::remove_all(dir);
 }
 

@@ -49,8 +49,10 @@ int vb(const VbArgs& args, std::ostream& out, std::ostream& err);
 struct FitArgs {
     std::string model;
     std::string data;
-    FitOptions settings;                 // --method, --chains, --warmup, --draws, --threads, --proposal, --overrelax, --restarts, --relabel
+    FitOptions settings;                 // --method, --chains, --warmup, --threads, --proposal, --overrelax, --restarts, --relabel
     std::optional<std::uint64_t> seed;   // absent: a fresh one, printed
+    std::optional<int> draws;            // absent: 1000, run on to max_draws while short of ESS or R-hat
+    std::optional<int> max_draws;        // absent: 4000 without --draws, else exactly --draws
     std::optional<double> adapt_delta;   // NUTS's target acceptance; absent: automatic
     std::optional<std::string> output;   // CmdStan CSV, one file per chain
     std::optional<std::string> summary_json;

@@ -104,7 +104,12 @@ int main(int argc, char** argv) {
     fit_cmd->add_option("--method", fit_args.settings.method, vbn::method_list(" or "))->capture_default_str();
     fit_cmd->add_option("--chains", fit_args.settings.chains, "Number of chains")->capture_default_str();
     fit_cmd->add_option("--warmup", fit_args.settings.warmup, "Warmup iterations per chain")->capture_default_str();
-    fit_cmd->add_option("--draws", fit_args.settings.draws, "Draws per chain after warmup")->capture_default_str();
+    fit_cmd->add_option("--draws", fit_args.draws,
+                        "Draws per chain after warmup (default: 1000, and more up to --max-draws while some R-hat is above "
+                        "1.01 or some ESS below 100 per chain)");
+    fit_cmd->add_option("--max-draws", fit_args.max_draws,
+                        "Draws per chain the chains may run on to while some R-hat is above 1.01 or some ESS below 100 per "
+                        "chain (default: 4000 without --draws; with --draws, exactly that many)");
     fit_cmd->add_option("--seed", fit_args.seed, "Random seed (default: a fresh one, printed)")->check(kSeed);
     fit_cmd->add_option("--restarts", fit_args.settings.vb.restarts,
                         "Variational fits from different starting q(h) before the chains; the best ELBO starts them" + kAutoRestarts)

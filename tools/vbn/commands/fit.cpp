@@ -35,12 +35,14 @@ std::string stem(const std::string& path) { return std::filesystem::path(path).s
 // (parameters + lp) doubles plus one transition record per draw, twice over while they are
 // reordered for the summary. Refuse before any work when that exceeds what the machine has.
 // (With --output the draws are streamed to the files, not kept, and read back afterwards.)
-void check_draw_memory(const FitOptions& s, int dim) {
+// Chains that may run on (FitOptions::max_draws) run on only as far as memory allows.
+void check_draw_memory(FitOptions& s, int dim) {
     const double per_draw = 8.0 * (2.0 * dim + 1) + static_cast<double>(sizeof(inference::TransitionInfo));
     const double need = static_cast<double>(s.chains) * static_cast<double>(s.draws) * per_draw;
     const double have = available_memory();
-    if (have <= 0 || need <= have) return;
     const double fit_draws = std::floor(have / (static_cast<double>(s.chains) * per_draw));
+    if (have > 0 && s.max_draws > fit_draws) s.max_draws = std::max(s.draws, static_cast<int>(std::min(fit_draws, 1e9)));
+    if (have <= 0 || need <= have) return;
     throw Error(ErrorKind::limit,
                 fmt::format("keeping {} chains × {} draws of {} parameters needs about {:.1f} GB, more than the {:.1f} GB "
                             "of memory available; stream the draws to files with --output FILE.csv (they are then not "
@@ -78,6 +80,10 @@ FitOptions settings_of(const FitArgs& args, std::ostream& err) {
         if (*args.adapt_delta == 0) throw Error(ErrorKind::usage, "--adapt-delta must lie strictly between 0 and 1, got 0");
         o.adapt_delta = *args.adapt_delta;
     }
+    if (args.draws) o.draws = *args.draws;
+    o.max_draws = args.max_draws.value_or(args.draws ? 0 : default_max_draws);
+    if (args.max_draws && *args.max_draws < o.draws)
+        throw Error(ErrorKind::usage, fmt::format("--max-draws {} is below --draws {}: give at least as many", *args.max_draws, o.draws));
     o.seed = seed_or_fresh(args.seed, err, args.quiet);
     o.vb.seed = o.seed;  // the restarts' starting points (the first start does not use it)
     o.keep_draws = !args.output;
@@ -141,7 +147,7 @@ int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& o
     if (args.plots && plot::find_gnuplot().empty())
         throw Error(ErrorKind::usage, "--plots needs gnuplot, which is not installed (not found on PATH); install it "
                                       "(Debian/Ubuntu: apt-get install gnuplot-nox) or leave out --plots");
-    const FitOptions o = settings_of(args, err);
+    FitOptions o = settings_of(args, err);
 
     // The progress display owns the terminal while chains run: the first message after
     // them ends its line.
