@@ -192,12 +192,17 @@ void fill_scale_moments(const Target& target, const Eigen::Ref<const Mat>& draws
 // The tempered runs' answer in place of the importance weights': moments of the pooled
 // particles, each mean's Monte Carlo error from the spread of the runs' means (the particles of
 // a run are correlated by resampling), and the evidence as the mean of the runs' estimates.
+// The mean and covariance of equally weighted draws (one per column).
+void take_pooled_moments(const Mat& draws, RefinedPosterior& r) {
+    r.mean = draws.rowwise().mean();
+    const Mat centred = draws.colwise() - r.mean;
+    r.cov = centred * centred.transpose() / static_cast<double>(draws.cols());
+}
+
 void take_tempered(const Target& target, const TemperedDraws& td, RefinedPosterior& r) {
     const auto runs = static_cast<double>(td.run_means.size());
     const Eigen::Index n = td.draws.cols();
-    r.mean = td.draws.rowwise().mean();
-    const Mat centred = td.draws.colwise() - r.mean;
-    r.cov = centred * centred.transpose() / static_cast<double>(n);
+    take_pooled_moments(td.draws, r);
     Vec spread = Vec::Zero(r.mean.size());
     for (const Vec& m : td.run_means) spread += (m - r.mean).cwiseAbs2();
     r.mcse = (spread / (runs - 1) / runs).cwiseSqrt();
@@ -434,9 +439,7 @@ void take_sampled(const Target& target, const std::vector<Mat>& chains, RefinedP
     const Eigen::Index n = len * m;
     Mat pooled(d, n);
     for (Eigen::Index c = 0; c < m; ++c) pooled.middleCols(c * len, len) = chains[sz(c)].topRows(len).transpose();
-    r.mean = pooled.rowwise().mean();
-    const Mat centred = pooled.colwise() - r.mean;
-    r.cov = centred * centred.transpose() / static_cast<double>(n);
+    take_pooled_moments(pooled, r);
     const Vec w = Vec::Constant(n, 1.0 / static_cast<double>(n));
     fill_quantiles(pooled, w, r);
     r.mcse.resize(d);
