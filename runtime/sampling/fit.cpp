@@ -189,6 +189,7 @@ void compile_target(RunState& run, bool drop_data) {
 // Its restarts run side by side on the fit's threads unless the data are large, where each
 // restart's per-row state would cost as much memory again.
 VbResult variational_fit(const RunState& run, const Families* families) {
+    if (run.o.variational) return *run.o.variational;
     if (run.o.sharded) return run.o.sharded_variational(run.o.vb);
     VbOptions vo = run.o.vb;
     if (!run.data.large()) vo.threads = std::max(vo.threads, run.o.threads);

@@ -97,6 +97,9 @@ struct FitOptions {
     // shards. Only NUTS runs so.
     std::shared_ptr<const RemoteLikelihood> sharded;
     std::function<VbResult(const VbOptions&)> sharded_variational;
+    // A variational fit already made with `vb` on these data (`vbn vb`'s, when its sampled
+    // correction runs the chains): used as it is rather than fitted again, restarts and all.
+    std::shared_ptr<const VbResult> variational;
     int shards = 1;
     inference::ChainCallbacks callbacks;
     // Called once the variational fit is done, before any chain starts (e.g. to write

@@ -109,7 +109,9 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     settings.vb.cancel = callbacks.interrupt;
     const int starts = restarts_for(graph, settings.vb.restarts);
     settings.on_vb = [&](const VbFit& q, const std::string& method) {
-        if (const std::string w = idle_hidden_warning(graph, q, starts); !w.empty()) callbacks.warning(w);
+        // A fit handed in (FitOptions::variational) was warned about by whoever made it.
+        if (const std::string w = settings.variational ? "" : idle_hidden_warning(graph, q, starts); !w.empty())
+            callbacks.warning(w);
         if (!on_start) return;
         const bool hmc = !find_method(method).hmc_engine.empty();
         on_start(FitStart{q, method, hmc ? nuts_adapt_delta(graph, data, settings.adapt_delta) : 0.0});

@@ -64,18 +64,14 @@ void correct_by_sampling(const ir::Graph& graph, const Dataset& data, const Targ
     const auto start = std::chrono::steady_clock::now();
     cb.note(fmt::format("the corrected numbers cannot be trusted ({}): sampling the exact posterior as vbn fit does instead",
                         unreliable_because(r)));
-    // The fit makes the same variational fit again, and would repeat warn_idle's warning.
-    const std::string said = idle_hidden_warning(graph, fitted.best_fit(), static_cast<int>(fitted.fits.size()));
-    Callbacks inner = cb;
-    inner.log = [&cb, said](LogLevel level, const std::string& message) {
-        if (cb.log && (said.empty() || message != said)) cb.log(level, message);
-    };
+    // The chains start from the variational fit made already (and warned about: warn_idle).
     FitOptions fo;
     fo.vb = vo;
+    fo.variational = std::make_shared<const VbResult>(fitted);
     fo.seed = settings.correction.seed;
     fo.threads = inference::threads_or_cores(settings.correction.threads);
     fo.max_draws = default_max_draws;  // run on while short of ESS, as `vbn fit` without --draws
-    const FitRun run = fit(graph, data, fo, inner);
+    const FitRun run = fit(graph, data, fo, cb);
     if (run.interrupted) throw Error(ErrorKind::cancelled, "interrupted while sampling the correction");
     std::vector<Eigen::MatrixXd> chains;
     for (const inference::ChainResult& c : run.result.chains) {

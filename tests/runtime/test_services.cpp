@@ -228,6 +228,30 @@ TEST_CASE("services::fit runs the chains on while the ESS is short: the longer r
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("services::fit starts from a variational fit handed in, as from its own, without fitting again") {
+    const ir::Graph g = compile_model(sbn_model, "sbn");
+    const Dataset d = sbn_data(g);
+    FitOptions o = small("nuts");
+    o.vb.restarts = 3;
+    const services::FitRun own = services::fit(g, d, o, {});
+    // The same fit, made beforehand; then a fit that is not the chains' own (other restarts):
+    // the chains start from whichever they are handed.
+    for (const int restarts : {3, 1}) {
+        CAPTURE(restarts);
+        VbOptions vo = o.vb;
+        vo.restarts = restarts;
+        FitOptions handed = o;
+        handed.variational = std::make_shared<const VbResult>(variational(g, d, vo));
+        const services::FitRun run = services::fit(g, d, handed, {});
+        CHECK(run.result.vb.fits.size() == static_cast<std::size_t>(restarts));
+        CHECK(run.result.vb.best_fit().mean == handed.variational->best_fit().mean);
+        if (restarts == 3) {
+            CHECK(run.result.vb.best_fit().mean == own.result.vb.best_fit().mean);
+            CHECK(run.result.chains[0].draws == own.result.chains[0].draws);
+        }
+    }
+}
+
 TEST_CASE("services::fit: an interrupt before the chains stops the variational fit as cancelled") {
     const ir::Graph g = compile_model(sbn_model, "sbn");
     const Dataset d = sbn_data(g);
