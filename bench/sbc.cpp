@@ -7,6 +7,11 @@
 // intercepts do (bench/models/sbc_latent_hier.vbn): rank histograms and chi-square p-values.
 //
 //   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--models observed,...] [--seed 1]
+//                   [--thin 10] [--max-draws N]
+//
+// --max-draws N: the chains run on while short of ESS or R-hat, up to N draws, as `vbn fit`
+// does without --draws; with --thin 1 (99 draws, below the 100 ESS wanted of one chain)
+// every replication runs on, so the ranks test the stopping rule as well as the sampler.
 //
 // Run from the source tree. Prints one line per model, method and parameter.
 #include "runtime/data/model.hpp"
@@ -23,6 +28,7 @@
 int main(int argc, char** argv) {
     int replications = 200;
     std::uint64_t seed = 1;
+    int thin = 10, max_draws = 0;
     std::vector<std::string> methods{"varmh", "varblock", "varmix", "regen", "nuts", "rwm"};
     std::vector<std::string> models;  // empty: every case below
     const auto split = [](const std::string& text) {
@@ -37,6 +43,8 @@ int main(int argc, char** argv) {
         else if (a == "--seed") seed = std::stoull(v);
         else if (a == "--methods") methods = split(v);
         else if (a == "--models") models = split(v);
+        else if (a == "--thin") thin = std::stoi(v);
+        else if (a == "--max-draws") max_draws = std::stoi(v);
         else {
             fmt::print(stderr, "unknown option {}\n", a);
             return 2;
@@ -63,6 +71,8 @@ int main(int argc, char** argv) {
             o.replications = replications;
             o.rows = c.rows;
             o.seed = seed;
+            o.thin = thin;
+            o.max_draws = max_draws;
             const vbn::SbcResult r = vbn::run_sbc(graph, o);
             for (std::size_t k = 0; k < r.names.size(); ++k) {
                 std::string h;

@@ -5,6 +5,7 @@
 #include "runtime/error.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/predictive/simulate.hpp"
+#include "runtime/services/fit.hpp"
 
 #include <boost/math/special_functions/gamma.hpp>
 #include <fmt/format.h>
@@ -51,9 +52,12 @@ SbcResult run_sbc(const ir::Graph& graph, const SbcOptions& o, const ir::Graph* 
         fo.warmup = o.warmup;
         fo.draws = per_chain * o.thin;
         fo.seed = o.seed + static_cast<std::uint64_t>(rep);
+        fo.max_draws = o.max_draws;
+        fo.relabel = "none";  // ranks of the draws as drawn, whatever the model's symmetries
         FitResult f;
         try {
-            f = fit(model, data, fo);
+            // The chains run on (FitOptions::max_draws) only through the services' fit job.
+            f = o.max_draws > fo.draws ? services::fit(model, data, fo, {}).result : fit(model, data, fo);
         } catch (const Error&) {
             ++r.failed_fits;
             continue;
@@ -62,8 +66,13 @@ SbcResult run_sbc(const ir::Graph& graph, const SbcOptions& o, const ir::Graph* 
             const int k = order[j];
             int rank = 0;
             const double truth = graph.constrain(k, theta[k]);  // draws hold a learned scale itself, θ its log
-            for (const auto& c : f.chains)
-                for (int i = o.thin - 1; i < c.draws.rows(); i += o.thin) rank += c.draws(i, k) < truth ? 1 : 0;
+            // per_chain draws evenly spaced over each chain's n: draw thin·(i+1) − 1 when n is
+            // per_chain · thin, as many as ran when the chain ran on.
+            for (const auto& c : f.chains) {
+                const auto n = static_cast<long>(c.draws.rows());
+                if (n < per_chain) continue;
+                for (long i = 0; i < per_chain; ++i) rank += c.draws((i + 1) * n / per_chain - 1, k) < truth ? 1 : 0;
+            }
             r.rank[j].push_back(rank);
         }
     }

@@ -21,6 +21,10 @@ struct SbcOptions {
     long rows = 50;         // rows of each simulated data set
     int ranks = 99;         // L: thinned draws per replication, so ranks run over 0..L
     int thin = 10;          // keep every thin-th draw of the chain
+    // Above ranks / chains · thin: the chains run on while short of ESS or R-hat, as `vbn fit`
+    // without --draws does (FitOptions::max_draws), and the ranks come from ranks / chains
+    // draws evenly spaced over all each chain made.
+    int max_draws = 0;
     int warmup = 500;
     int chains = 1;         // each chain contributes ranks / chains thinned draws
     int bins = 10;          // must divide L + 1
