@@ -90,6 +90,20 @@ def test_a_nuts_fit_has_the_sampler_statistics_of_the_cli_files_in_arviz_names(r
     assert set(other.sample_stats) == {"lp", "acceptance_rate"}
 
 
+def test_chains_run_on_while_the_ess_is_short_up_to_max_draws_and_draws_alone_is_exact():
+    m = vbn.Model.from_string("node y ~ logistic(b);  b ~ normal(0, 2);", "coin")
+    data = {"y": [1] * 7 + [-1] * 3}
+    # 2 chains of 30 draws cannot give the 200 ESS wanted (100 per chain).
+    fit = m.fit(data, chains=2, draws=30, warmup=50, max_draws=400, seed=1, quiet=True)
+    n = fit.draws["b"].shape[1]
+    assert 30 < n <= 400
+    assert any(note.startswith("extending the chains from 30 to ") for note in fit.notes)
+    assert fit.options["max_draws"] == 400
+    assert m.fit(data, chains=2, draws=30, warmup=50, seed=1, quiet=True).draws["b"].shape == (2, 30)
+    with pytest.raises(vbn.UsageError, match="max_draws 20 is below draws 30"):
+        m.fit(data, chains=2, draws=30, max_draws=20, seed=1, quiet=True)
+
+
 def test_the_posterior_mean_of_a_coin_matches_quadrature():
     # b ~ N(0, 2²), seven heads and three tails: p(b | y) ∝ N(b; 0, 4) σ(b)^7 σ(-b)^3.
     m = vbn.Model.from_string("node y ~ logistic(b);  b ~ normal(0, 2);", "coin")

@@ -114,7 +114,7 @@ class Model:
             max_draws = 4000 if draws is None else 0
         draws = 1000 if draws is None else draws
         if max_draws and max_draws < draws:
-            raise ValueError(f"max_draws {max_draws} is below draws {draws}: give at least as many")
+            raise UsageError(f"max_draws {max_draws} is below draws {draws}: give at least as many")
         seed = _seed(seed, quiet)
         o = _vbn.FitOptions()
         o.method, o.chains, o.draws, o.warmup, o.seed = method, chains, draws, warmup, seed

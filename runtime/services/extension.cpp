@@ -31,8 +31,8 @@ Extension::Extension(const ir::Graph& graph, const FitOptions& settings, std::fu
     const double bytes = 8.0 * settings.chains * max_draws_ * (graph.dim + 1.0);
     if (bytes > memory_budget) {
         say(fmt::format("the chains keep to {} draws: checking {} parameters over up to {} draws (--max-draws) "
-                                     "would hold {:.1f} GB of copies",
-                                     draws_, graph.dim, max_draws_, bytes / 1e9));
+                        "would hold {:.1f} GB of copies",
+                        draws_, graph.dim, max_draws_, bytes / 1e9));
         return;
     }
     enabled_ = true;
