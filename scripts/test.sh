@@ -51,6 +51,8 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVBN_WERROR
       -DVBN_BUILD_BENCH=OFF -DVBN_BUILD_FUZZ=OFF -DVBN_NATIVE=OFF -DVBN_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
 stage "asan ctest"
+# The same entries, but runtime_sbc runs only the SBC code's own cases here (tests/CMakeLists.txt
+# says why): its calibration runs are statistics, checked by the release ctest above.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs"
 
