@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
+#include <numeric>
+#include <utility>
 
 namespace vbn {
 namespace {
@@ -17,7 +20,7 @@ std::size_t at(Eigen::Index i) { return static_cast<std::size_t>(i); }
 // The copy (0: the major one, k: copies.negated[k − 1]) whose image of x is nearest `centre`,
 // distances scaled by 1 / scale².
 int nearest_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
-                 const Eigen::VectorXd& inv_var) {
+                 const Eigen::VectorXd& inv_var, double* distance = nullptr) {
     const Eigen::VectorXd d0 = (x - centre).array().square() * inv_var.array();
     const Eigen::VectorXd d1 = (x + centre).array().square() * inv_var.array();
     const double base = d0.sum();
@@ -32,6 +35,7 @@ int nearest_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen
             best = static_cast<int>(k) + 1;
         }
     }
+    if (distance) *distance = best_d;
     return best;
 }
 
@@ -41,11 +45,111 @@ void fold(Eigen::VectorXd& x, const FlipCopies& copies, int copy) {
     for (int j : copies.negated[static_cast<std::size_t>(copy - 1)]) x[j] = -x[j];
 }
 
+// out = h⁻¹ x for a code of FlipCopies::inverse_labelings.
+void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::VectorXd& out) {
+    for (std::size_t j = 0; j < code.size(); ++j) {
+        const int c = code[j];
+        out[static_cast<Eigen::Index>(j)] = c > 0 ? x[c - 1] : -x[-c - 1];
+    }
+}
+
+// The copy h g(centre) nearest x over every labeling h and flip g: h preserves the scaled
+// distance (the scales are equal on the columns it exchanges), so |x − h g c| = |h⁻¹ x − g c|.
+// Returns the copy (0: the major one) and the labeling; `y` ends as h⁻¹ x of the labeling found.
+std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
+                                         const Eigen::VectorXd& inv_var, Eigen::VectorXd& y, Eigen::VectorXd& best_y) {
+    std::pair<int, int> best{0, 0};
+    double best_d = std::numeric_limits<double>::infinity();
+    for (std::size_t h = 0; h < copies.inverse_labelings.size(); ++h) {
+        apply_code(copies.inverse_labelings[h], x, y);
+        double d = 0;
+        const int k = nearest_copy(y, copies, centre, inv_var, &d);
+        if (d < best_d) {  // ties to the lowest labeling, the identity first
+            best_d = d;
+            best = {k, static_cast<int>(h)};
+            best_y = y;
+        }
+    }
+    return best;
+}
+
+// Every column in a class with the columns the labelings move it to: equal scales there.
+std::vector<int> column_classes(const FlipCopies& copies) {
+    std::vector<int> cls(copies.theta.size());
+    std::iota(cls.begin(), cls.end(), 0);
+    const auto root = [&](int j) {
+        while (cls[at(j)] != j) j = cls[at(j)] = cls[at(cls[at(j)])];
+        return j;
+    };
+    for (const auto& code : copies.inverse_labelings)
+        for (std::size_t j = 0; j < code.size(); ++j) {
+            const int a = root(static_cast<int>(j)), b = root(std::abs(code[j]) - 1);
+            if (a != b) cls[at(std::max(a, b))] = std::min(a, b);
+        }
+    for (std::size_t j = 0; j < cls.size(); ++j) cls[j] = root(static_cast<int>(j));
+    return cls;
+}
+
+// The labelings of `exact` on the columns `theta` (each inverted), the identity first.
+std::vector<std::vector<int>> inverse_labelings(const LabelingGroup* exact, const std::vector<int>& theta) {
+    const auto m = theta.size();
+    std::vector<int> ident(m);
+    std::iota(ident.begin(), ident.end(), 1);
+    std::vector<std::vector<int>> out{ident};
+    if (!exact) return out;
+    const auto local = [&](int t) { return static_cast<int>(std::lower_bound(theta.begin(), theta.end(), t) - theta.begin()); };
+    for (std::size_t e = 1; e < exact->size(); ++e) {
+        // h: (h x)_t = s x_p for code[t] = s (p + 1), so (h⁻¹ y)_p = s y_t.
+        std::vector<int> inv(m);
+        for (std::size_t j = 0; j < m; ++j) {
+            const int c = exact->elements[e][at(theta[j])];
+            inv[at(local(std::abs(c) - 1))] = c > 0 ? static_cast<int>(j) + 1 : -(static_cast<int>(j) + 1);
+        }
+        out.push_back(std::move(inv));
+    }
+    return out;
+}
+
+// The copies conjugation by the labelings exchanges: h g h⁻¹ negates the columns j with
+// h⁻¹'s column for j in g's set (lang's flips negate whole blocks' entries, so the conjugate
+// is again a product of flips where the set is closed).
+void merge_conjugate_copies(FlipCopies& out) {
+    std::map<std::vector<int>, int> index;
+    for (std::size_t k = 0; k < out.negated.size(); ++k) index[out.negated[k]] = static_cast<int>(k);
+    std::vector<int> mode_of(out.negated.size(), -1);
+    for (std::size_t k = 0; k < out.negated.size(); ++k) {
+        if (mode_of[k] >= 0) continue;
+        mode_of[k] = static_cast<int>(out.modes.size());
+        std::vector<int> members{static_cast<int>(k)};
+        for (std::size_t h = 1; h < out.inverse_labelings.size(); ++h) {
+            std::vector<int> conj;
+            const auto& code = out.inverse_labelings[h];
+            for (std::size_t j = 0; j < code.size(); ++j)
+                if (std::binary_search(out.negated[k].begin(), out.negated[k].end(), std::abs(code[j]) - 1))
+                    conj.push_back(static_cast<int>(j));
+            const auto it = index.find(conj);
+            if (it == index.end() || mode_of[at(it->second)] >= 0) continue;
+            mode_of[at(it->second)] = mode_of[k];
+            members.push_back(it->second);
+        }
+        std::sort(members.begin(), members.end());
+        std::string name;
+        for (int c : members) name += (name.empty() ? "" : " or ") + out.names[at(c)];
+        out.modes.push_back(std::move(members));
+        out.mode_names.push_back(std::move(name));
+    }
+}
+
 }  // namespace
 
-FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips) {
+FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact) {
     FlipCopies out;
     for (const auto& f : flips) out.theta.insert(out.theta.end(), f.negated.begin(), f.negated.end());
+    // Merging needs every product of the flips (a conjugate of a listed copy must be listed).
+    if (exact && exact->size() > 1 && flips.size() <= inference::max_enumerated_flips)
+        out.theta.insert(out.theta.end(), exact->support.begin(), exact->support.end());
+    else
+        exact = nullptr;
     std::sort(out.theta.begin(), out.theta.end());
     out.theta.erase(std::unique(out.theta.begin(), out.theta.end()), out.theta.end());
     auto local = [&](int k) { return static_cast<int>(std::lower_bound(out.theta.begin(), out.theta.end(), k) - out.theta.begin()); };
@@ -72,54 +176,73 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips) {
         out.negated.push_back(std::move(neg));
         out.names.push_back(std::move(name));
     }
+    out.inverse_labelings = inverse_labelings(exact, out.theta);
+    merge_conjugate_copies(out);
     return out;
 }
 
-Eigen::MatrixXi assign_copies(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
+CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
     const Eigen::Index m = static_cast<Eigen::Index>(copies.theta.size());
     const Eigen::Index rows = chains.empty() ? 0 : chains.front().rows();
     const auto nchains = static_cast<Eigen::Index>(chains.size());
-    Eigen::MatrixXi copy = Eigen::MatrixXi::Zero(rows, nchains);
-    if (rows == 0 || copies.negated.empty()) return copy;
-    // Start: the coordinate-wise median of every draw, unit scales.
+    CopyAssignment out{Eigen::MatrixXi::Zero(rows, nchains), Eigen::MatrixXi::Zero(rows, nchains)};
+    if (rows == 0 || copies.negated.empty()) return out;
+    // Copy k (1-based) is in mode mode_of[k] (0: the major one).
+    std::vector<int> mode_of(copies.negated.size() + 1, 0);
+    for (std::size_t o = 0; o < copies.modes.size(); ++o)
+        for (int k : copies.modes[o]) mode_of[at(k + 1)] = static_cast<int>(o) + 1;
+    const std::vector<int> cls = column_classes(copies);
+    // Start: the coordinate-wise median of every draw, unit scales. Chains may sit in different
+    // exact labelings (unrelabelled draws), where the median of all would lie between them:
+    // then the first chain's (a chain keeps its labeling; the jumps change only flips).
     Eigen::VectorXd centre(m), inv_var = Eigen::VectorXd::Ones(m);
-    std::vector<double> column(at(rows * nchains));
+    const Eigen::Index median_of = copies.inverse_labelings.size() > 1 ? 1 : nchains;
+    std::vector<double> column(at(rows * median_of));
     for (Eigen::Index j = 0; j < m; ++j) {
-        for (Eigen::Index c = 0; c < nchains; ++c)
+        for (Eigen::Index c = 0; c < median_of; ++c)
             for (Eigen::Index i = 0; i < rows; ++i) column[at(c * rows + i)] = chains[at(c)](i, j);
         auto mid = column.begin() + static_cast<std::ptrdiff_t>(column.size() / 2);
         std::nth_element(column.begin(), mid, column.end());
         centre[j] = *mid;
     }
-    Eigen::VectorXd x(m);
+    Eigen::VectorXd x(m), y(m), x0(m);
     // Two passes: assign, then re-centre and re-scale on the folded draws, then assign again.
     for (int pass = 0; pass < 2; ++pass) {
         Eigen::VectorXd sum = Eigen::VectorXd::Zero(m), sum2 = Eigen::VectorXd::Zero(m);
         for (Eigen::Index c = 0; c < nchains; ++c)
             for (Eigen::Index i = 0; i < rows; ++i) {
                 x = chains[at(c)].row(i).transpose();
-                copy(i, c) = nearest_copy(x, copies, centre, inv_var);
-                fold(x, copies, copy(i, c));
-                sum += x;
-                sum2 += x.cwiseProduct(x);
+                const auto [k, h] = nearest_labeled_copy(x, copies, centre, inv_var, y, x0);
+                out.mode(i, c) = mode_of[at(k)];
+                out.labeling(i, c) = h;
+                fold(x0, copies, k);
+                sum += x0;
+                sum2 += x0.cwiseProduct(x0);
             }
         if (pass == 1) break;
         const double n = static_cast<double>(rows * nchains);
         centre = sum / n;
-        const Eigen::VectorXd var = (sum2 / n - centre.cwiseProduct(centre)).cwiseMax(1e-12);
+        Eigen::VectorXd var = (sum2 / n - centre.cwiseProduct(centre)).cwiseMax(1e-12);
+        // Equal scales on the columns a labeling exchanges, so that it preserves the distance.
+        Eigen::VectorXd class_sum = Eigen::VectorXd::Zero(m), class_n = Eigen::VectorXd::Zero(m);
+        for (Eigen::Index j = 0; j < m; ++j) {
+            class_sum[cls[at(j)]] += var[j];
+            class_n[cls[at(j)]] += 1;
+        }
+        for (Eigen::Index j = 0; j < m; ++j) var[j] = class_sum[cls[at(j)]] / class_n[cls[at(j)]];
         inv_var = var.cwiseInverse();
     }
-    return copy;
+    return out;
 }
 
-std::vector<ModeMass> mode_masses_from(const Eigen::MatrixXi& copy, const FlipCopies& copies) {
+std::vector<ModeMass> mode_masses_from(const CopyAssignment& copy, const FlipCopies& copies) {
     std::vector<ModeMass> out;
-    if (copy.size() == 0 || copies.negated.empty()) return out;
-    Eigen::MatrixXd indicator(copy.rows(), copy.cols());
-    for (std::size_t k = 0; k < copies.negated.size(); ++k) {
-        indicator = (copy.array() == static_cast<int>(k) + 1).cast<double>();
+    if (copy.mode.size() == 0 || copies.negated.empty()) return out;
+    Eigen::MatrixXd indicator(copy.mode.rows(), copy.mode.cols());
+    for (std::size_t o = 0; o < copies.modes.size(); ++o) {
+        indicator = (copy.mode.array() == static_cast<int>(o) + 1).cast<double>();
         ModeMass mm;
-        mm.flip = copies.names[k];
+        mm.flip = copies.mode_names[o];
         mm.mass = indicator.mean();
         // A copy no draw (or every draw) reached has no variance to estimate: its error is 0
         // only in that the draws say nothing more.
@@ -135,21 +258,22 @@ std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, co
     return mode_masses_from(assign_copies(chains, copies), copies);
 }
 
-void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const CopyAssignment& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const LogDensity& log_density, Eigen::Index max_evaluations) {
     add_importance_masses(masses, copies, copy, theta_of, [&] { return log_density; }, 1, max_evaluations);
 }
 
-void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const CopyAssignment& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const std::function<LogDensity()>& make_density, int threads, Eigen::Index max_evaluations) {
     const std::size_t K = copies.negated.size();
-    if (!copies.closed || K == 0 || masses.size() != K || copy.size() == 0) return;
+    if (!copies.closed || K == 0 || masses.size() != copies.modes.size() || copy.mode.size() == 0) return;
     const Eigen::Index max_draws = std::max<Eigen::Index>(1, max_evaluations / static_cast<Eigen::Index>(K + 1));
-    const Eigen::Index chains = copy.cols();
-    const Eigen::Index thin = std::max<Eigen::Index>(1, (copy.size() + max_draws - 1) / max_draws);
-    const Eigen::Index rows = (copy.rows() + thin - 1) / thin;
+    const Eigen::Index chains = copy.mode.cols();
+    const Eigen::Index thin = std::max<Eigen::Index>(1, (copy.mode.size() + max_draws - 1) / max_draws);
+    const Eigen::Index rows = (copy.mode.rows() + thin - 1) / thin;
+    const auto m = static_cast<Eigen::Index>(copies.theta.size());
     // in0: the thinned draws in the major copy; log_r(t, c, k): log r_k there (0 elsewhere).
     // Each draw's entries are its own, so chunks of draws go to the threads, a density each.
     Eigen::MatrixXd in0 = Eigen::MatrixXd::Zero(rows, chains);
@@ -161,10 +285,16 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
     inference::parallel_chunks(parts, static_cast<std::size_t>(rows * chains), kDrawChunk,
                                [&](std::size_t begin, std::size_t end, std::size_t part) {
         const LogDensity& log_density = density[part];
+        Eigen::VectorXd x(m), y(m);
         for (std::size_t i = begin; i < end; ++i) {
             const auto c = static_cast<Eigen::Index>(i) / rows, t = static_cast<Eigen::Index>(i) % rows;
-            if (copy(t * thin, c) != 0) continue;
+            if (copy.mode(t * thin, c) != 0) continue;
             Eigen::VectorXd theta = theta_of(static_cast<std::size_t>(c), t * thin);
+            if (const int h = copy.labeling(t * thin, c); h != 0) {  // into m's labeling: the same density
+                for (Eigen::Index j = 0; j < m; ++j) x[j] = theta[copies.theta[at(j)]];
+                apply_code(copies.inverse_labelings[at(h)], x, y);
+                for (Eigen::Index j = 0; j < m; ++j) theta[copies.theta[at(j)]] = y[j];
+            }
             const double lp = log_density(theta);
             in0(t, c) = 1;
             for (std::size_t k = 0; k < K; ++k) {
@@ -176,29 +306,44 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
     });
     const double share0 = in0.mean();
     if (!(share0 > 0)) return;
-    std::vector<double> rho(K), se(K);
-    for (std::size_t k = 0; k < K; ++k) {
-        // Scaled by the largest ratio, so that no exp overflows; ρ_k carries the scale back.
+    // A mode's ratio is the sum of its copies': log Σ_k r_k per draw.
+    const std::size_t O = copies.modes.size();
+    std::vector<double> rho(O), se(O);
+    Eigen::MatrixXd log_mode(rows, chains);
+    for (std::size_t o = 0; o < O; ++o) {
+        const std::vector<int>& members = copies.modes[o];
+        if (members.size() == 1) {
+            log_mode = log_r[at(members[0])];
+        } else {
+            for (Eigen::Index c = 0; c < chains; ++c)
+                for (Eigen::Index t = 0; t < rows; ++t) {
+                    double top = -std::numeric_limits<double>::infinity(), sum = 0;
+                    for (int k : members) top = std::max(top, log_r[at(k)](t, c));
+                    for (int k : members) sum += std::exp(log_r[at(k)](t, c) - top);
+                    log_mode(t, c) = top + std::log(sum);
+                }
+        }
+        // Scaled by the largest ratio, so that no exp overflows; ρ_o carries the scale back.
         double top = -std::numeric_limits<double>::infinity();
         std::vector<double> logs;
         for (Eigen::Index c = 0; c < chains; ++c)
             for (Eigen::Index t = 0; t < rows; ++t)
                 if (in0(t, c) > 0) {
-                    top = std::max(top, log_r[k](t, c));
-                    logs.push_back(log_r[k](t, c));
+                    top = std::max(top, log_mode(t, c));
+                    logs.push_back(log_mode(t, c));
                 }
-        const Eigen::MatrixXd y = in0.cwiseProduct((log_r[k].array() - top).exp().matrix());
+        const Eigen::MatrixXd y = in0.cwiseProduct((log_mode.array() - top).exp().matrix());
         const double ratio = y.mean() / share0;
         const double s = inference::mcse_mean(y - ratio * in0) / share0;
-        rho[k] = ratio * std::exp(top);
-        se[k] = (std::isfinite(s) ? s : 0.0) * std::exp(top);
-        masses[k].importance_khat = logs.size() >= 10 ? inference::pareto_k(Eigen::Map<const Eigen::VectorXd>(
+        rho[o] = ratio * std::exp(top);
+        se[o] = (std::isfinite(s) ? s : 0.0) * std::exp(top);
+        masses[o].importance_khat = logs.size() >= 10 ? inference::pareto_k(Eigen::Map<const Eigen::VectorXd>(
                                                              logs.data(), static_cast<Eigen::Index>(logs.size())))
                                                        : std::numeric_limits<double>::quiet_NaN();
     }
     double total = 1;
     for (double r : rho) total += r;
-    for (std::size_t k = 0; k < K; ++k) {
+    for (std::size_t k = 0; k < O; ++k) {
         masses[k].importance = rho[k] / total;
         // d/dρ_k of ρ_k / (1 + Σ ρ): the other ratios' errors are left out (their covariance is
         // not estimated); they move the total by less than their own size.

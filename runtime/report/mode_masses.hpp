@@ -21,6 +21,7 @@
 #pragma once
 
 #include "lang/approximate_symmetry.hpp"
+#include "runtime/report/relabel.hpp"
 
 #include <Eigen/Core>
 
@@ -32,7 +33,7 @@
 namespace vbn {
 
 struct ModeMass {
-    std::string flip;  // which nodes are flipped in this copy: "d1", "d1 + d2"
+    std::string flip;  // which nodes are flipped in this copy: "d1", "d1 + d2", "d1 or d2" (above)
     double mass = 0;   // share of the draws, all chains
     double mcse = 0;   // its Monte Carlo standard error (R's posterior::mcse_mean of the indicator)
     // By importance sampling from the major copy (see above); NaN where not computed (the jumps
@@ -44,37 +45,62 @@ struct ModeMass {
 
 // The copies other than the major one: each the columns (of the involved coordinates) it
 // negates and its name, in the order the jumps enumerate them (inference/symmetry_jump.hpp).
+//
+// Where the model also has exact symmetries (an exchange of hidden nodes, runtime/report/
+// relabel.hpp), an exact labeling h maps copy g(m) onto h g(m) = (h g h⁻¹)(h m): a copy of the
+// equivalent mode h m, under the conjugate flip. Copies that conjugation exchanges are then
+// one mode up to labeling, and which of them a draw lands in depends on the labeling it was
+// drawn (or relabelled) in: they are reported as one mode, "d1 or d2", whose mass is the sum.
+// The assignment then compares each draw with every copy h g(m) (labelings and flips), so it
+// does not depend on the labeling the draws are in.
 struct FlipCopies {
-    std::vector<int> theta;  // the coordinates of θ any flip negates, sorted: the columns below
+    // The coordinates of θ any flip negates or an exact labeling moves, sorted: the columns below.
+    std::vector<int> theta;
     std::vector<std::vector<int>> negated;  // per copy, indices into `theta`
-    std::vector<std::string> names;
+    std::vector<std::string> names;         // per copy
     bool closed = true;  // every product of the flips is listed (false: the generators alone)
+    // The exact labelings on those columns, the identity first, each given by its inverse:
+    // (h⁻¹ x)_j = ±x_q for code[j] = ±(q + 1). The identity alone without exact symmetry.
+    std::vector<std::vector<int>> inverse_labelings;
+    // The modes reported: each the copies conjugation by the labelings exchanges (indices into
+    // `negated`, ascending), in the order of their first copy; a copy alone without exact symmetry.
+    std::vector<std::vector<int>> modes;
+    std::vector<std::string> mode_names;    // the copies' names joined: "d1 or d2"
 };
-FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips);
+// `exact`: the model's exact labelings on θ's layout (labeling_group with the identity order),
+// or null; copies are merged into modes only when the flips are closed (every product listed).
+FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact = nullptr);
+
+// Where each draw lies: the mode (0: the major one, k: copies.modes[k − 1]) of the copy h g(m)
+// nearest it, and the labeling h (an index into copies.inverse_labelings), draws × chains.
+struct CopyAssignment {
+    Eigen::MatrixXi mode;
+    Eigen::MatrixXi labeling;
+};
 
 // `chains`: one draws × theta.size() matrix per chain (the columns of FlipCopies::theta), all
-// the same length. One entry per copy of `copies`, in its order.
+// the same length. One entry per mode of `copies`, in its order.
 std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies);
 
-// The copy each draw is nearest (0: the major one, k: copies.negated[k − 1]), draws × chains.
-Eigen::MatrixXi assign_copies(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies);
-// The masses from an assignment: the share of draws in each copy.
-std::vector<ModeMass> mode_masses_from(const Eigen::MatrixXi& copy, const FlipCopies& copies);
+CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies);
+// The masses from an assignment: the share of draws in each mode.
+std::vector<ModeMass> mode_masses_from(const CopyAssignment& copy, const FlipCopies& copies);
 
 // The log posterior (up to a constant) at a full parameter vector θ.
 using LogDensity = std::function<double(const Eigen::VectorXd& theta)>;
 
-// Fills ModeMass::importance* of `masses` (one per copy, as mode_masses returns them) where
+// Fills ModeMass::importance* of `masses` (one per mode, as mode_masses returns them) where
 // copies.closed. `theta_of(c, i)` gives chain c's draw i as a full θ; `copy` is the draws'
-// assignment. Each draw used in the major copy costs 1 + K evaluations of log_density (K
-// copies), so it uses every t-th draw of each chain, at most max_evaluations / (1 + K) draws
+// assignment. A draw in the major mode is first taken to the labeling of m by its h⁻¹ (the
+// density is the same), and a mode's ratio is the sum of its copies'. Each draw used in the
+// major mode costs 1 + K evaluations of log_density (K copies), so it uses every t-th draw of each chain, at most max_evaluations / (1 + K) draws
 // (all 4,000 of a default run with one flip; 62 with 8 flips and their 255 copies).
-void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const CopyAssignment& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const LogDensity& log_density, Eigen::Index max_evaluations = 16000);
 // The same on up to `threads` threads, each with a density of its own from make_density() (a
 // target's workspace is one thread's): the same numbers whatever the thread count.
-void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const Eigen::MatrixXi& copy,
+void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const CopyAssignment& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const std::function<LogDensity()>& make_density, int threads,
                            Eigen::Index max_evaluations = 16000);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <utility>
 
 namespace vbn::services {
@@ -51,7 +52,7 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
 // for each chain the summary kept. The shares of the draws, then the importance estimates
 // from the target the chains ran on.
 void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
-    const FlipCopies copies = flip_copies(run.result.approximate_flips);
+    const FlipCopies copies = flip_copies(run.result.approximate_flips, run.labelings ? &*run.labelings : nullptr);
     std::vector<Eigen::MatrixXd> draws, columns;
     for (std::size_t c = 0; c < run.result.chains.size(); ++c) {
         const auto& ch = run.result.chains[c];
@@ -62,7 +63,7 @@ void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen:
             cols.col(static_cast<Eigen::Index>(j)) = draws.back().col(copies.theta[j]);
     }
     if (columns.empty() || columns.front().rows() == 0) return;
-    const Eigen::MatrixXi copy = assign_copies(columns, copies);
+    const CopyAssignment copy = assign_copies(columns, copies);
     s.facts.modes = mode_masses_from(copy, copies);
     if (!run.result.target) return;
     const Target& target = *run.result.target;
@@ -124,6 +125,11 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     run.result = handed ? vbn::fit(graph, std::move(*handed), settings) : vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
     if (settings.keep_draws) run.relabel = relabel_kept(graph, settings.relabel, run.result);
+    if (!run.result.approximate_flips.empty()) {
+        std::vector<int> identity(static_cast<std::size_t>(graph.dim));
+        std::iota(identity.begin(), identity.end(), 0);
+        run.labelings = labeling_group(graph, identity);
+    }
     for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
     // The extension's notes were said as it decided.
     run.result.notes.insert(run.result.notes.end(), extension.notes().begin(), extension.notes().end());

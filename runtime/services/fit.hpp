@@ -10,6 +10,7 @@
 #include "runtime/data/dataset.hpp"
 #include "runtime/report/fit_summary.hpp"
 #include "runtime/report/output_csv.hpp"
+#include "runtime/report/relabel.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/sampling/fit.hpp"
 #include "runtime/target/pointwise.hpp"
@@ -19,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,9 @@ struct FitRun {
     bool interrupted = false;             // Callbacks::interrupt was set before the chains ended
     int warmup = 0, draws = 0;            // the settings the chains ran with
     RelabelFacts relabel;                 // what was done about the model's symmetries
+    // The model's exact labelings on θ's layout, where the symmetry jumps ran and it has some:
+    // the summary reports the flipped copies they exchange as one mode (mode_masses.hpp).
+    std::optional<LabelingGroup> labelings;
 };
 
 // Runs the fit. With kept draws (FitOptions::keep_draws) they are then relabelled to one
