@@ -380,6 +380,9 @@ m=$ex/paper/unimodal_d1.vbn
 d=$ex/paper/unimodal_d1.csv
 run "draws beyond memory" 1 -- "$vbn" fit "$m" --data "$d" --chains 4 --draws 2000000000 --seed 1 --quiet &&
   expect "draws beyond memory" err "error: keeping 4 chains × 2000000000 draws .* more than the .* GB of memory available; stream the draws to files with --output FILE.csv .* or ask for fewer draws \(--draws [0-9]+ would fit\)"
+# Chains that may run on are capped by what memory holds, and the lowered cap is said.
+run "max draws beyond memory" 0 -- "$vbn" fit "$m" --data "$d" --max-draws 2000000000 --seed 1 &&
+  expect "max draws beyond memory" err "note: --max-draws lowered from 2000000000 to [0-9]+: the kept draws of 4 chains must fit in the .* GB of memory available"
 # Beyond 2,000 parameters nothing holds a dense parameters × parameters matrix: regen is
 # refused with a suggestion, vb skips its correction with a note, nuts uses a diagonal metric.
 wide=$tmp/wide.vbn

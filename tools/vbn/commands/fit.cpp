@@ -36,12 +36,18 @@ std::string stem(const std::string& path) { return std::filesystem::path(path).s
 // reordered for the summary. Refuse before any work when that exceeds what the machine has.
 // (With --output the draws are streamed to the files, not kept, and read back afterwards.)
 // Chains that may run on (FitOptions::max_draws) run on only as far as memory allows.
-void check_draw_memory(FitOptions& s, int dim) {
+void check_draw_memory(FitOptions& s, int dim, const services::Callbacks& cb) {
     const double per_draw = 8.0 * (2.0 * dim + 1) + static_cast<double>(sizeof(inference::TransitionInfo));
     const double need = static_cast<double>(s.chains) * static_cast<double>(s.draws) * per_draw;
     const double have = available_memory();
     const double fit_draws = std::floor(have / (static_cast<double>(s.chains) * per_draw));
-    if (have > 0 && s.max_draws > fit_draws) s.max_draws = std::max(s.draws, static_cast<int>(std::min(fit_draws, 1e9)));
+    if (have > 0 && s.max_draws > fit_draws) {
+        const int lowered = std::max(s.draws, static_cast<int>(std::min(fit_draws, 1e9)));
+        cb.note(fmt::format("--max-draws lowered from {} to {}: the kept draws of {} chains must fit in the {:.1f} GB of "
+                            "memory available (with --output they are streamed to files instead)",
+                            s.max_draws, lowered, s.chains, have / 1e9));
+        s.max_draws = lowered;
+    }
     if (have <= 0 || need <= have) return;
     throw Error(ErrorKind::limit,
                 fmt::format("keeping {} chains × {} draws of {} parameters needs about {:.1f} GB, more than the {:.1f} GB "
@@ -180,7 +186,7 @@ int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& o
         };
         on_start = [&](const services::FitStart& s) { files->start(s); };
     } else {
-        check_draw_memory(o, l.graph.dim);
+        check_draw_memory(o, l.graph.dim, cb);
     }
     cb.interrupt = InterruptScope::flag();
     services::FitRun run = [&] {
