@@ -1,6 +1,5 @@
 #include "runtime/services/extension.hpp"
 
-#include "inference/diagnostics.hpp"
 #include "runtime/report/relabel.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/services/relabel.hpp"
@@ -59,27 +58,26 @@ DrawCheck Extension::check(const std::vector<inference::ChainResult>& chains) co
     out.chains = static_cast<int>(kept.size());
     if (kept.empty()) return DrawCheck{};
     const auto n = static_cast<Eigen::Index>(out.draws);
-    // The draws as the summary will see them: relabelled to one labeling (relabel.hpp).
+    // The draws as the summary will see them: relabelled to one labeling (relabel.hpp), and
+    // diagnosed by the summary's own rows.
+    const std::vector<int> order = output_order(graph_);
     std::vector<Eigen::MatrixXd> draws;
     for (std::size_t c : kept) draws.push_back(values_[c].topRows(n));
     RelabelFacts facts;
-    if (const auto group = relabel_group(graph_, relabel_, output_order(graph_), facts)) {
+    if (const auto group = relabel_group(graph_, relabel_, order, facts)) {
         const PivotRelabelling r = relabel_to_pivot(*group, kept.size(), [&](std::size_t k) {
             return ChainDraws{draws[k], lp_[kept[k]].head(n)};
         });
         for (std::size_t k = 0; k < kept.size(); ++k) apply_labeling(*group, r.element[k], draws[k]);
     }
+    std::vector<std::string> names;
+    for (int k : order) names.push_back(graph_.theta_name(k));
     out.min_ess = std::numeric_limits<double>::infinity();
     out.max_rhat = -std::numeric_limits<double>::infinity();
-    const std::vector<int> order = output_order(graph_);
-    Eigen::MatrixXd x(n, static_cast<Eigen::Index>(kept.size()));
-    for (std::size_t j = 0; j < order.size(); ++j) {
-        for (std::size_t k = 0; k < kept.size(); ++k) x.col(static_cast<Eigen::Index>(k)) = draws[k].col(static_cast<Eigen::Index>(j));
-        const inference::ScalarDiagnostics d = inference::diagnose(x);
-        const std::string name = graph_.theta_name(order[j]);
-        if (below(d.ess_bulk, out.min_ess)) out.min_ess = d.ess_bulk, out.min_ess_of = "bulk-ESS of " + name;
-        if (below(d.ess_tail, out.min_ess)) out.min_ess = d.ess_tail, out.min_ess_of = "tail-ESS of " + name;
-        if (std::isfinite(d.rhat) && d.rhat > out.max_rhat) out.max_rhat = d.rhat, out.max_rhat_of = name;
+    for (const SummaryRow& row : vbn::summarize(names, draws)) {
+        if (below(row.ess_bulk, out.min_ess)) out.min_ess = row.ess_bulk, out.min_ess_of = "bulk-ESS of " + row.name;
+        if (below(row.ess_tail, out.min_ess)) out.min_ess = row.ess_tail, out.min_ess_of = "tail-ESS of " + row.name;
+        if (std::isfinite(row.rhat) && row.rhat > out.max_rhat) out.max_rhat = row.rhat, out.max_rhat_of = row.name;
     }
     if (!std::isfinite(out.min_ess)) out.min_ess = std::numeric_limits<double>::quiet_NaN();
     if (!std::isfinite(out.max_rhat)) out.max_rhat = std::numeric_limits<double>::quiet_NaN();
