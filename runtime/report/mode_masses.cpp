@@ -55,7 +55,8 @@ void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::V
 
 // The copy h g(centre) nearest x over every labeling h and flip g: h preserves the scaled
 // distance (the scales are equal on the columns it exchanges), so |x − h g c| = |h⁻¹ x − g c|.
-// Returns the copy (0: the major one) and the labeling; `y` ends as h⁻¹ x of the labeling found.
+// Returns the copy (0: the major one) and the labeling; `best_y` ends as h⁻¹ x of the labeling
+// found (`y` is scratch).
 std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
                                          const Eigen::VectorXd& inv_var, Eigen::VectorXd& y, Eigen::VectorXd& best_y) {
     std::pair<int, int> best{0, 0};
