@@ -17,12 +17,21 @@ namespace {
 
 std::size_t at(Eigen::Index i) { return static_cast<std::size_t>(i); }
 
+// Per-column squared distances, reused across draws: the assignment visits every draw once
+// per labeling, twice over.
+struct DistanceScratch {
+    Eigen::VectorXd d0, d1;  // to the centre, and to its negation
+    explicit DistanceScratch(Eigen::Index m) : d0(m), d1(m) {}
+};
+
 // The copy (0: the major one, k: copies.negated[k − 1]) whose image of x is nearest `centre`,
 // distances scaled by 1 / scale².
 int nearest_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
-                 const Eigen::VectorXd& inv_var, double* distance = nullptr) {
-    const Eigen::VectorXd d0 = (x - centre).array().square() * inv_var.array();
-    const Eigen::VectorXd d1 = (x + centre).array().square() * inv_var.array();
+                 const Eigen::VectorXd& inv_var, DistanceScratch& s, double* distance = nullptr) {
+    Eigen::VectorXd& d0 = s.d0;
+    Eigen::VectorXd& d1 = s.d1;
+    d0 = (x - centre).array().square() * inv_var.array();
+    d1 = (x + centre).array().square() * inv_var.array();
     const double base = d0.sum();
     int best = 0;
     double best_d = base;
@@ -56,15 +65,16 @@ void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::V
 // The copy h g(centre) nearest x over every labeling h and flip g: h preserves the scaled
 // distance (the scales are equal on the columns it exchanges), so |x − h g c| = |h⁻¹ x − g c|.
 // Returns the copy (0: the major one) and the labeling; `best_y` ends as h⁻¹ x of the labeling
-// found (`y` is scratch).
+// found (`y` and `s` are scratch).
 std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
-                                         const Eigen::VectorXd& inv_var, Eigen::VectorXd& y, Eigen::VectorXd& best_y) {
+                                         const Eigen::VectorXd& inv_var, Eigen::VectorXd& y, Eigen::VectorXd& best_y,
+                                         DistanceScratch& s) {
     std::pair<int, int> best{0, 0};
     double best_d = std::numeric_limits<double>::infinity();
     for (std::size_t h = 0; h < copies.inverse_labelings.size(); ++h) {
         apply_code(copies.inverse_labelings[h], x, y);
         double d = 0;
-        const int k = nearest_copy(y, copies, centre, inv_var, &d);
+        const int k = nearest_copy(y, copies, centre, inv_var, s, &d);
         if (d < best_d) {  // ties to the lowest labeling, the identity first
             best_d = d;
             best = {k, static_cast<int>(h)};
@@ -207,13 +217,14 @@ CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const F
         centre[j] = *mid;
     }
     Eigen::VectorXd x(m), y(m), x0(m);
+    DistanceScratch scratch(m);
     // Two passes: assign, then re-centre and re-scale on the folded draws, then assign again.
     for (int pass = 0; pass < 2; ++pass) {
         Eigen::VectorXd sum = Eigen::VectorXd::Zero(m), sum2 = Eigen::VectorXd::Zero(m);
         for (Eigen::Index c = 0; c < nchains; ++c)
             for (Eigen::Index i = 0; i < rows; ++i) {
                 x = chains[at(c)].row(i).transpose();
-                const auto [k, h] = nearest_labeled_copy(x, copies, centre, inv_var, y, x0);
+                const auto [k, h] = nearest_labeled_copy(x, copies, centre, inv_var, y, x0, scratch);
                 out.mode(i, c) = mode_of[at(k)];
                 out.labeling(i, c) = h;
                 fold(x0, copies, k);
