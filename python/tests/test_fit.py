@@ -161,7 +161,12 @@ def test_ctrl_c_stops_the_chains_and_raises_keyboard_interrupt(root):
             print(f"interrupted after {{time.monotonic() - started:.1f}} s", flush=True)
             sys.exit(42)
     """)
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
+    # A shell that starts a job in the background without job control starts it with SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler: the child starts with
+    # SIGINT's default back (Python then installs its handler), so that the test does not
+    # depend on how pytest was started.
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=os.getcwd(),
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert p.stdout.readline().strip() == "running"
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
