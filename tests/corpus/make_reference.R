@@ -1,5 +1,5 @@
 # Regenerates tests/corpus/<model>/reference.json from a long Stan run of <model>/model.stan.
-# Usage: nice -n 10 Rscript tests/corpus/make_reference.R MODEL [DRAWS_PER_CHAIN] [SEED] [within]
+# Usage: nice -n 10 Rscript tests/corpus/make_reference.R MODEL [DRAWS_PER_CHAIN] [SEED] [within [DRAWS_CSV]]
 # (defaults 25000 and 1). With `within`, a symmetric model's run writes only its parameters
 # within one labeling, to <model>/within.json (for a model whose full run is too long to
 # repeat). Four chains, two at a time, all started at the major mode found by
@@ -37,6 +37,13 @@ fit <- sampling(sm, data = data, chains = 4, cores = 2, iter = warmup + draws, w
                 seed = seed, init = rep(list(best$par), 4), refresh = 0)
 seconds <- as.numeric(difftime(Sys.time(), start, units = "secs"))
 arr <- as.array(fit)                        # iterations x chains x parameters
+# DRAWS_CSV (a fifth argument, with `within`): every draw with its chain and lp__, for
+# relabel_reference.py, where the chains do not keep to one labeling.
+if (within_only && length(args) > 4) {
+  flat <- do.call(rbind, lapply(seq_len(dim(arr)[2]), function(c)
+    data.frame(chain = c, arr[, c, , drop = TRUE], check.names = FALSE)))
+  write.csv(flat, args[5], row.names = FALSE)
+}
 arr <- arr[, , dimnames(arr)[[3]] != "lp__", drop = FALSE]
 # Each quantity's mean, sd and diagnostics over the draws.
 summarise_quantities <- function(qs) lapply(qs, function(q) {
