@@ -6,6 +6,7 @@
 #include "inference/rng.hpp"
 #include "runtime/error.hpp"
 #include "runtime/sampling/block_modes.hpp"
+#include "runtime/sampling/whole_third_derivatives.hpp"
 #include "runtime/variational/vb_refine.hpp"
 
 #include <fmt/format.h>
@@ -133,6 +134,30 @@ Pilot pilot(const Target& target, const Part& part, const GaussianProposal& q, c
     p.ess = 1 / (w.squaredNorm() * static_cast<double>(draws));
     inference::weighted_moments(values, w, p.mean, p.cov);
     return p;
+}
+
+// All of θ's t skewed by the triangular map of the whole posterior's third derivatives, by
+// finite differences of its gradient (whole_third_derivatives.hpp), where the map's mean
+// correction ½ Σ_j A_kjj (whitened) stays within the bound the complete blocks' shift keeps
+// (|shift|² ≤ d/4, above). False, q unchanged, where it does not or a derivative is not finite.
+bool whole_skew_map(const Target& target, const Vec& mode, GaussianProposal& q, const LaplaceProposalOptions& o) {
+    const Mat lower = q.cholesky();
+    std::vector<Mat> a;
+    try {
+        a = whole_third_derivatives(target, mode, lower, std::max(o.threads, 1));
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    const auto d = static_cast<Eigen::Index>(a.size());
+    Vec shift(d);
+    for (Eigen::Index k = 0; k < d; ++k) shift[k] = 0.5 * a[static_cast<std::size_t>(k)].diagonal().sum();
+    if (!(shift.squaredNorm() <= 0.25 * static_cast<double>(d))) return false;
+    try {
+        q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(a)));
+    } catch (const std::invalid_argument&) {
+        return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -268,6 +293,8 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
                 }
             }
             if (shifted && !mapped) q.assign(Vec(mode.mode.segment(off, size) + shift), q.cholesky());
+        } else if (b < 0 && o.skew_map && size >= o.map_min_dim && size <= o.map_max_dim) {
+            mapped = shifted = whole_skew_map(target, mode.mode, q, o);
         }
         // Round 0: the Laplace fit. Round 1, where it fits well: the same moved to the pilot's
         // weighted mean (a skewed posterior's mean is off its mode). Further rounds, while the
