@@ -6,16 +6,10 @@
 # parameter here is unconstrained). A copy whose start falls back to the major mode is no
 # separate mode. Usage: nice -n 10 Rscript tests/corpus/diagnosis_copies.R
 # Stan's model codes the diseases +1/-1, so a flip of d_k negates its weights alone.
-bh <- find.package("BH")               # as in make_reference.R: Debian's BH has no headers
-if (!dir.exists(file.path(bh, "include"))) {
-  lib <- file.path(tempdir(), "lib")
-  dir.create(file.path(lib, "BH"), recursive = TRUE)
-  file.copy(list.files(bh, full.names = TRUE), file.path(lib, "BH"), recursive = TRUE)
-  file.symlink("/usr/include", file.path(lib, "BH", "include"))
-  .libPaths(c(lib, .libPaths()))
-}
-suppressMessages(library(rstan))
 here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
+source(file.path(here, "stan_setup.R"))
+use_debian_bh()
+suppressMessages(library(rstan))
 source(file.path(here, "corpus_data.R"))
 data <- read_corpus_data(file.path(here, "diagnosis", "data.csv"))
 sm <- stan_model(file.path(here, "diagnosis", "model.stan"))

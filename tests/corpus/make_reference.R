@@ -4,16 +4,9 @@
 # within one labeling, to <model>/within.json (for a model whose full run is too long to
 # repeat). Four chains, two at a time, all started at the major mode found by
 # optimizing() from 8 random starts; R-hat and ESS are rank-normalised (Vehtari et al. 2021).
-# Debian's r-cran-bh ships no headers (they are libboost-dev's, in /usr/include), and rstan
-# refuses to compile without BH's include folder: give it a private copy that points there.
-bh <- find.package("BH")
-if (!dir.exists(file.path(bh, "include"))) {
-  lib <- file.path(tempdir(), "lib")
-  dir.create(file.path(lib, "BH"), recursive = TRUE)
-  file.copy(list.files(bh, full.names = TRUE), file.path(lib, "BH"), recursive = TRUE)
-  file.symlink("/usr/include", file.path(lib, "BH", "include"))
-  .libPaths(c(lib, .libPaths()))
-}
+here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
+source(file.path(here, "stan_setup.R"))
+use_debian_bh()
 suppressMessages(library(rstan))
 args <- commandArgs(trailingOnly = TRUE)
 model <- args[1]
@@ -21,7 +14,6 @@ draws <- if (length(args) > 1) as.integer(args[2]) else 25000L
 seed <- if (length(args) > 2) as.integer(args[3]) else 1L
 within_only <- length(args) > 3 && args[4] == "within"
 warmup <- 1000L                             # NUTS adapts well within 1000 on these posteriors
-here <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 dir <- file.path(here, model)
 source(file.path(here, "quantities.R"))
 source(file.path(here, "corpus_data.R"))
@@ -57,7 +49,8 @@ summarise_quantities <- function(qs) lapply(qs, function(q) {
 out <- summarise_quantities(corpus_quantities(model, dimnames(arr)[[3]]))
 within <- summarise_quantities(within_quantities(model, dimnames(arr)[[3]]))
 prov <- list(model = model, command = sprintf("nice -n 10 Rscript tests/corpus/make_reference.R %s %d %d%s",
-                                              model, draws, seed, if (within_only) " within" else ""),
+                                              model, draws, seed,
+                                              if (!within_only) "" else if (length(args) > 4) " within DRAWS_CSV" else " within"),
              seed = seed, chains = 4, warmup = warmup, draws = draws,
              init = "all chains at the highest of 8 optimizing() modes",
              mode_log_density = best$value,
