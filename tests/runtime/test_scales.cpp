@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -332,4 +333,18 @@ TEST_CASE("learned scales: auto's choice, and the methods that cannot move them 
                   std::string::npos);
         }
     }
+}
+
+TEST_CASE("learned scales: varmh moves them but says that its one t misses their funnel") {
+    const ir::Graph g = compile_model(funnel_text, "funnel.vbn");
+    std::istringstream in(funnel_csv);
+    const Dataset data = load_csv(g, in, "funnel.csv");
+    const auto has_note = [](const FitResult& r) {
+        return std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+            return n.find("varmh proposes the learned scales (such as 'tau')") != std::string::npos &&
+                   n.find("simulation-based calibration rejects") != std::string::npos;
+        });
+    };
+    CHECK(has_note(fit(g, data, test::short_run("varmh", 1, 10, 10, FitOptions{}.seed))));
+    CHECK_FALSE(has_note(fit(g, data, test::short_run("rwm", 1, 10, 10, FitOptions{}.seed))));
 }
