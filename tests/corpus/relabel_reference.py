@@ -103,7 +103,68 @@ def main(model, draws_csv):
           f"max R-hat {prov['within_max_rhat']:.4f}, min ESS {prov['within_min_ess']:.0f}")
 
 
+def read_cmdstan(prefix, chains):
+    """vbn's --output files PREFIX_1.csv ... -> (parameter names as Stan spells them, draws, lp__)."""
+    names, rows, lps = None, [], []
+    for c in range(1, chains + 1):
+        with open(f"{prefix}_{c}.csv") as f:
+            table = list(csv.reader(line for line in f if not line.startswith("#")))
+        header = table[0]
+        cols = [j for j, n in enumerate(header) if not n.endswith("__")]
+        # b.1 -> b[1], W.1.2 -> W[1,2]
+        here = [n.split(".")[0] + ("[" + ",".join(n.split(".")[1:]) + "]" if "." in n else "") for n in
+                (header[j] for j in cols)]
+        if names is None:
+            names = here
+        assert here == names, "the chains' columns differ"
+        rows += [[float(r[j]) for j in cols] for r in table[1:]]
+        lps += [float(r[header.index("lp__")]) for r in table[1:]]
+    return names, np.array(rows), np.array(lps)
+
+
+def self_test(vbn, model="sbn_3x8", seed=1, chains=4):
+    """This file's rule against vbn's, on vbn's draws of MODEL. vbn's chains start together and
+    keep to one labeling, so vbn's --relabel pivot moves none of them, and the rule is exercised
+    by carrying every draw but the pivot's first one (the highest lp__) to a random labeling of
+    the group (labelings.py): relabelled here, the draws must come back to vbn's relabelled
+    draws, every one, to the CSV files' six digits."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for rule in ("none", "pivot"):
+            # --draws fixes the length: without it the two runs could extend differently.
+            subprocess.run([vbn, "fit", os.path.join(HERE, model, "model.vbn"), "--data",
+                            os.path.join(HERE, model, "data.csv"), "--seed", str(seed), "--draws", "1000",
+                            "--chains", str(chains), "--relabel", rule, "--quiet",
+                            "--output", os.path.join(tmp, rule + ".csv")], check=True, stdout=subprocess.DEVNULL)
+        names, raw, lp = read_cmdstan(os.path.join(tmp, "none"), chains)
+        names_p, vbn_relabelled, _ = read_cmdstan(os.path.join(tmp, "pivot"), chains)
+    assert names == names_p
+    maps = group_maps(model, names)
+    rng = np.random.default_rng(seed)
+    scramble = rng.integers(0, len(maps), size=len(raw))
+    scramble[int(np.argmax(lp))] = 0
+    x = np.empty_like(raw)
+    for e in np.unique(scramble):
+        src, sign = maps[e]
+        rows = scramble == e
+        x[rows] = raw[rows][:, src] * sign
+    y, element, passes = relabel(x, lp, maps)
+    worst = float(np.abs(y - vbn_relabelled).max())
+    scale = float(np.abs(vbn_relabelled).max())
+    print(f"{model}: {len(raw)} draws, {int((scramble != 0).sum())} carried to other labelings and "
+          f"{int((element != 0).sum())} relabelled here in {passes} passes; largest difference from vbn's "
+          f"relabelled draws {worst:.2e} (largest value {scale:.2f})")
+    # A draw given the wrong element would differ by the distance between two copies, about the
+    # weights' own size; the files' rounding is 1e-6 of it.
+    if worst > 1e-5 * max(scale, 1.0):
+        raise SystemExit("self-test: this file's relabelling differs from vbn's --relabel pivot")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) == 3 and sys.argv[1] == "--self-test":
+        self_test(sys.argv[2])
+    elif len(sys.argv) != 3:
         raise SystemExit(__doc__.split("\n\n")[1])
-    main(sys.argv[1], sys.argv[2])
+    else:
+        main(sys.argv[1], sys.argv[2])
