@@ -27,6 +27,7 @@ import sys
 import numpy as np
 
 import labelings
+from check import read_chains
 from diagnostics import mcse_sd, summarize
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,6 +55,16 @@ def group_maps(model, names):
     return out
 
 
+def apply_elements(x, element, maps):
+    """Row i of x carried by the group element element[i]."""
+    y = np.empty_like(x)
+    for e in np.unique(element):
+        src, sign = maps[e]
+        rows = element == e
+        y[rows] = x[rows][:, src] * sign
+    return y
+
+
 def relabel(x, lp, maps):
     """vbn's pivot relabelling of the rows of x: (relabelled x, element per row, passes)."""
     pivot = x[int(np.argmax(lp))].copy()
@@ -61,11 +72,7 @@ def relabel(x, lp, maps):
     for passes in range(1, MAX_PASSES + 1):
         dist = np.stack([((x[:, src] * sign - pivot) ** 2).sum(axis=1) for src, sign in maps])
         new = np.argmin(dist, axis=0)  # ties to the lowest element, the identity first, as vbn
-        y = np.empty_like(x)
-        for e in np.unique(new):
-            src, sign = maps[e]
-            rows = new == e
-            y[rows] = x[rows][:, src] * sign
+        y = apply_elements(x, new, maps)
         pivot = y.mean(axis=0)
         if element is not None and np.array_equal(new, element):
             return y, new, passes
@@ -103,23 +110,12 @@ def main(model, draws_csv):
           f"max R-hat {prov['within_max_rhat']:.4f}, min ESS {prov['within_min_ess']:.0f}")
 
 
-def read_cmdstan(prefix, chains):
-    """vbn's --output files PREFIX_1.csv ... -> (parameter names as Stan spells them, draws, lp__)."""
-    names, rows, lps = None, [], []
-    for c in range(1, chains + 1):
-        with open(f"{prefix}_{c}.csv") as f:
-            table = list(csv.reader(line for line in f if not line.startswith("#")))
-        header = table[0]
-        cols = [j for j, n in enumerate(header) if not n.endswith("__")]
-        # b.1 -> b[1], W.1.2 -> W[1,2]
-        here = [n.split(".")[0] + ("[" + ",".join(n.split(".")[1:]) + "]" if "." in n else "") for n in
-                (header[j] for j in cols)]
-        if names is None:
-            names = here
-        assert here == names, "the chains' columns differ"
-        rows += [[float(r[j]) for j in cols] for r in table[1:]]
-        lps += [float(r[header.index("lp__")]) for r in table[1:]]
-    return names, np.array(rows), np.array(lps)
+def stack_chains(chains):
+    """check.py's read_chains (vbn's --output files) -> (parameter names, draws, lp__), chains stacked."""
+    names = [n for n in chains[0] if not n.endswith("__")]
+    x = np.array([row for c in chains for row in zip(*(c[n] for n in names))])
+    lp = np.array([v for c in chains for v in c["lp__"]])
+    return names, x, lp
 
 
 def self_test(vbn, model="sbn_3x8", seed=1, chains=4):
@@ -137,19 +133,14 @@ def self_test(vbn, model="sbn_3x8", seed=1, chains=4):
                             os.path.join(HERE, model, "data.csv"), "--seed", str(seed), "--draws", "1000",
                             "--chains", str(chains), "--relabel", rule, "--quiet",
                             "--output", os.path.join(tmp, rule + ".csv")], check=True, stdout=subprocess.DEVNULL)
-        names, raw, lp = read_cmdstan(os.path.join(tmp, "none"), chains)
-        names_p, vbn_relabelled, _ = read_cmdstan(os.path.join(tmp, "pivot"), chains)
+        names, raw, lp = stack_chains(read_chains(os.path.join(tmp, "none")))
+        names_p, vbn_relabelled, _ = stack_chains(read_chains(os.path.join(tmp, "pivot")))
     assert names == names_p
     maps = group_maps(model, names)
     rng = np.random.default_rng(seed)
     scramble = rng.integers(0, len(maps), size=len(raw))
     scramble[int(np.argmax(lp))] = 0
-    x = np.empty_like(raw)
-    for e in np.unique(scramble):
-        src, sign = maps[e]
-        rows = scramble == e
-        x[rows] = raw[rows][:, src] * sign
-    y, element, passes = relabel(x, lp, maps)
+    y, element, passes = relabel(apply_elements(raw, scramble, maps), lp, maps)
     worst = float(np.abs(y - vbn_relabelled).max())
     scale = float(np.abs(vbn_relabelled).max())
     print(f"{model}: {len(raw)} draws, {int((scramble != 0).sum())} carried to other labelings and "
