@@ -136,10 +136,16 @@ Pilot pilot(const Target& target, const Part& part, const GaussianProposal& q, c
     return p;
 }
 
+// The guard on a skewness correction (whitened units): within half a Laplace sd per dimension
+// on average, |shift|² ≤ d/4 (its reasons at the complete blocks' use, below).
+bool small_shift(const Vec& whitened) {
+    return whitened.squaredNorm() <= 0.25 * static_cast<double>(whitened.size());
+}
+
 // All of θ's t skewed by the triangular map of the whole posterior's third derivatives, by
 // finite differences of its gradient (whole_third_derivatives.hpp), where the map's mean
-// correction ½ Σ_j A_kjj (whitened) stays within the bound the complete blocks' shift keeps
-// (|shift|² ≤ d/4, above). False, q unchanged, where it does not or a derivative is not finite.
+// correction ½ Σ_j A_kjj (whitened) passes small_shift. False, q unchanged, where it does not
+// or a derivative is not finite.
 bool whole_skew_map(const Target& target, const Vec& mode, GaussianProposal& q, const LaplaceProposalOptions& o) {
     const Mat lower = q.cholesky();
     std::vector<Mat> a;
@@ -151,7 +157,7 @@ bool whole_skew_map(const Target& target, const Vec& mode, GaussianProposal& q, 
     const auto d = static_cast<Eigen::Index>(a.size());
     Vec shift(d);
     for (Eigen::Index k = 0; k < d; ++k) shift[k] = 0.5 * a[static_cast<std::size_t>(k)].diagonal().sum();
-    if (!(shift.squaredNorm() <= 0.25 * static_cast<double>(d))) return false;
+    if (!small_shift(shift)) return false;
     try {
         q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(a)));
     } catch (const std::invalid_argument&) {
@@ -282,7 +288,7 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
             const Mat laplace = lower / o.widen;
             const Vec shift = target.complete_block_mean_shift(b, mode.mode, laplace, ws);
             shifted = shift.allFinite() &&
-                      laplace.triangularView<Eigen::Lower>().solve(shift).squaredNorm() <= 0.25 * size;
+                      small_shift(laplace.triangularView<Eigen::Lower>().solve(shift));
             if (shifted && o.skew_map && size >= o.map_min_dim && size <= o.map_max_dim) {
                 try {
                     q.set_map(std::make_shared<const inference::TriangularMap>(inference::TriangularMap::from_third_derivatives(

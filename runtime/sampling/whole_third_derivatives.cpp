@@ -68,7 +68,7 @@ std::vector<Mat> whole_third_derivatives(const Target& target, const Vec& mode, 
     std::vector<Mat> a(static_cast<std::size_t>(d), Mat::Zero(d, d));
     for (std::size_t p = 0; p < pairs.size(); ++p) {
         const auto [i, j] = pairs[p];
-        Vec col = second.col(static_cast<Eigen::Index>(p));
+        auto col = second.col(static_cast<Eigen::Index>(p));
         if (i == j) col -= 2 * centre / (h * h);
         for (int k = 0; k < d; ++k) {
             a[static_cast<std::size_t>(k)](i, j) = col[k];
