@@ -5,50 +5,39 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <stdexcept>
 
 namespace vbn::inference {
 namespace {
 
-// The symmetric difference of two sorted coordinate sets: the coordinates their product negates.
-std::vector<int> product(const std::vector<int>& a, const std::vector<int>& b) {
-    std::vector<int> out;
-    std::set_symmetric_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+std::vector<SignedPermutation> negations(const std::vector<std::vector<int>>& generators) {
+    std::vector<SignedPermutation> out;
+    for (const auto& g : generators) out.push_back(SignedPermutation::negation(g));
     return out;
 }
 
-std::vector<std::vector<int>> flip_set(std::vector<std::vector<int>> generators) {
-    for (auto& g : generators) {
-        std::sort(g.begin(), g.end());
-        g.erase(std::unique(g.begin(), g.end()), g.end());
-        if (g.empty()) throw std::invalid_argument("symmetry jump: a flip negates no coordinate");
-    }
-    if (generators.size() > max_enumerated_flips) return generators;
-    std::vector<std::vector<int>> all;
-    const std::size_t n = std::size_t{1} << generators.size();
-    for (std::size_t mask = 1; mask < n; ++mask) {
-        std::vector<int> g;
-        for (std::size_t k = 0; k < generators.size(); ++k)
-            if (mask & (std::size_t{1} << k)) g = product(g, generators[k]);
-        if (!g.empty()) all.push_back(std::move(g));
-    }
-    return all;
+std::vector<SignedPermutation> checked_moves(const std::vector<SignedPermutation>& generators) {
+    for (const auto& g : generators)
+        if (g.identity()) throw std::invalid_argument("symmetry jump: a move changes no coordinate");
+    return move_set(generators, max_enumerated_flips).moves;
 }
 
 }  // namespace
 
 SymmetryJump::SymmetryJump(std::unique_ptr<Kernel> base, const std::vector<std::vector<int>>& generators)
-    : base_(std::move(base)), flips_(flip_set(generators)) {
+    : SymmetryJump(std::move(base), negations(generators)) {}
+
+SymmetryJump::SymmetryJump(std::unique_ptr<Kernel> base, const std::vector<SignedPermutation>& generators)
+    : base_(std::move(base)), moves_(checked_moves(generators)) {
     if (!base_) throw std::invalid_argument("symmetry jump: the base kernel is missing");
-    if (flips_.empty()) throw std::invalid_argument("symmetry jump: no flip");
+    if (moves_.empty()) throw std::invalid_argument("symmetry jump: no move");
     stats_.name = "symmetry jump";
 }
 
 SymmetryJump::SymmetryJump(const SymmetryJump& other)
     : Kernel(other),
       base_(other.base_->clone()),
-      flips_(other.flips_),
+      moves_(other.moves_),
       stats_(other.stats_),
       proposal_(other.proposal_),
       own_(other.own_),
@@ -67,9 +56,8 @@ double SymmetryJump::jump(State& state, Density& target, Rng& chain_rng) {
         seeded_ = true;
     }
     Rng& rng = own_;
-    const std::vector<int>& g = flips_[static_cast<std::size_t>(rng.below(flips_.size()))];
-    proposal_ = state.x;  // allocates only the first time
-    for (int k : g) proposal_[k] = -proposal_[k];
+    const SignedPermutation& g = moves_[static_cast<std::size_t>(rng.below(moves_.size()))];
+    g.apply(state.x, proposal_);  // allocates only the first time
     const double lp = proposal_log_density(target.log_density(proposal_));
     const MetropolisDecision d = metropolis(lp - state.lp, rng);
     ++stats_.proposed;
@@ -89,7 +77,9 @@ void SymmetryJump::collect_stats(std::vector<KernelStats>& out) const {
 }
 
 std::string SymmetryJump::name() const {
-    return fmt::format("{} + symmetry jump ({} flip{})", base_->name(), flips_.size(), flips_.size() == 1 ? "" : "s");
+    const bool flips = std::all_of(moves_.begin(), moves_.end(), [](const SignedPermutation& g) { return g.negation_only(); });
+    return fmt::format("{} + symmetry jump ({} {}{})", base_->name(), moves_.size(), flips ? "flip" : "move",
+                       moves_.size() == 1 ? "" : "s");
 }
 
 }  // namespace vbn::inference

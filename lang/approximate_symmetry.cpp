@@ -2,6 +2,8 @@
 // (lang/approximate_symmetry.hpp).
 #include "lang/approximate_symmetry.hpp"
 
+#include "lang/symmetry.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -130,6 +132,46 @@ std::vector<ApproximateFlip> find_approximate_flips(const ir::Graph& g) {
         out.push_back(std::move(f));
     }
     std::sort(out.begin(), out.end(), [](const ApproximateFlip& a, const ApproximateFlip& b) { return a.elements < b.elements; });
+    return out;
+}
+
+std::vector<ApproximateSwap> find_approximate_swaps(const ir::Graph& g) {
+    const int n = static_cast<int>(g.elements.size());
+    // Nodes an exact symmetry moves are left out: with them, products of the exchanges would
+    // include exact labelings and miss copies that only the labelings reach, and the jumps and
+    // the report assume the two groups act apart.
+    const Symmetries exact = find_symmetries(g);
+    std::vector<bool> labelled(at(n), false);
+    for (int e : exact.flips) labelled[at(e)] = true;
+    for (const auto& cls : exact.exchangeable)
+        for (int e : cls) labelled[at(e)] = true;
+    std::vector<int> hidden;
+    for (int e = 0; e < n; ++e)
+        if (hidden_binary(g, e) && !labelled[at(e)]) hidden.push_back(e);
+    const auto moves_theta = [](const std::vector<int>& perm) {
+        for (std::size_t k = 0; k < perm.size(); ++k)
+            if (perm[k] != static_cast<int>(k)) return true;
+        return false;
+    };
+    // Having the same form is an equivalence (each condition is an equality), as for the exact
+    // classes of lang/symmetry.cpp: comparing with a class's first member suffices.
+    std::vector<ApproximateSwap> out;
+    std::vector<bool> placed(at(n), false);
+    for (std::size_t a = 0; a < hidden.size(); ++a) {
+        if (placed[at(hidden[a])]) continue;
+        std::vector<int> cls{hidden[a]};
+        for (std::size_t b = a + 1; b < hidden.size(); ++b)
+            if (!placed[at(hidden[b])] && moves_theta(structural_swap_permutation(g, hidden[a], hidden[b]))) {
+                cls.push_back(hidden[b]);
+                placed[at(hidden[b])] = true;
+            }
+        for (std::size_t k = 0; k + 1 < cls.size(); ++k) {
+            const int i = cls[k], j = cls[k + 1];
+            ApproximateSwap s{i, j, structural_swap_permutation(g, i, j), {}};
+            s.name = g.elements[at(i)].name + " <-> " + g.elements[at(j)].name;
+            out.push_back(std::move(s));
+        }
+    }
     return out;
 }
 

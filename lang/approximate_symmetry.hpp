@@ -15,6 +15,12 @@
 // cannot change sign with θ), and no fixed term may join S to an observed node or a
 // covariate: the sets are the connected components of the hidden elements under fixed terms
 // (examples/chain: h1 … h20 linked by fixed weights 3 flip together).
+//
+// An exchange of two hidden elements i and j of the same form (the same children through the
+// same kind of terms, the same own predictor) maps θ by swapping their weights entry by entry
+// (lang/symmetry.hpp, structural_swap_permutation). Where their offsets or the priors of the
+// swapped weights differ, it is not an exact symmetry but its copy of a mode is a minor mode,
+// like a flipped copy: the map is a permutation and its own inverse, again a valid proposal.
 #pragma once
 
 #include "lang/ir.hpp"
@@ -33,6 +39,17 @@ struct ApproximateFlip {
 // The flips of components whose map moves θ and is not an exact symmetry (a component whose
 // flip is exact is an equivalent labeling, lang/symmetry.hpp), in element order.
 std::vector<ApproximateFlip> find_approximate_flips(const ir::Graph& graph);
+
+struct ApproximateSwap {
+    int first = 0, second = 0;  // the hidden elements exchanged, first < second
+    std::vector<int> perm;      // θ'_k = θ_perm[k], an involution that moves θ
+    std::string name;           // "d1 <-> d2"
+};
+
+// Exchanges that are not exact: hidden elements of the same form that no exact symmetry moves
+// (lang/symmetry.hpp: neither an exact flip nor in an exchangeable class) fall into classes, in
+// element order; within each, the pairs of neighbours, which generate every permutation of it.
+std::vector<ApproximateSwap> find_approximate_swaps(const ir::Graph& graph);
 
 // "d1" or "h1, h2, h3 and 17 more" (the elements of the flip).
 std::string describe_flip(const ir::Graph& graph, const ApproximateFlip& flip);

@@ -132,12 +132,18 @@ bool has_product(const ir::Cpd& c) {
     return false;
 }
 
+// Whether a swap must leave prior × likelihood unchanged (exact), or need only have the same
+// form on both sides, offsets and priors aside (a map of θ for an approximate exchange).
+enum class Swap { exact, structural };
+
 // i's and j's own CPDs are the same distribution with the same prior, so swapping their
-// blocks entry by entry maps one to the other.
-bool same_own_cpd(const ir::Graph& g, int i, int j) {
+// blocks entry by entry maps one to the other (structural: the same but for the offset and the
+// prior).
+bool same_own_cpd(const ir::Graph& g, int i, int j, Swap rule) {
     const ir::Cpd& a = cpd_of(g, i);
     const ir::Cpd& b = cpd_of(g, j);
-    if (a.logistic != b.logistic || a.offset != b.offset || mentions(a, i, j) || mentions(b, i, j) ||
+    const bool offsets = rule == Swap::structural || a.offset == b.offset;
+    if (a.logistic != b.logistic || !offsets || mentions(a, i, j) || mentions(b, i, j) ||
         has_product(a) || has_product(b))
         return false;
     auto key = [](const ir::FixedTerm& t) { return std::pair(t.element, t.coef); };
@@ -152,13 +158,14 @@ bool same_own_cpd(const ir::Graph& g, int i, int j) {
     if (a.block < 0) return true;
     const ir::Block& ba = block_of(g, a.block);
     const ir::Block& bb = block_of(g, b.block);
+    if (rule == Swap::structural) return ba.size == bb.size;
     return ba.prior_mean == bb.prior_mean && ba.prior_cov == bb.prior_cov && ba.prior_df == bb.prior_df;
 }
 
 // In child c, swapping the terms on i and j: their fixed parts are equal, their learned weights
-// pair up in order with equal signs, and c's prior is unchanged by the swap. Adds the swapped
-// pairs of θ entries to perm.
-bool child_swaps(const ir::Graph& g, int c, int i, int j, std::vector<int>& perm) {
+// pair up in order with equal signs, and c's prior is unchanged by the swap (structural: any
+// prior). Adds the swapped pairs of θ entries to perm.
+bool child_swaps(const ir::Graph& g, int c, int i, int j, Swap rule, std::vector<int>& perm) {
     if (in_product(g, c, i) || in_product(g, c, j) || fixed_on(g, c, i) != fixed_on(g, c, j)) return false;
     const std::vector<int> wi = features_on(g, c, i);
     const std::vector<int> wj = features_on(g, c, j);
@@ -175,7 +182,7 @@ bool child_swaps(const ir::Graph& g, int c, int i, int j, std::vector<int>& perm
         if (cpd.features[ki].sign != cpd.features[kj].sign) return false;
         std::swap(local[ki], local[kj]);
     }
-    if (!prior_permutation_symmetric(b, local)) return false;
+    if (rule == Swap::exact && !prior_permutation_symmetric(b, local)) return false;
     for (int k = 0; k < b.size; ++k)
         perm[static_cast<std::size_t>(b.offset + k)] = b.offset + local[static_cast<std::size_t>(k)];
     return true;
@@ -265,9 +272,11 @@ bool flip_is_exact(const ir::Graph& g, int h) {
     return flip_untangled(g, h);
 }
 
-std::vector<int> swap_permutation(const ir::Graph& g, int i, int j) {
+namespace {
+
+std::vector<int> swap_map(const ir::Graph& g, int i, int j, Swap rule) {
     if (i == j || !hidden_binary(g, i) || !hidden_binary(g, j) || !untied(g, cpd_of(g, i).block) ||
-        !untied(g, cpd_of(g, j).block) || !same_own_cpd(g, i, j))
+        !untied(g, cpd_of(g, j).block) || !same_own_cpd(g, i, j, rule))
         return {};
     std::vector<int> ci = g.children(i), cj = g.children(j);
     std::sort(ci.begin(), ci.end());
@@ -282,8 +291,16 @@ std::vector<int> swap_permutation(const ir::Graph& g, int i, int j) {
         for (int k = 0; k < a.size; ++k) std::swap(perm[static_cast<std::size_t>(a.offset + k)], perm[static_cast<std::size_t>(b.offset + k)]);
     }
     for (int c : ci)
-        if (!child_swaps(g, c, i, j, perm)) return {};
+        if (!child_swaps(g, c, i, j, rule, perm)) return {};
     return perm;
+}
+
+}  // namespace
+
+std::vector<int> swap_permutation(const ir::Graph& g, int i, int j) { return swap_map(g, i, j, Swap::exact); }
+
+std::vector<int> structural_swap_permutation(const ir::Graph& g, int i, int j) {
+    return swap_map(g, i, j, Swap::structural);
 }
 
 Symmetries find_symmetries(const ir::Graph& g) {

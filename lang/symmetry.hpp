@@ -36,6 +36,10 @@ bool flip_is_exact(const ir::Graph& graph, int h);
 // The permutation of θ's entries that goes with swapping elements i and j (perm[k] is the
 // entry θ'_k is read from), or empty when the swap is not exact.
 std::vector<int> swap_permutation(const ir::Graph& graph, int i, int j);
+// The same permutation where i and j may also differ in their offsets and in the priors of the
+// weights the swap exchanges: the map of θ that goes with the swap, a symmetry of prior ×
+// likelihood but for those (lang/approximate_symmetry.hpp); empty when the two differ in form.
+std::vector<int> structural_swap_permutation(const ir::Graph& graph, int i, int j);
 
 // "48 equivalent labelings: each of h[1], h[2] flips sign with its weights; h[1], h[2] are
 // exchangeable"; empty when there is no symmetry.

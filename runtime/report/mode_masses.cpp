@@ -4,6 +4,7 @@
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/symmetry_jump.hpp"
+#include "runtime/sampling/symmetry_moves.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,28 +18,60 @@ namespace {
 
 std::size_t at(Eigen::Index i) { return static_cast<std::size_t>(i); }
 
-// Per-column squared distances, reused across draws: the assignment visits every draw once
-// per labeling, twice over.
-struct DistanceScratch {
-    Eigen::VectorXd d0, d1;  // to the centre, and to its negation
-    explicit DistanceScratch(Eigen::Index m) : d0(m), d1(m) {}
+// out = g x for a code (FlipCopies::moves, inverse_labelings): (g x)_j = ±x_q, code[j] = ±(q + 1).
+void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::VectorXd& out) {
+    for (std::size_t j = 0; j < code.size(); ++j) {
+        const int c = code[j];
+        out[static_cast<Eigen::Index>(j)] = c > 0 ? x[c - 1] : -x[-c - 1];
+    }
+}
+
+// a b as a code: (a b x)_j = s_a(j) (b x)_q with q = |a_j| − 1.
+std::vector<int> compose_codes(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> out(a.size());
+    for (std::size_t j = 0; j < a.size(); ++j) {
+        const int inner = b[at(std::abs(a[j]) - 1)];
+        out[j] = (a[j] > 0) == (inner > 0) ? std::abs(inner) : -std::abs(inner);
+    }
+    return out;
+}
+
+// g⁻¹: (g x)_j = s x_q ⇔ x_q = s (g x)_j.
+std::vector<int> invert_code(const std::vector<int>& code) {
+    std::vector<int> out(code.size());
+    for (std::size_t j = 0; j < code.size(); ++j) {
+        const int q = std::abs(code[j]) - 1;
+        out[at(q)] = code[j] > 0 ? static_cast<int>(j) + 1 : -(static_cast<int>(j) + 1);
+    }
+    return out;
+}
+
+// The images g_k(centre) of the centre under every copy's move, one per column, and scratch
+// for a draw's distances: the assignment visits every draw once per labeling, twice over.
+struct CopyImages {
+    Eigen::MatrixXd image;  // m × K
+    Eigen::VectorXd scratch;
 };
 
-// The copy (0: the major one, k: copies.negated[k − 1]) whose image of x is nearest `centre`,
+CopyImages copy_images(const FlipCopies& copies, const Eigen::VectorXd& centre) {
+    CopyImages c{Eigen::MatrixXd(centre.size(), static_cast<Eigen::Index>(copies.moves.size())), Eigen::VectorXd(centre.size())};
+    for (std::size_t k = 0; k < copies.moves.size(); ++k) {
+        apply_code(copies.moves[k], centre, c.scratch);
+        c.image.col(static_cast<Eigen::Index>(k)) = c.scratch;
+    }
+    return c;
+}
+
+// The copy (0: the major one, k: copies.moves[k − 1]) whose image of the centre is nearest x,
 // distances scaled by 1 / scale².
-int nearest_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
-                 const Eigen::VectorXd& inv_var, DistanceScratch& s, double* distance = nullptr) {
-    Eigen::VectorXd& d0 = s.d0;
-    Eigen::VectorXd& d1 = s.d1;
-    d0 = (x - centre).array().square() * inv_var.array();
-    d1 = (x + centre).array().square() * inv_var.array();
-    const double base = d0.sum();
+int nearest_copy(const Eigen::VectorXd& x, const Eigen::VectorXd& centre, const Eigen::VectorXd& inv_var, CopyImages& c,
+                 double* distance = nullptr) {
+    c.scratch = x - centre;
+    double best_d = c.scratch.array().square().matrix().dot(inv_var);
     int best = 0;
-    double best_d = base;
-    for (std::size_t k = 0; k < copies.negated.size(); ++k) {
-        // Negating column j swaps its term from d0 to d1.
-        double d = base;
-        for (int j : copies.negated[k]) d += d1[j] - d0[j];
+    for (Eigen::Index k = 0; k < c.image.cols(); ++k) {
+        c.scratch = x - c.image.col(k);
+        const double d = c.scratch.array().square().matrix().dot(inv_var);
         if (d < best_d) {
             best_d = d;
             best = static_cast<int>(k) + 1;
@@ -48,33 +81,25 @@ int nearest_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen
     return best;
 }
 
-// x folded back into the major copy: copy k's flip undone (each flip is its own inverse).
-void fold(Eigen::VectorXd& x, const FlipCopies& copies, int copy) {
-    if (copy == 0) return;
-    for (int j : copies.negated[static_cast<std::size_t>(copy - 1)]) x[j] = -x[j];
+// x folded back into the major copy: copy k's move undone (`out` distinct from x).
+void fold(const Eigen::VectorXd& x, const FlipCopies& copies, int copy, Eigen::VectorXd& out) {
+    if (copy == 0) out = x;
+    else apply_code(copies.inverse_moves[at(copy - 1)], x, out);
 }
 
-// out = h⁻¹ x for a code of FlipCopies::inverse_labelings.
-void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::VectorXd& out) {
-    for (std::size_t j = 0; j < code.size(); ++j) {
-        const int c = code[j];
-        out[static_cast<Eigen::Index>(j)] = c > 0 ? x[c - 1] : -x[-c - 1];
-    }
-}
-
-// The copy h g(centre) nearest x over every labeling h and flip g: h preserves the scaled
+// The copy h g(centre) nearest x over every labeling h and copy g: h preserves the scaled
 // distance (the scales are equal on the columns it exchanges), so |x − h g c| = |h⁻¹ x − g c|.
 // Returns the copy (0: the major one) and the labeling; `best_y` ends as h⁻¹ x of the labeling
-// found (`y` and `s` are scratch).
+// found (`y` and `c` are scratch, c holding the copies' images of the centre).
 std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCopies& copies, const Eigen::VectorXd& centre,
                                          const Eigen::VectorXd& inv_var, Eigen::VectorXd& y, Eigen::VectorXd& best_y,
-                                         DistanceScratch& s) {
+                                         CopyImages& c) {
     std::pair<int, int> best{0, 0};
     double best_d = std::numeric_limits<double>::infinity();
     for (std::size_t h = 0; h < copies.inverse_labelings.size(); ++h) {
         apply_code(copies.inverse_labelings[h], x, y);
         double d = 0;
-        const int k = nearest_copy(y, copies, centre, inv_var, s, &d);
+        const int k = nearest_copy(y, centre, inv_var, c, &d);
         if (d < best_d) {  // ties to the lowest labeling, the identity first
             best_d = d;
             best = {k, static_cast<int>(h)};
@@ -84,7 +109,8 @@ std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCop
     return best;
 }
 
-// Every column in a class with the columns the labelings move it to: equal scales there.
+// Every column in a class with the columns the labelings and the moves take it to: equal
+// scales there.
 std::vector<int> column_classes(const FlipCopies& copies) {
     std::vector<int> cls(copies.theta.size());
     std::iota(cls.begin(), cls.end(), 0);
@@ -92,7 +118,9 @@ std::vector<int> column_classes(const FlipCopies& copies) {
         while (cls[at(j)] != j) j = cls[at(j)] = cls[at(cls[at(j)])];
         return j;
     };
-    for (const auto& code : copies.inverse_labelings)
+    std::vector<std::vector<int>> codes = copies.inverse_labelings;
+    codes.insert(codes.end(), copies.moves.begin(), copies.moves.end());
+    for (const auto& code : codes)
         for (std::size_t j = 0; j < code.size(); ++j) {
             const int a = root(static_cast<int>(j)), b = root(std::abs(code[j]) - 1);
             if (a != b) cls[at(std::max(a, b))] = std::min(a, b);
@@ -121,23 +149,20 @@ std::vector<std::vector<int>> inverse_labelings(const LabelingGroup* exact, cons
     return out;
 }
 
-// The copies conjugation by the labelings exchanges: h g h⁻¹ negates the columns j with
-// h⁻¹'s column for j in g's set (lang's flips negate whole blocks' entries, so the conjugate
-// is again a product of flips where the set is closed).
+// The copies conjugation by the labelings exchanges: h g h⁻¹ for labeling h and copy g, again
+// a listed copy where the moves are closed (the exact labelings permute the approximate
+// symmetries: lang's flips negate whole blocks' entries, its swaps exchange them).
 void merge_conjugate_copies(FlipCopies& out) {
     std::map<std::vector<int>, int> index;
-    for (std::size_t k = 0; k < out.negated.size(); ++k) index[out.negated[k]] = static_cast<int>(k);
-    std::vector<int> mode_of(out.negated.size(), -1);
-    for (std::size_t k = 0; k < out.negated.size(); ++k) {
+    for (std::size_t k = 0; k < out.moves.size(); ++k) index[out.moves[k]] = static_cast<int>(k);
+    std::vector<int> mode_of(out.moves.size(), -1);
+    for (std::size_t k = 0; k < out.moves.size(); ++k) {
         if (mode_of[k] >= 0) continue;
         mode_of[k] = static_cast<int>(out.modes.size());
         std::vector<int> members{static_cast<int>(k)};
         for (std::size_t h = 1; h < out.inverse_labelings.size(); ++h) {
-            std::vector<int> conj;
-            const auto& code = out.inverse_labelings[h];
-            for (std::size_t j = 0; j < code.size(); ++j)
-                if (std::binary_search(out.negated[k].begin(), out.negated[k].end(), std::abs(code[j]) - 1))
-                    conj.push_back(static_cast<int>(j));
+            const std::vector<int>& h_inv = out.inverse_labelings[h];
+            const std::vector<int> conj = compose_codes(invert_code(h_inv), compose_codes(out.moves[k], h_inv));
             const auto it = index.find(conj);
             if (it == index.end() || mode_of[at(it->second)] >= 0) continue;
             mode_of[at(it->second)] = mode_of[k];
@@ -151,41 +176,40 @@ void merge_conjugate_copies(FlipCopies& out) {
     }
 }
 
+// A move's name from the generators' names: "d1 + d2", "d1 + d1 <-> d2" (the word of
+// inference::move_set, an inverse marked ^-1).
+std::string move_name(const std::vector<int>& word, const std::vector<std::string>& names) {
+    std::string out;
+    for (int w : word) out += (out.empty() ? "" : " + ") + (w >= 0 ? names[at(w)] : names[at(-w - 1)] + "^-1");
+    return out;
+}
+
 }  // namespace
 
-FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact) {
+FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const std::vector<lang::ApproximateSwap>& swaps,
+                       const LabelingGroup* exact) {
     FlipCopies out;
-    for (const auto& f : flips) out.theta.insert(out.theta.end(), f.negated.begin(), f.negated.end());
-    // Merging needs every product of the flips (a conjugate of a listed copy must be listed).
-    if (exact && exact->size() > 1 && flips.size() <= inference::max_enumerated_flips)
+    // The same set the jumps propose (inference/symmetry_jump.hpp).
+    const inference::MoveSet set = inference::move_set(symmetry_generators(flips, swaps), inference::max_enumerated_flips);
+    for (const auto& g : set.moves)
+        for (const auto& e : g.entries) out.theta.insert(out.theta.end(), {e.to, e.from});
+    out.closed = set.closed;
+    // Merging needs the whole group (a conjugate of a listed copy must be listed).
+    if (exact && exact->size() > 1 && set.closed)
         out.theta.insert(out.theta.end(), exact->support.begin(), exact->support.end());
     else
         exact = nullptr;
     std::sort(out.theta.begin(), out.theta.end());
     out.theta.erase(std::unique(out.theta.begin(), out.theta.end()), out.theta.end());
     auto local = [&](int k) { return static_cast<int>(std::lower_bound(out.theta.begin(), out.theta.end(), k) - out.theta.begin()); };
-    // The same set the jumps propose: every non-empty product up to max_enumerated_flips
-    // generators, else the generators alone.
-    const std::size_t n = flips.size();
-    const bool all = n <= inference::max_enumerated_flips;
-    out.closed = all;
-    const std::size_t count = all ? (std::size_t{1} << n) - 1 : n;
-    for (std::size_t c = 0; c < count; ++c) {
-        const std::size_t mask = all ? c + 1 : std::size_t{1} << c;
-        std::vector<int> neg;
-        std::string name;
-        for (std::size_t k = 0; k < n; ++k) {
-            if (!(mask & (std::size_t{1} << k))) continue;
-            std::vector<int> next;
-            std::set_symmetric_difference(neg.begin(), neg.end(), flips[k].negated.begin(), flips[k].negated.end(),
-                                          std::back_inserter(next));
-            neg = std::move(next);
-            name += (name.empty() ? "" : " + ") + flips[k].name;
-        }
-        if (neg.empty()) continue;
-        for (int& k : neg) k = local(k);
-        out.negated.push_back(std::move(neg));
-        out.names.push_back(std::move(name));
+    const std::vector<std::string> names = symmetry_generator_names(flips, swaps);
+    for (std::size_t k = 0; k < set.moves.size(); ++k) {
+        std::vector<int> code(out.theta.size());
+        std::iota(code.begin(), code.end(), 1);
+        for (const auto& e : set.moves[k].entries) code[at(local(e.to))] = (e.negate ? -1 : 1) * (local(e.from) + 1);
+        out.inverse_moves.push_back(invert_code(code));
+        out.moves.push_back(std::move(code));
+        out.names.push_back(move_name(set.words[k], names));
     }
     out.inverse_labelings = inverse_labelings(exact, out.theta);
     merge_conjugate_copies(out);
@@ -197,15 +221,16 @@ CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const F
     const Eigen::Index rows = chains.empty() ? 0 : chains.front().rows();
     const auto nchains = static_cast<Eigen::Index>(chains.size());
     CopyAssignment out{Eigen::MatrixXi::Zero(rows, nchains), Eigen::MatrixXi::Zero(rows, nchains)};
-    if (rows == 0 || copies.negated.empty()) return out;
+    if (rows == 0 || copies.moves.empty()) return out;
     // Copy k (1-based) is in mode mode_of[k] (0: the major one).
-    std::vector<int> mode_of(copies.negated.size() + 1, 0);
+    std::vector<int> mode_of(copies.moves.size() + 1, 0);
     for (std::size_t o = 0; o < copies.modes.size(); ++o)
         for (int k : copies.modes[o]) mode_of[at(k + 1)] = static_cast<int>(o) + 1;
     const std::vector<int> cls = column_classes(copies);
     // Start: the coordinate-wise median of every draw, unit scales. Chains may sit in different
     // exact labelings (unrelabelled draws), where the median of all would lie between them:
-    // then the first chain's (a chain keeps its labeling; the jumps change only flips).
+    // then the first chain's (a chain keeps its exact labeling; the jumps move it only between
+    // the approximate symmetries' copies).
     Eigen::VectorXd centre(m), inv_var = Eigen::VectorXd::Ones(m);
     const Eigen::Index median_of = copies.inverse_labelings.size() > 1 ? 1 : nchains;
     std::vector<double> column(at(rows * median_of));
@@ -216,26 +241,26 @@ CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const F
         std::nth_element(column.begin(), mid, column.end());
         centre[j] = *mid;
     }
-    Eigen::VectorXd x(m), y(m), x0(m);
-    DistanceScratch scratch(m);
+    Eigen::VectorXd x(m), y(m), x0(m), folded(m);
     // Two passes: assign, then re-centre and re-scale on the folded draws, then assign again.
     for (int pass = 0; pass < 2; ++pass) {
         Eigen::VectorXd sum = Eigen::VectorXd::Zero(m), sum2 = Eigen::VectorXd::Zero(m);
+        CopyImages images = copy_images(copies, centre);
         for (Eigen::Index c = 0; c < nchains; ++c)
             for (Eigen::Index i = 0; i < rows; ++i) {
                 x = chains[at(c)].row(i).transpose();
-                const auto [k, h] = nearest_labeled_copy(x, copies, centre, inv_var, y, x0, scratch);
+                const auto [k, h] = nearest_labeled_copy(x, copies, centre, inv_var, y, x0, images);
                 out.mode(i, c) = mode_of[at(k)];
                 out.labeling(i, c) = h;
-                fold(x0, copies, k);
-                sum += x0;
-                sum2 += x0.cwiseProduct(x0);
+                fold(x0, copies, k, folded);
+                sum += folded;
+                sum2 += folded.cwiseProduct(folded);
             }
         if (pass == 1) break;
         const double n = static_cast<double>(rows * nchains);
         centre = sum / n;
         Eigen::VectorXd var = (sum2 / n - centre.cwiseProduct(centre)).cwiseMax(1e-12);
-        // Equal scales on the columns a labeling exchanges, so that it preserves the distance.
+        // Equal scales on the columns a labeling or a move exchanges, so that it preserves the distance.
         Eigen::VectorXd class_sum = Eigen::VectorXd::Zero(m), class_n = Eigen::VectorXd::Zero(m);
         for (Eigen::Index j = 0; j < m; ++j) {
             class_sum[cls[at(j)]] += var[j];
@@ -249,7 +274,7 @@ CopyAssignment assign_copies(const std::vector<Eigen::MatrixXd>& chains, const F
 
 std::vector<ModeMass> mode_masses_from(const CopyAssignment& copy, const FlipCopies& copies) {
     std::vector<ModeMass> out;
-    if (copy.mode.size() == 0 || copies.negated.empty()) return out;
+    if (copy.mode.size() == 0 || copies.moves.empty()) return out;
     Eigen::MatrixXd indicator(copy.mode.rows(), copy.mode.cols());
     for (std::size_t o = 0; o < copies.modes.size(); ++o) {
         indicator = (copy.mode.array() == static_cast<int>(o) + 1).cast<double>();
@@ -266,7 +291,7 @@ std::vector<ModeMass> mode_masses_from(const CopyAssignment& copy, const FlipCop
 }
 
 std::vector<ModeMass> mode_masses(const std::vector<Eigen::MatrixXd>& chains, const FlipCopies& copies) {
-    if (chains.empty() || copies.negated.empty() || chains.front().rows() == 0) return {};
+    if (chains.empty() || copies.moves.empty() || chains.front().rows() == 0) return {};
     return mode_masses_from(assign_copies(chains, copies), copies);
 }
 
@@ -279,7 +304,7 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
 void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copies, const CopyAssignment& copy,
                            const std::function<Eigen::VectorXd(std::size_t chain, Eigen::Index draw)>& theta_of,
                            const std::function<LogDensity()>& make_density, int threads, Eigen::Index max_evaluations) {
-    const std::size_t K = copies.negated.size();
+    const std::size_t K = copies.moves.size();
     if (!copies.closed || K == 0 || masses.size() != copies.modes.size() || copy.mode.size() == 0) return;
     const Eigen::Index max_draws = std::max<Eigen::Index>(1, max_evaluations / static_cast<Eigen::Index>(K + 1));
     const Eigen::Index chains = copy.mode.cols();
@@ -297,7 +322,7 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
     inference::parallel_chunks(parts, static_cast<std::size_t>(rows * chains), kDrawChunk,
                                [&](std::size_t begin, std::size_t end, std::size_t part) {
         const LogDensity& log_density = density[part];
-        Eigen::VectorXd x(m), y(m);
+        Eigen::VectorXd x(m), y(m), moved;
         for (std::size_t i = begin; i < end; ++i) {
             const auto c = static_cast<Eigen::Index>(i) / rows, t = static_cast<Eigen::Index>(i) % rows;
             if (copy.mode(t * thin, c) != 0) continue;
@@ -309,10 +334,12 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
             }
             const double lp = log_density(theta);
             in0(t, c) = 1;
+            for (Eigen::Index j = 0; j < m; ++j) x[j] = theta[copies.theta[at(j)]];
+            moved = theta;
             for (std::size_t k = 0; k < K; ++k) {
-                for (int j : copies.negated[k]) theta[copies.theta[at(j)]] = -theta[copies.theta[at(j)]];
-                log_r[k](t, c) = log_density(theta) - lp;
-                for (int j : copies.negated[k]) theta[copies.theta[at(j)]] = -theta[copies.theta[at(j)]];
+                apply_code(copies.moves[k], x, y);  // r_k = p(g_k θ) / p(θ)
+                for (Eigen::Index j = 0; j < m; ++j) moved[copies.theta[at(j)]] = y[j];
+                log_r[k](t, c) = log_density(moved) - lp;
             }
         }
     });

@@ -2,22 +2,24 @@
 // jumps"): each draw is assigned to the copy of the major mode it lies nearest, and a copy's
 // mass is the share of draws assigned to it, with its Monte Carlo standard error.
 //
-// The copies are the images g(m) of the major mode m under the flips g the jumps propose (and
-// the identity).
+// The copies are the images g(m) of the major mode m under the moves g the jumps propose
+// (flips, exchanges and their products; and the identity).
 
 // A second estimate needs no draw to reach a copy: importance sampling from the major copy
 // (add_importance_masses). With R_0 the region of draws assigned to the major copy and g_k the
-// flip onto copy k, g_k is its own inverse, preserves volume and maps R_0 onto R_k (the
-// assignment below is by distance, which the flips preserve, to a set of copies the flips
-// permute), so
+// move onto copy k, g_k preserves volume and maps R_0 onto R_k (the assignment below is by
+// distance, which the moves preserve, to a set of copies the moves permute: the whole group
+// they generate), so
 //     P(R_k) = ∫_{R_0} p(g_k θ) dθ,   P(R_k) / P(R_0) = E[r_k(θ) | θ ∈ R_0],   r_k = p(g_k θ) / p(θ),
 // and P(R_k) = ρ_k / (1 + Σ_j ρ_j) with ρ_k that ratio. Each ρ_k is a ratio of means over the
 // chains' draws (of 1_{R_0} r_k and of 1_{R_0}); its Monte Carlo error is the delta method's,
 // mcse(1_{R_0} (r_k − ρ_k)) / mean(1_{R_0}), with the chains' autocorrelation. Where a copy is
 // wider than the major one the ratios' tail is heavy and the estimate unreliable: their Pareto
-// k̂ is reported (above 0.7, PSIS's threshold, do not trust it). m is found from the draws: the coordinate-wise median (the major copy holds
-// most draws), then the mean of the draws each folded back by its copy's flip. Distances are
-// scaled by the folded draws' sds, so a weight near 0 in both copies decides nothing.
+// k̂ is reported (above 0.7, PSIS's threshold, do not trust it). m is found from the draws:
+// the coordinate-wise median (the major copy holds most draws), then the mean of the draws each
+// folded back by its copy's inverse move. Distances are scaled by the folded draws' sds (equal
+// on the columns a move exchanges, so that the moves preserve them), so a weight near 0 in
+// both copies decides nothing.
 #pragma once
 
 #include "lang/approximate_symmetry.hpp"
@@ -33,7 +35,9 @@
 namespace vbn {
 
 struct ModeMass {
-    std::string flip;  // which nodes are flipped in this copy: "d1", "d1 + d2", "d1 or d2" (above)
+    // Which nodes are flipped or exchanged in this copy: "d1", "d1 + d2", "d1 <-> d2",
+    // "d1 or d2" (below).
+    std::string flip;
     double mass = 0;   // share of the draws, all chains
     double mcse = 0;   // its Monte Carlo standard error (R's posterior::mcse_mean of the indicator)
     // By importance sampling from the major copy (see above); NaN where not computed (the jumps
@@ -43,33 +47,40 @@ struct ModeMass {
     double importance_khat = std::numeric_limits<double>::quiet_NaN();  // Pareto k̂ of the ratios r_k
 };
 
-// The copies other than the major one: each the columns (of the involved coordinates) it
-// negates and its name, in the order the jumps enumerate them (inference/symmetry_jump.hpp).
+// The copies other than the major one: each the move onto it (on the involved coordinates) and
+// its name, in the order the jumps enumerate them (inference/symmetry_jump.hpp).
 //
 // Where the model also has exact symmetries (an exchange of hidden nodes, runtime/report/
 // relabel.hpp), an exact labeling h maps copy g(m) onto h g(m) = (h g h⁻¹)(h m): a copy of the
-// equivalent mode h m, under the conjugate flip. Copies that conjugation exchanges are then
+// equivalent mode h m, under the conjugate move. Copies that conjugation exchanges are then
 // one mode up to labeling, and which of them a draw lands in depends on the labeling it was
 // drawn (or relabelled) in: they are reported as one mode, "d1 or d2", whose mass is the sum.
-// The assignment then compares each draw with every copy h g(m) (labelings and flips), so it
+// The assignment then compares each draw with every copy h g(m) (labelings and moves), so it
 // does not depend on the labeling the draws are in.
 struct FlipCopies {
-    // The coordinates of θ any flip negates or an exact labeling moves, sorted: the columns below.
+    // The coordinates of θ any move changes or an exact labeling moves, sorted: the columns below.
     std::vector<int> theta;
-    std::vector<std::vector<int>> negated;  // per copy, indices into `theta`
-    std::vector<std::string> names;         // per copy
-    bool closed = true;  // every product of the flips is listed (false: the generators alone)
-    // The exact labelings on those columns, the identity first, each given by its inverse:
-    // (h⁻¹ x)_j = ±x_q for code[j] = ±(q + 1). The identity alone without exact symmetry.
+    // Per copy, its move g and g⁻¹ on those columns, as codes: (g x)_j = ±x_q for
+    // code[j] = ±(q + 1) (as the labelings' below and relabel.hpp's).
+    std::vector<std::vector<int>> moves, inverse_moves;
+    std::vector<std::string> names;  // per copy
+    bool closed = true;  // the moves are the group they generate (false: the generators alone)
+    // The exact labelings on those columns, the identity first, each given by its inverse
+    // h⁻¹ as a code. The identity alone without exact symmetry.
     std::vector<std::vector<int>> inverse_labelings;
     // The modes reported: each the copies conjugation by the labelings exchanges (indices into
-    // `negated`, ascending), in the order of their first copy; a copy alone without exact symmetry.
+    // `moves`, ascending), in the order of their first copy; a copy alone without exact symmetry.
     std::vector<std::vector<int>> modes;
     std::vector<std::string> mode_names;    // the copies' names joined: "d1 or d2"
 };
 // `exact`: the model's exact labelings on θ's layout (labeling_group with the identity order),
-// or null; copies are merged into modes only when the flips are closed (every product listed).
-FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact = nullptr);
+// or null; copies are merged into modes only when the moves are closed (the whole group).
+FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const std::vector<lang::ApproximateSwap>& swaps,
+                       const LabelingGroup* exact);
+inline FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact = nullptr) {
+    return flip_copies(flips, {}, exact);
+}
+
 
 // Where each draw lies: the mode (0: the major one, k: copies.modes[k − 1]) of the copy h g(m)
 // nearest it, and the labeling h (an index into copies.inverse_labelings), draws × chains.

@@ -12,6 +12,7 @@
 #include "runtime/sampling/kernels.hpp"
 #include "runtime/sampling/pmc.hpp"
 #include "runtime/sampling/scale_kernel.hpp"
+#include "runtime/sampling/symmetry_moves.hpp"
 #include "runtime/target/target.hpp"
 
 #include <fmt/format.h>
@@ -456,28 +457,37 @@ std::unique_ptr<inference::Kernel> build_kernel(RunState& run) {
     return std::move(b.kernel);
 }
 
-// Stage 5b: where sign flips of hidden nodes are symmetries of the likelihood that a fixed
-// offset or the prior breaks (lang/approximate_symmetry.hpp), each of the method's steps is
-// followed by a symmetry jump (inference/symmetry_jump.hpp): the flipped copies of a mode are
-// minor modes that a local or independence kernel rarely reaches, and the jump reaches them
-// in one move, accepted by the exact posterior ratio. Not for gibbs, whose state holds the
-// hidden values: its density is the complete-data one, which a flip of θ alone does not map.
+// Stage 5b: where sign flips or exchanges of hidden nodes are symmetries of the likelihood
+// that a fixed offset or the prior breaks (lang/approximate_symmetry.hpp), each of the method's
+// steps is followed by a symmetry jump (inference/symmetry_jump.hpp): the flipped or exchanged
+// copies of a mode are minor modes that a local or independence kernel rarely reaches, and the
+// jump reaches them in one move, accepted by the exact posterior ratio. Not for gibbs, whose
+// state holds the hidden values: its density is the complete-data one, which a move of θ alone
+// does not map.
 std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::unique_ptr<inference::Kernel> kernel) {
     if (run.method->samples_unobserved) return kernel;
     run.r.approximate_flips = lang::find_approximate_flips(run.graph);
-    if (run.r.approximate_flips.empty()) return kernel;
-    std::vector<std::vector<int>> generators;
-    std::string names;
-    for (const auto& f : run.r.approximate_flips) {
-        generators.push_back(f.negated);
-        names += fmt::format("{}{{{}}}", names.empty() ? "" : ", ", f.name);
-    }
-    auto jump = std::make_unique<inference::SymmetryJump>(std::move(kernel), generators);
-    run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose flipping {} with their weights "
-                                      "({} flip{} in all), accepted by the exact posterior ratio, so that the flipped "
-                                      "copies, minor modes the model's offsets or priors do not quite rule out, are "
-                                      "visited in proportion to their mass",
-                                      names, jump->flips().size(), jump->flips().size() == 1 ? "" : "s"));
+    run.r.approximate_swaps = lang::find_approximate_swaps(run.graph);
+    if (!run.r.symmetry_jumps()) return kernel;
+    std::string flips, swaps;
+    for (const auto& f : run.r.approximate_flips) flips += fmt::format("{}{{{}}}", flips.empty() ? "" : ", ", f.name);
+    for (const auto& w : run.r.approximate_swaps) swaps += fmt::format("{}{{{}}}", swaps.empty() ? "" : ", ", w.name);
+    auto jump = std::make_unique<inference::SymmetryJump>(
+        std::move(kernel), symmetry_generators(run.r.approximate_flips, run.r.approximate_swaps));
+    const std::size_t n = jump->moves().size();
+    if (swaps.empty())
+        run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose flipping {} with their weights "
+                                          "({} flip{} in all), accepted by the exact posterior ratio, so that the flipped "
+                                          "copies, minor modes the model's offsets or priors do not quite rule out, are "
+                                          "visited in proportion to their mass",
+                                          flips, n, n == 1 ? "" : "s"));
+    else
+        run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose {}{}exchanging {} with their "
+                                          "weights ({} move{} in all, products included), accepted by the exact posterior "
+                                          "ratio, so that the {} copies, minor modes the model's offsets or priors do not "
+                                          "quite rule out, are visited in proportion to their mass",
+                                          flips.empty() ? "" : "flipping ", flips.empty() ? "" : flips + " or ", swaps, n,
+                                          n == 1 ? "" : "s", flips.empty() ? "exchanged" : "flipped and exchanged"));
     run.r.kernel = jump->name();
     return jump;
 }
@@ -539,7 +549,7 @@ FitResult fit_run(const ir::Graph& graph, const Dataset& data, const FitOptions&
     if (o.on_note)
         for (const auto& n : run.r.notes) o.on_note(n);
     run_all_chains(run, *kernel, inits);
-    if (!run.r.approximate_flips.empty()) run.r.target = std::move(run.target);
+    if (run.r.symmetry_jumps()) run.r.target = std::move(run.target);
     return std::move(run.r);
 }
 

@@ -142,8 +142,11 @@ struct FitResult {
     bool hidden = false;                           // the model has hidden nodes (several modes are likely)
     std::string symmetry;                          // lang::describe_symmetries of the model, "" if none
     std::optional<std::uint64_t> labelings = 1;    // equivalent labelings; empty above 10^18
-    // The flips the symmetry jumps propose (lang/approximate_symmetry.hpp); empty when none ran.
+    // The flips and exchanges the symmetry jumps start from (lang/approximate_symmetry.hpp);
+    // both empty when no jump ran.
     std::vector<lang::ApproximateFlip> approximate_flips;
+    std::vector<lang::ApproximateSwap> approximate_swaps;
+    bool symmetry_jumps() const { return !approximate_flips.empty() || !approximate_swaps.empty(); }
     // The target the chains ran on, kept where the symmetry jumps ran: the summary weighs the
     // flipped copies by importance sampling (runtime/report/mode_masses.hpp). Else null.
     std::shared_ptr<const Target> target;

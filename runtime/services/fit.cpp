@@ -52,7 +52,8 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
 // for each chain the summary kept. The shares of the draws, then the importance estimates
 // from the target the chains ran on.
 void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
-    const FlipCopies copies = flip_copies(run.result.approximate_flips, run.labelings ? &*run.labelings : nullptr);
+    const FlipCopies copies =
+        flip_copies(run.result.approximate_flips, run.result.approximate_swaps, run.labelings ? &*run.labelings : nullptr);
     std::vector<Eigen::MatrixXd> draws, columns;
     for (std::size_t c = 0; c < run.result.chains.size(); ++c) {
         const auto& ch = run.result.chains[c];
@@ -86,7 +87,7 @@ void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen:
 // 2.0-2.6 ms of a 14-18 ms run on examples/paper/multimodal on one thread, which no other
 // phase counted.
 void add_mode_masses(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
-    if (run.result.approximate_flips.empty()) return;
+    if (!run.result.symmetry_jumps()) return;
     const auto started = std::chrono::steady_clock::now();
     mode_masses_of(run, s, full);
     s.facts.phase_seconds.emplace_back("modes", inference::seconds_since(started));
@@ -125,7 +126,7 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     run.result = handed ? vbn::fit(graph, std::move(*handed), settings) : vbn::fit(graph, data, settings);
     run.interrupted = callbacks.interrupted();
     if (settings.keep_draws) run.relabel = relabel_kept(graph, settings.relabel, run.result);
-    if (!run.result.approximate_flips.empty()) {
+    if (run.result.symmetry_jumps()) {
         std::vector<int> identity(static_cast<std::size_t>(graph.dim));
         std::iota(identity.begin(), identity.end(), 0);
         run.labelings = labeling_group(graph, identity);

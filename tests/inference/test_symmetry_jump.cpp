@@ -78,17 +78,31 @@ TEST_CASE("symmetry jump: the acceptance probability is the exact ratio p(g x) /
     CHECK(static_cast<double>(accepted) / tries == doctest::Approx(0.25).epsilon(4 * 0.003 / 0.25));
 }
 
+namespace {
+
+std::vector<std::vector<int>> negated_sets(const SymmetryJump& jump) {
+    std::vector<std::vector<int>> out;
+    for (const SignedPermutation& g : jump.moves()) {
+        REQUIRE(g.negation_only());
+        out.push_back(g.support());
+    }
+    return out;
+}
+
+}  // namespace
+
 TEST_CASE("symmetry jump: the flips are every non-empty product of the generators") {
     SymmetryJump two(std::make_unique<Stay>(), {{0, 2}, {2, 3}});
-    CHECK(two.flips() == std::vector<std::vector<int>>{{0, 2}, {2, 3}, {0, 3}});
-    // Generators whose product is the identity leave it out.
+    CHECK(negated_sets(two) == std::vector<std::vector<int>>{{0, 2}, {2, 3}, {0, 3}});
+    // Generators whose product is the identity leave it out, and no move is listed twice (a
+    // move listed twice would be proposed twice as often as its inverse).
     SymmetryJump same(std::make_unique<Stay>(), {{1}, {1}});
-    CHECK(same.flips() == std::vector<std::vector<int>>{{1}, {1}});
+    CHECK(negated_sets(same) == std::vector<std::vector<int>>{{1}});
     std::vector<std::vector<int>> many;
     for (int k = 0; k < 10; ++k) many.push_back({k});
-    CHECK(SymmetryJump(std::make_unique<Stay>(), many).flips().size() == 10);
-    CHECK_THROWS_AS(SymmetryJump(std::make_unique<Stay>(), {{}}), std::invalid_argument);
-    CHECK_THROWS_AS(SymmetryJump(std::make_unique<Stay>(), {}), std::invalid_argument);
+    CHECK(SymmetryJump(std::make_unique<Stay>(), many).moves().size() == 10);
+    CHECK_THROWS_AS(SymmetryJump(std::make_unique<Stay>(), std::vector<std::vector<int>>{{}}), std::invalid_argument);
+    CHECK_THROWS_AS(SymmetryJump(std::make_unique<Stay>(), std::vector<std::vector<int>>{}), std::invalid_argument);
 }
 
 TEST_CASE("symmetry jump after a random walk: the mass of the mirrored minor mode within Monte Carlo error") {
@@ -127,5 +141,85 @@ TEST_CASE("symmetry jump after a random walk: the mass of the mirrored minor mod
         } else {
             CHECK(mass == 0);
         }
+    }
+}
+
+namespace {
+
+// Four modes N(R^k m, s² I), k = 0 … 3, with R the quarter turn (x, y) → (−y, x) and weights
+// w_k: R is a signed permutation that is not its own inverse, so the jump proposes R, R² and
+// R³ (the group it generates) and must still leave the mixture invariant.
+class TurnedModes : public Density {
+public:
+    int dim() const override { return 2; }
+    double log_density(const Eigen::VectorXd& x) override {
+        double top = -1e300, terms[4];
+        Eigen::Vector2d c = m_;
+        for (int k = 0; k < 4; ++k) {
+            terms[k] = std::log(w_[k]) - 0.5 * (x - c).squaredNorm() / (s_ * s_);
+            top = std::max(top, terms[k]);
+            c = Eigen::Vector2d(-c[1], c[0]);
+        }
+        double sum = 0;
+        for (double t : terms) sum += std::exp(t - top);
+        return top + std::log(sum);
+    }
+    double log_density_gradient(const Eigen::VectorXd& x, Eigen::VectorXd& grad) override {
+        grad.setZero(2);
+        return log_density(x);
+    }
+    // Which mode x is nearest: the quadrant of its angle from m's.
+    int mode_of(const Eigen::Vector2d& x) const {
+        int best = 0;
+        double best_d = 1e300;
+        Eigen::Vector2d c = m_;
+        for (int k = 0; k < 4; ++k) {
+            if ((x - c).squaredNorm() < best_d) best_d = (x - c).squaredNorm(), best = k;
+            c = Eigen::Vector2d(-c[1], c[0]);
+        }
+        return best;
+    }
+    Eigen::Vector2d m_{3.0, 1.0};
+    double s_ = 0.4;
+    double w_[4] = {0.5, 0.3, 0.15, 0.05};
+};
+
+}  // namespace
+
+TEST_CASE("symmetry jump with a quarter turn: four modes in proportion to their weights") {
+    TurnedModes p;
+    const SignedPermutation turn = compose(SignedPermutation::negation({0}), SignedPermutation::permutation({1, 0}));
+    {
+        const Eigen::VectorXd x = Eigen::Vector2d(3, 1);
+        Eigen::VectorXd y;
+        turn.apply(x, y);
+        REQUIRE(y.isApprox(Eigen::Vector2d(-1, 3)));
+    }
+    RandomWalk rw(Eigen::MatrixXd::Identity(2, 2) * 0.09);
+    SymmetryJump kernel(rw.clone(), std::vector<SignedPermutation>{turn});
+    REQUIRE(kernel.moves().size() == 3);
+    CHECK(kernel.name().find("3 moves") != std::string::npos);
+    Rng rng(5, 0);
+    State s{Eigen::Vector2d(3, 1), 0};
+    s.lp = p.log_density(s.x);
+    TransitionInfo info;
+    const int batches = 50, per_batch = 2000;
+    Eigen::MatrixXd share(batches, 4);
+    for (int b = 0; b < batches; ++b) {
+        Eigen::Vector4d count = Eigen::Vector4d::Zero();
+        for (int i = 0; i < per_batch; ++i) {
+            kernel.step(s, p, rng, info);
+            count[p.mode_of(s.x)] += 1;
+        }
+        share.row(b) = count.transpose() / per_batch;
+    }
+    for (int k = 0; k < 4; ++k) {
+        const double mass = share.col(k).mean();
+        const double se = std::sqrt((share.col(k).array() - mass).square().sum() / (batches - 1) / batches);
+        CAPTURE(k);
+        CAPTURE(mass);
+        CAPTURE(se);
+        CHECK(std::abs(mass - p.w_[k]) <= 4 * std::max(se, 1e-3));
+        CHECK(se < 0.01);
     }
 }

@@ -115,3 +115,59 @@ TEST_CASE("exact symmetries only: sbn_3x8 has no approximate flip") {
                                  "b ~ normal(0, sqrt(10));\nW ~ normal(0, sqrt(10));\n");
     CHECK(lang::find_approximate_flips(g).empty());
 }
+
+TEST_CASE("exchanges: hidden nodes of the same form whose offsets or priors differ") {
+    // Biases of different priors: exchanging d1 and d2 swaps a and c.
+    const ir::Graph rival = graph_of("node d1 hidden ~ logistic(a);\nnode d2 hidden ~ logistic(c);\n"
+                                     "node s[5] ~ logistic(-1 + 2 * d1 + 2 * d2);\na ~ normal(1, 1);\nc ~ normal(0, 1);\n");
+    const auto swaps = lang::find_approximate_swaps(rival);
+    REQUIRE(swaps.size() == 1);
+    CHECK(swaps[0].name == "d1 <-> d2");
+    const int a = theta_of(rival, "a")[0], c = theta_of(rival, "c")[0];
+    CHECK(swaps[0].perm[static_cast<std::size_t>(a)] == c);
+    CHECK(swaps[0].perm[static_cast<std::size_t>(c)] == a);
+    CHECK(lang::find_approximate_flips(rival).empty());  // the fixed weights pin both flips
+    CHECK(lang::find_symmetries(rival).exchangeable.empty());
+
+    // The same with equal priors is exact (relabelled, not jumped).
+    const ir::Graph twins = graph_of("node d1 hidden ~ logistic(a);\nnode d2 hidden ~ logistic(c);\n"
+                                     "node s[5] ~ logistic(-1 + 2 * d1 + 2 * d2);\na, c ~ normal(0, 1);\n");
+    CHECK(lang::find_approximate_swaps(twins).empty());
+    CHECK(lang::find_symmetries(twins).exchangeable.size() == 1);
+
+    // Prevalences that differ, effects' weights of one prior: exchanging the diseases (u with v)
+    // is approximate, as is flipping each.
+    const ir::Graph diagnosis = graph_of("node d1 hidden ~ bernoulli(0.1);\nnode d2 hidden ~ bernoulli(0.3);\n"
+                                         "node s[6] ~ logistic(b + u * d1 + v * d2);\nb, u, v ~ normal(0, 2.5);\n");
+    const auto ds = lang::find_approximate_swaps(diagnosis);
+    REQUIRE(ds.size() == 1);
+    const std::vector<int> u = theta_of(diagnosis, "u"), v = theta_of(diagnosis, "v");
+    for (std::size_t k = 0; k < u.size(); ++k) {
+        CHECK(ds[0].perm[static_cast<std::size_t>(u[k])] == v[k]);
+        CHECK(ds[0].perm[static_cast<std::size_t>(v[k])] == u[k]);
+    }
+    for (int b : theta_of(diagnosis, "b")) CHECK(ds[0].perm[static_cast<std::size_t>(b)] == b);
+
+    // Not of the same form: different fixed weights, or different children.
+    CHECK(lang::find_approximate_swaps(graph_of("node d1 hidden ~ logistic(a);\nnode d2 hidden ~ logistic(c);\n"
+                                                "node s[5] ~ logistic(-1 + 2 * d1 + 3 * d2);\na, c ~ normal(0, 1);\n"))
+              .empty());
+    CHECK(lang::find_approximate_swaps(graph_of("node d1 hidden ~ bernoulli(0.1);\nnode d2 hidden ~ bernoulli(0.3);\n"
+                                                "node s ~ logistic(u * d1);\nnode t ~ logistic(v * d2);\nu, v ~ normal(0, 1);\n"))
+              .empty());
+
+    // Three of one form, the first two exactly exchangeable: no approximate exchange, since the
+    // exact labelings move h1 and h2 (products of an exchange with h3 would include them).
+    const ir::Graph three = graph_of("node h1 hidden ~ bernoulli(0.5);\nnode h2 hidden ~ bernoulli(0.5);\n"
+                                     "node h3 hidden ~ bernoulli(0.2);\n"
+                                     "node y[4] ~ logistic(b + p * h1 + q * h2 + r * h3);\nb, p, q, r ~ normal(0, 1);\n");
+    CHECK(lang::find_approximate_swaps(three).empty());
+    // Three of one form, all prevalences different: the neighbours' exchanges.
+    const ir::Graph rivals = graph_of("node h1 hidden ~ bernoulli(0.6);\nnode h2 hidden ~ bernoulli(0.4);\n"
+                                      "node h3 hidden ~ bernoulli(0.2);\n"
+                                      "node y[4] ~ logistic(b + p * h1 + q * h2 + r * h3);\nb, p, q, r ~ normal(0, 1);\n");
+    const auto rs = lang::find_approximate_swaps(rivals);
+    REQUIRE(rs.size() == 2);
+    CHECK(rs[0].name == "h1 <-> h2");
+    CHECK(rs[1].name == "h2 <-> h3");
+}

@@ -27,6 +27,14 @@ int check(const CheckArgs& args, std::ostream& out, std::ostream& err) {
                                "symmetry jumps\n",
                                names);
         }
+        const auto swaps = lang::find_approximate_swaps(g);
+        if (!swaps.empty()) {
+            std::string names;
+            for (const auto& w : swaps) names += fmt::format("{}{{{}}}", names.empty() ? "" : ", ", w.name);
+            out << fmt::format("\napproximate symmetries: exchanging {} with their weights changes only a fixed offset or "
+                               "a prior: the exchanged copies are minor modes, which fit visits by symmetry jumps\n",
+                               names);
+        }
         if (args.dot) {
             write_text_file(*args.dot, lang::to_dot(g), "DOT file");
             out << fmt::format("\nwrote {}\n", *args.dot);
