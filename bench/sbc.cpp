@@ -4,7 +4,9 @@
 // (bench/models/sbc_occupancy.vbn), the same with shared detection weights
 // (bench/models/sbc_occupancy_tied.vbn), on six groups whose intercepts share a learned
 // prior scale (bench/models/sbc_multilevel.vbn) and on a latent class whose items'
-// intercepts do (bench/models/sbc_latent_hier.vbn): rank histograms and chi-square p-values.
+// intercepts do (bench/models/sbc_latent_hier.vbn), and on two models whose exchanges of
+// hidden nodes are approximate symmetries (bench/models/sbc_rivals.vbn,
+// sbc_two_diseases.vbn): rank histograms and chi-square p-values.
 //
 //   build/bench/sbc [--replications 200] [--methods varmh,varblock,...] [--models observed,...] [--seed 1]
 //                   [--thin 10] [--max-draws N]
@@ -59,7 +61,9 @@ int main(int argc, char** argv) {
                                   {"occupancy", "bench/models/sbc_occupancy.vbn", 50},
                                   {"occupancy_tied", "bench/models/sbc_occupancy_tied.vbn", 50},
                                   {"multilevel", "bench/models/sbc_multilevel.vbn", 40},
-                                  {"latent_hier", "bench/models/sbc_latent_hier.vbn", 100}};
+                                  {"latent_hier", "bench/models/sbc_latent_hier.vbn", 100},
+                                  {"rivals", "bench/models/sbc_rivals.vbn", 300},
+                                  {"two_diseases", "bench/models/sbc_two_diseases.vbn", 60}};
     fmt::print("{:<14} {:<9} {:<5} {:>7} {:>8} {:>6}  histogram (10 bins of ranks 0..99)\n", "model", "method", "param", "chi2",
                "p", "secs");
     for (const Case& c : cases) {
