@@ -475,6 +475,7 @@ std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::uniqu
     auto jump = std::make_unique<inference::SymmetryJump>(
         std::move(kernel), symmetry_generators(run.r.approximate_flips, run.r.approximate_swaps));
     const std::size_t n = jump->moves().size();
+    const std::size_t generators = run.r.approximate_flips.size() + run.r.approximate_swaps.size();
     if (swaps.empty())
         run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose flipping {} with their weights "
                                           "({} flip{} in all), accepted by the exact posterior ratio, so that the flipped "
@@ -483,11 +484,12 @@ std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::uniqu
                                           flips, n, n == 1 ? "" : "s"));
     else
         run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose {}{}exchanging {} with their "
-                                          "weights ({} move{} in all, products included), accepted by the exact posterior "
+                                          "weights ({} move{} in all{}), accepted by the exact posterior "
                                           "ratio, so that the {} copies, minor modes the model's offsets or priors do not "
                                           "quite rule out, are visited in proportion to their mass",
                                           flips.empty() ? "" : "flipping ", flips.empty() ? "" : flips + " or ", swaps, n,
-                                          n == 1 ? "" : "s", flips.empty() ? "exchanged" : "flipped and exchanged"));
+                                          n == 1 ? "" : "s", n > generators ? ", products included" : "",
+                                          flips.empty() ? "exchanged" : "flipped and exchanged"));
     run.r.kernel = jump->name();
     return jump;
 }
