@@ -137,14 +137,15 @@ std::vector<ApproximateFlip> find_approximate_flips(const ir::Graph& g) {
 
 std::vector<ApproximateSwap> find_approximate_swaps(const ir::Graph& g) {
     const int n = static_cast<int>(g.elements.size());
-    // Nodes an exact symmetry moves are left out: with them, products of the exchanges would
-    // include exact labelings and miss copies that only the labelings reach, and the jumps and
-    // the report assume the two groups act apart.
+    // Nodes an exact symmetry moves are left out where its labelings are too many for the
+    // jumps and the report to take them along (runtime/sampling/symmetry_moves.hpp).
     const Symmetries exact = find_symmetries(g);
     std::vector<bool> labelled(at(n), false);
-    for (int e : exact.flips) labelled[at(e)] = true;
-    for (const auto& cls : exact.exchangeable)
-        for (int e : cls) labelled[at(e)] = true;
+    if (!exact.labelings || *exact.labelings > max_labelings_with_exchanges) {
+        for (int e : exact.flips) labelled[at(e)] = true;
+        for (const auto& cls : exact.exchangeable)
+            for (int e : cls) labelled[at(e)] = true;
+    }
     std::vector<int> hidden;
     for (int e = 0; e < n; ++e)
         if (hidden_binary(g, e) && !labelled[at(e)]) hidden.push_back(e);
@@ -167,6 +168,7 @@ std::vector<ApproximateSwap> find_approximate_swaps(const ir::Graph& g) {
             }
         for (std::size_t k = 0; k + 1 < cls.size(); ++k) {
             const int i = cls[k], j = cls[k + 1];
+            if (!swap_permutation(g, i, j).empty()) continue;  // exact: a labeling
             ApproximateSwap s{i, j, structural_swap_permutation(g, i, j), {}};
             s.name = g.elements[at(i)].name + " <-> " + g.elements[at(j)].name;
             out.push_back(std::move(s));

@@ -25,6 +25,7 @@
 
 #include "lang/ir.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,11 @@ struct ApproximateSwap {
     std::string name;           // "d1 <-> d2"
 };
 
-// Exchanges that are not exact: hidden elements of the same form that no exact symmetry moves
-// (lang/symmetry.hpp: neither an exact flip nor in an exchangeable class) fall into classes, in
-// element order; within each, the pairs of neighbours, which generate every permutation of it.
+// Exchanges that are not exact: hidden elements of the same form fall into classes, in element
+// order; within each, the pairs of neighbours whose exchange is not exact, which with the exact
+// ones generate every permutation of it. Where the model has more than
+// max_labelings_with_exchanges exact labelings, the nodes they move are left out.
+constexpr std::uint64_t max_labelings_with_exchanges = 256;
 std::vector<ApproximateSwap> find_approximate_swaps(const ir::Graph& graph);
 
 // "d1" or "h1, h2, h3 and 17 more" (the elements of the flip).

@@ -184,13 +184,70 @@ std::string move_name(const std::vector<int>& word, const std::vector<std::strin
     return out;
 }
 
+// The least of h g over the labelings h (codes on the copies' columns): one key per right
+// coset H g.
+std::vector<int> coset_key(const std::vector<std::vector<int>>& labelings, const std::vector<int>& g) {
+    std::vector<int> best = compose_codes(labelings.front(), g);
+    for (std::size_t h = 1; h < labelings.size(); ++h) best = std::min(best, compose_codes(labelings[h], g));
+    return best;
+}
+
+// Keeps one move per right coset H g (H left out) and groups them by double coset H g H, the
+// keys of g h over h: replaces the moves, names and modes that flip_copies listed.
+void keep_cosets(FlipCopies& out) {
+    const auto& H = out.inverse_labelings;  // as a set, H itself (closed under inverses)
+    std::vector<int> ident(out.theta.size());
+    std::iota(ident.begin(), ident.end(), 1);
+    std::map<std::vector<int>, int> copy_of{{coset_key(H, ident), -1}};
+    FlipCopies kept = out;
+    kept.moves.clear(), kept.inverse_moves.clear(), kept.names.clear(), kept.modes.clear(), kept.mode_names.clear();
+    for (std::size_t k = 0; k < out.moves.size(); ++k) {
+        const auto [it, fresh] = copy_of.emplace(coset_key(H, out.moves[k]), static_cast<int>(kept.moves.size()));
+        if (!fresh) continue;
+        kept.moves.push_back(out.moves[k]);
+        kept.inverse_moves.push_back(out.inverse_moves[k]);
+        kept.names.push_back(out.names[k]);
+    }
+    std::vector<int> mode_of(kept.moves.size(), -1);
+    for (std::size_t k = 0; k < kept.moves.size(); ++k) {
+        if (mode_of[k] >= 0) continue;
+        mode_of[k] = static_cast<int>(kept.modes.size());
+        std::vector<int> members{static_cast<int>(k)};
+        for (const auto& h : H) {
+            const int c = copy_of.at(coset_key(H, compose_codes(kept.moves[k], h)));
+            if (c < 0 || mode_of[at(c)] >= 0) continue;
+            mode_of[at(c)] = mode_of[k];
+            members.push_back(c);
+        }
+        std::sort(members.begin(), members.end());
+        std::string name;
+        for (int c : members) name += (name.empty() ? "" : " or ") + kept.names[at(c)];
+        kept.modes.push_back(std::move(members));
+        kept.mode_names.push_back(std::move(name));
+    }
+    out = std::move(kept);
+}
+
 }  // namespace
 
 FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const std::vector<lang::ApproximateSwap>& swaps,
-                       const LabelingGroup* exact) {
+                       const LabelingGroup* exact, const std::vector<inference::SignedPermutation>& exact_moves,
+                       const std::vector<std::string>& exact_names) {
     FlipCopies out;
     // The same set the jumps propose (inference/symmetry_jump.hpp).
-    const inference::MoveSet set = inference::move_set(symmetry_generators(flips, swaps), inference::max_enumerated_flips);
+    std::vector<inference::SignedPermutation> generators = symmetry_generators(flips, swaps);
+    std::vector<std::string> names = symmetry_generator_names(flips, swaps);
+    inference::MoveSet set = inference::move_set(generators, inference::max_enumerated_flips);
+    bool cosets = false;
+    if (!exact_moves.empty() && exact && exact->size() > 1) {
+        generators.insert(generators.end(), exact_moves.begin(), exact_moves.end());
+        names.insert(names.end(), exact_names.begin(), exact_names.end());
+        inference::MoveSet all = inference::move_set(generators, inference::max_enumerated_flips);
+        if (all.closed) {
+            set = std::move(all);
+            cosets = true;
+        }
+    }
     for (const auto& g : set.moves)
         for (const auto& e : g.entries) out.theta.insert(out.theta.end(), {e.to, e.from});
     out.closed = set.closed;
@@ -202,7 +259,6 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const st
     std::sort(out.theta.begin(), out.theta.end());
     out.theta.erase(std::unique(out.theta.begin(), out.theta.end()), out.theta.end());
     auto local = [&](int k) { return static_cast<int>(std::lower_bound(out.theta.begin(), out.theta.end(), k) - out.theta.begin()); };
-    const std::vector<std::string> names = symmetry_generator_names(flips, swaps);
     for (std::size_t k = 0; k < set.moves.size(); ++k) {
         std::vector<int> code(out.theta.size());
         std::iota(code.begin(), code.end(), 1);
@@ -212,7 +268,8 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const st
         out.names.push_back(move_name(set.words[k], names));
     }
     out.inverse_labelings = inverse_labelings(exact, out.theta);
-    merge_conjugate_copies(out);
+    if (cosets) keep_cosets(out);
+    else merge_conjugate_copies(out);
     return out;
 }
 

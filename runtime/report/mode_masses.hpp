@@ -22,6 +22,7 @@
 // both copies decides nothing.
 #pragma once
 
+#include "inference/signed_permutation.hpp"
 #include "lang/approximate_symmetry.hpp"
 #include "runtime/report/relabel.hpp"
 
@@ -75,8 +76,16 @@ struct FlipCopies {
 };
 // `exact`: the model's exact labelings on θ's layout (labeling_group with the identity order),
 // or null; copies are merged into modes only when the moves are closed (the whole group).
+//
+// `exact_moves` (with `exact_names`): the exact labelings' generators where the jumps propose
+// them too (FitResult::exact_jump_moves). The copies are then the right cosets H g of the
+// exact labelings H in the group G everything generates, one representative each and H
+// itself left out (g m and h g m are one point up to labeling), and a mode is a double coset
+// H g H (the cosets whose names depend on the labeling m was found in). Needs G enumerated
+// and `exact`; else only the approximate moves' group is listed, as without them.
 FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const std::vector<lang::ApproximateSwap>& swaps,
-                       const LabelingGroup* exact);
+                       const LabelingGroup* exact, const std::vector<inference::SignedPermutation>& exact_moves = {},
+                       const std::vector<std::string>& exact_names = {});
 inline FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const LabelingGroup* exact = nullptr) {
     return flip_copies(flips, {}, exact);
 }

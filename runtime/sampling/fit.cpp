@@ -472,10 +472,15 @@ std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::uniqu
     std::string flips, swaps;
     for (const auto& f : run.r.approximate_flips) flips += fmt::format("{}{{{}}}", flips.empty() ? "" : ", ", f.name);
     for (const auto& w : run.r.approximate_swaps) swaps += fmt::format("{}{{{}}}", swaps.empty() ? "" : ", ", w.name);
-    auto jump = std::make_unique<inference::SymmetryJump>(
-        std::move(kernel), symmetry_generators(run.r.approximate_flips, run.r.approximate_swaps));
+    std::vector<inference::SignedPermutation> generators = symmetry_generators(run.r.approximate_flips, run.r.approximate_swaps);
+    if (!run.r.approximate_swaps.empty())
+        if (NamedMoves exact = exact_generators(run.graph); !exact.moves.empty() && !normalizes(exact.moves, generators)) {
+            generators.insert(generators.end(), exact.moves.begin(), exact.moves.end());
+            run.r.exact_jump_moves = std::move(exact.moves);
+            run.r.exact_jump_names = std::move(exact.names);
+        }
+    auto jump = std::make_unique<inference::SymmetryJump>(std::move(kernel), generators);
     const std::size_t n = jump->moves().size();
-    const std::size_t generators = run.r.approximate_flips.size() + run.r.approximate_swaps.size();
     if (swaps.empty())
         run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose flipping {} with their weights "
                                           "({} flip{} in all), accepted by the exact posterior ratio, so that the flipped "
@@ -484,11 +489,13 @@ std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::uniqu
                                           flips, n, n == 1 ? "" : "s"));
     else
         run.r.notes.push_back(fmt::format("symmetry jumps: after each step the chains propose {}{}exchanging {} with their "
-                                          "weights ({} move{} in all{}), accepted by the exact posterior "
+                                          "weights ({} move{} in all{}{}), accepted by the exact posterior "
                                           "ratio, so that the {} copies, minor modes the model's offsets or priors do not "
                                           "quite rule out, are visited in proportion to their mass",
                                           flips.empty() ? "" : "flipping ", flips.empty() ? "" : flips + " or ", swaps, n,
-                                          n == 1 ? "" : "s", n > generators ? ", products included" : "",
+                                          n == 1 ? "" : "s",
+                                          run.r.exact_jump_moves.empty() ? "" : ", with the exact labelings' generators",
+                                          n > generators.size() ? ", products included" : "",
                                           flips.empty() ? "exchanged" : "flipped and exchanged"));
     run.r.kernel = jump->name();
     return jump;

@@ -9,6 +9,7 @@
 
 #include "inference/block_mh.hpp"
 #include "inference/chains.hpp"
+#include "inference/signed_permutation.hpp"
 #include "lang/approximate_symmetry.hpp"
 #include "lang/ir.hpp"
 #include "runtime/data/dataset.hpp"
@@ -147,6 +148,10 @@ struct FitResult {
     std::vector<lang::ApproximateFlip> approximate_flips;
     std::vector<lang::ApproximateSwap> approximate_swaps;
     bool symmetry_jumps() const { return !approximate_flips.empty() || !approximate_swaps.empty(); }
+    // The exact labelings' generators the jumps also propose, where the exchanges involve nodes
+    // the labelings move (runtime/sampling/symmetry_moves.hpp); else empty.
+    std::vector<inference::SignedPermutation> exact_jump_moves;
+    std::vector<std::string> exact_jump_names;
     // The target the chains ran on, kept where the symmetry jumps ran: the summary weighs the
     // flipped copies by importance sampling (runtime/report/mode_masses.hpp). Else null.
     std::shared_ptr<const Target> target;

@@ -53,7 +53,8 @@ inference::ChainCallbacks chain_callbacks(const ir::Graph& graph, const FitOptio
 // from the target the chains ran on.
 void mode_masses_of(const FitRun& run, FitSummary& s, const std::function<Eigen::MatrixXd(std::size_t c)>& full) {
     const FlipCopies copies =
-        flip_copies(run.result.approximate_flips, run.result.approximate_swaps, run.labelings ? &*run.labelings : nullptr);
+        flip_copies(run.result.approximate_flips, run.result.approximate_swaps, run.labelings ? &*run.labelings : nullptr,
+                    run.result.exact_jump_moves, run.result.exact_jump_names);
     std::vector<Eigen::MatrixXd> draws, columns;
     for (std::size_t c = 0; c < run.result.chains.size(); ++c) {
         const auto& ch = run.result.chains[c];
