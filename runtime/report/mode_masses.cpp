@@ -246,6 +246,11 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const st
         if (all.closed) {
             set = std::move(all);
             cosets = true;
+        } else {
+            // The approximate moves' group alone may hold exact labelings (whose "copies" are
+            // the major mode) and misses the copies only a labeling reaches: shares only, copy
+            // by copy, no importance estimate and no merging.
+            set.closed = false;
         }
     }
     for (const auto& g : set.moves)
