@@ -1,5 +1,7 @@
 #include "runtime/report/mode_masses.hpp"
 
+#include "runtime/report/code.hpp"
+
 #include "inference/diagnostics.hpp"
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
@@ -18,34 +20,6 @@ namespace {
 
 std::size_t at(Eigen::Index i) { return static_cast<std::size_t>(i); }
 
-// out = g x for a code (FlipCopies::moves, inverse_labelings): (g x)_j = ±x_q, code[j] = ±(q + 1).
-void apply_code(const std::vector<int>& code, const Eigen::VectorXd& x, Eigen::VectorXd& out) {
-    for (std::size_t j = 0; j < code.size(); ++j) {
-        const int c = code[j];
-        out[static_cast<Eigen::Index>(j)] = c > 0 ? x[c - 1] : -x[-c - 1];
-    }
-}
-
-// a b as a code: (a b x)_j = s_a(j) (b x)_q with q = |a_j| − 1.
-std::vector<int> compose_codes(const std::vector<int>& a, const std::vector<int>& b) {
-    std::vector<int> out(a.size());
-    for (std::size_t j = 0; j < a.size(); ++j) {
-        const int inner = b[at(std::abs(a[j]) - 1)];
-        out[j] = (a[j] > 0) == (inner > 0) ? std::abs(inner) : -std::abs(inner);
-    }
-    return out;
-}
-
-// g⁻¹: (g x)_j = s x_q ⇔ x_q = s (g x)_j.
-std::vector<int> invert_code(const std::vector<int>& code) {
-    std::vector<int> out(code.size());
-    for (std::size_t j = 0; j < code.size(); ++j) {
-        const int q = std::abs(code[j]) - 1;
-        out[at(q)] = code[j] > 0 ? static_cast<int>(j) + 1 : -(static_cast<int>(j) + 1);
-    }
-    return out;
-}
-
 // The images g_k(centre) of the centre under every copy's move, one per column, and scratch
 // for a draw's distances: the assignment visits every draw once per labeling, twice over.
 struct CopyImages {
@@ -56,7 +30,7 @@ struct CopyImages {
 CopyImages copy_images(const FlipCopies& copies, const Eigen::VectorXd& centre) {
     CopyImages c{Eigen::MatrixXd(centre.size(), static_cast<Eigen::Index>(copies.moves.size())), Eigen::VectorXd(centre.size())};
     for (std::size_t k = 0; k < copies.moves.size(); ++k) {
-        apply_code(copies.moves[k], centre, c.scratch);
+        code::apply(copies.moves[k], centre, c.scratch);
         c.image.col(static_cast<Eigen::Index>(k)) = c.scratch;
     }
     return c;
@@ -84,7 +58,7 @@ int nearest_copy(const Eigen::VectorXd& x, const Eigen::VectorXd& centre, const 
 // x folded back into the major copy: copy k's move undone (`out` distinct from x).
 void fold(const Eigen::VectorXd& x, const FlipCopies& copies, int copy, Eigen::VectorXd& out) {
     if (copy == 0) out = x;
-    else apply_code(copies.inverse_moves[at(copy - 1)], x, out);
+    else code::apply(copies.inverse_moves[at(copy - 1)], x, out);
 }
 
 // The copy h g(centre) nearest x over every labeling h and copy g: h preserves the scaled
@@ -97,7 +71,7 @@ std::pair<int, int> nearest_labeled_copy(const Eigen::VectorXd& x, const FlipCop
     std::pair<int, int> best{0, 0};
     double best_d = std::numeric_limits<double>::infinity();
     for (std::size_t h = 0; h < copies.inverse_labelings.size(); ++h) {
-        apply_code(copies.inverse_labelings[h], x, y);
+        code::apply(copies.inverse_labelings[h], x, y);
         double d = 0;
         const int k = nearest_copy(y, centre, inv_var, c, &d);
         if (d < best_d) {  // ties to the lowest labeling, the identity first
@@ -132,9 +106,7 @@ std::vector<int> column_classes(const FlipCopies& copies) {
 // The labelings of `exact` on the columns `theta` (each inverted), the identity first.
 std::vector<std::vector<int>> inverse_labelings(const LabelingGroup* exact, const std::vector<int>& theta) {
     const auto m = theta.size();
-    std::vector<int> ident(m);
-    std::iota(ident.begin(), ident.end(), 1);
-    std::vector<std::vector<int>> out{ident};
+    std::vector<std::vector<int>> out{code::identity(static_cast<int>(m))};
     if (!exact) return out;
     const auto local = [&](int t) { return static_cast<int>(std::lower_bound(theta.begin(), theta.end(), t) - theta.begin()); };
     for (std::size_t e = 1; e < exact->size(); ++e) {
@@ -162,7 +134,7 @@ void merge_conjugate_copies(FlipCopies& out) {
         std::vector<int> members{static_cast<int>(k)};
         for (std::size_t h = 1; h < out.inverse_labelings.size(); ++h) {
             const std::vector<int>& h_inv = out.inverse_labelings[h];
-            const std::vector<int> conj = compose_codes(invert_code(h_inv), compose_codes(out.moves[k], h_inv));
+            const std::vector<int> conj = code::compose(code::inverse(h_inv), code::compose(out.moves[k], h_inv));
             const auto it = index.find(conj);
             if (it == index.end() || mode_of[at(it->second)] >= 0) continue;
             mode_of[at(it->second)] = mode_of[k];
@@ -187,8 +159,8 @@ std::string move_name(const std::vector<int>& word, const std::vector<std::strin
 // The least of h g over the labelings h (codes on the copies' columns): one key per right
 // coset H g.
 std::vector<int> coset_key(const std::vector<std::vector<int>>& labelings, const std::vector<int>& g) {
-    std::vector<int> best = compose_codes(labelings.front(), g);
-    for (std::size_t h = 1; h < labelings.size(); ++h) best = std::min(best, compose_codes(labelings[h], g));
+    std::vector<int> best = code::compose(labelings.front(), g);
+    for (std::size_t h = 1; h < labelings.size(); ++h) best = std::min(best, code::compose(labelings[h], g));
     return best;
 }
 
@@ -196,9 +168,7 @@ std::vector<int> coset_key(const std::vector<std::vector<int>>& labelings, const
 // keys of g h over h: replaces the moves, names and modes that flip_copies listed.
 void keep_cosets(FlipCopies& out) {
     const auto& H = out.inverse_labelings;  // as a set, H itself (closed under inverses)
-    std::vector<int> ident(out.theta.size());
-    std::iota(ident.begin(), ident.end(), 1);
-    std::map<std::vector<int>, int> copy_of{{coset_key(H, ident), -1}};
+    std::map<std::vector<int>, int> copy_of{{coset_key(H, code::identity(static_cast<int>(out.theta.size()))), -1}};
     FlipCopies kept = out;
     kept.moves.clear(), kept.inverse_moves.clear(), kept.names.clear(), kept.modes.clear(), kept.mode_names.clear();
     for (std::size_t k = 0; k < out.moves.size(); ++k) {
@@ -214,7 +184,7 @@ void keep_cosets(FlipCopies& out) {
         mode_of[k] = static_cast<int>(kept.modes.size());
         std::vector<int> members{static_cast<int>(k)};
         for (const auto& h : H) {
-            const int c = copy_of.at(coset_key(H, compose_codes(kept.moves[k], h)));
+            const int c = copy_of.at(coset_key(H, code::compose(kept.moves[k], h)));
             if (c < 0 || mode_of[at(c)] >= 0) continue;
             mode_of[at(c)] = mode_of[k];
             members.push_back(c);
@@ -265,11 +235,10 @@ FlipCopies flip_copies(const std::vector<lang::ApproximateFlip>& flips, const st
     out.theta.erase(std::unique(out.theta.begin(), out.theta.end()), out.theta.end());
     auto local = [&](int k) { return static_cast<int>(std::lower_bound(out.theta.begin(), out.theta.end(), k) - out.theta.begin()); };
     for (std::size_t k = 0; k < set.moves.size(); ++k) {
-        std::vector<int> code(out.theta.size());
-        std::iota(code.begin(), code.end(), 1);
-        for (const auto& e : set.moves[k].entries) code[at(local(e.to))] = (e.negate ? -1 : 1) * (local(e.from) + 1);
-        out.inverse_moves.push_back(invert_code(code));
-        out.moves.push_back(std::move(code));
+        code::Code move = code::identity(static_cast<int>(out.theta.size()));
+        for (const auto& e : set.moves[k].entries) move[at(local(e.to))] = (e.negate ? -1 : 1) * (local(e.from) + 1);
+        out.inverse_moves.push_back(code::inverse(move));
+        out.moves.push_back(std::move(move));
         out.names.push_back(move_name(set.words[k], names));
     }
     out.inverse_labelings = inverse_labelings(exact, out.theta);
@@ -391,7 +360,7 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
             Eigen::VectorXd theta = theta_of(static_cast<std::size_t>(c), t * thin);
             if (const int h = copy.labeling(t * thin, c); h != 0) {  // into m's labeling: the same density
                 for (Eigen::Index j = 0; j < m; ++j) x[j] = theta[copies.theta[at(j)]];
-                apply_code(copies.inverse_labelings[at(h)], x, y);
+                code::apply(copies.inverse_labelings[at(h)], x, y);
                 for (Eigen::Index j = 0; j < m; ++j) theta[copies.theta[at(j)]] = y[j];
             }
             const double lp = log_density(theta);
@@ -399,7 +368,7 @@ void add_importance_masses(std::vector<ModeMass>& masses, const FlipCopies& copi
             for (Eigen::Index j = 0; j < m; ++j) x[j] = theta[copies.theta[at(j)]];
             moved = theta;
             for (std::size_t k = 0; k < K; ++k) {
-                apply_code(copies.moves[k], x, y);  // r_k = p(g_k θ) / p(θ)
+                code::apply(copies.moves[k], x, y);  // r_k = p(g_k θ) / p(θ)
                 for (Eigen::Index j = 0; j < m; ++j) moved[copies.theta[at(j)]] = y[j];
                 log_r[k](t, c) = log_density(moved) - lp;
             }

@@ -4,52 +4,28 @@
 #include "runtime/report/relabel.hpp"
 
 #include "lang/symmetry.hpp"
+#include "runtime/report/code.hpp"
+#include "runtime/sampling/symmetry_moves.hpp"
 
 #include <cstdlib>
 #include <algorithm>
 #include <deque>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <set>
 
 namespace vbn {
 
 namespace {
 
-using Code = std::vector<int>;
+using code::Code;
+using code::identity;
 
-// b after a: (b∘a)(θ)_k = s^b_k (a θ)_{p^b_k}.
-Code compose(const Code& a, const Code& b) {
-    Code out(b.size());
-    for (std::size_t k = 0; k < b.size(); ++k) {
-        const int from = std::abs(b[k]) - 1;
-        out[k] = b[k] > 0 ? a[static_cast<std::size_t>(from)] : -a[static_cast<std::size_t>(from)];
-    }
-    return out;
-}
-
-Code identity(int dim) {
-    Code c(static_cast<std::size_t>(dim));
-    std::iota(c.begin(), c.end(), 1);
-    return c;
-}
-
-// The generators in θ's layout.
+// The generators in θ's layout: the symmetry jumps' exact generators (each flip, then each
+// exchange of neighbours in a class).
 std::vector<Code> generators(const ir::Graph& graph, const lang::Symmetries& s) {
     std::vector<Code> out;
-    for (int h : s.flips) {
-        Code c = identity(graph.dim);
-        for (int k : lang::flip_coordinates(graph, h)) c[static_cast<std::size_t>(k)] = -c[static_cast<std::size_t>(k)];
-        out.push_back(std::move(c));
-    }
-    for (const auto& cls : s.exchangeable)
-        for (std::size_t k = 0; k + 1 < cls.size(); ++k) {
-            const std::vector<int> perm = lang::swap_permutation(graph, cls[k], cls[k + 1]);
-            Code c(perm.size());
-            for (std::size_t j = 0; j < perm.size(); ++j) c[j] = perm[j] + 1;
-            out.push_back(std::move(c));
-        }
+    for (const auto& g : exact_generators(graph, s).moves) out.push_back(code::of(g, graph.dim));
     return out;
 }
 
@@ -70,8 +46,7 @@ double distance(const Code& g, const std::vector<int>& support, const Eigen::Ref
                 const Eigen::VectorXd& pivot) {
     double d = 0;
     for (int k : support) {
-        const int c = g[static_cast<std::size_t>(k)];
-        const double v = c > 0 ? x[c - 1] : -x[-c - 1];
+        const double v = code::entry(g, static_cast<std::size_t>(k), x);
         d += (v - pivot[k]) * (v - pivot[k]);
     }
     return d;
@@ -114,18 +89,17 @@ void keep_majority_labeling(const LabelingGroup& group, PivotRelabelling& r) {
         for (int e : chain) ++count[static_cast<std::size_t>(e)];
     const auto m = static_cast<std::size_t>(std::max_element(count.begin(), count.end()) - count.begin());
     if (m == 0 || count[m] == count[0]) return;
-    const Code id = identity(static_cast<int>(group.elements[0].size()));
     std::map<Code, int> index;
     for (std::size_t e = 0; e < group.size(); ++e) index.emplace(group.elements[e], static_cast<int>(e));
-    std::size_t inverse = 0;
-    while (compose(group.elements[m], group.elements[inverse]) != id) ++inverse;
+    const int inverse = index.at(code::inverse(group.elements[m]));
+    const Code& m_inv = group.elements[static_cast<std::size_t>(inverse)];
     r.relabelled = 0;
     for (auto& chain : r.element)
         for (int& e : chain) {
-            e = index.at(compose(group.elements[static_cast<std::size_t>(e)], group.elements[inverse]));
+            e = index.at(code::compose(m_inv, group.elements[static_cast<std::size_t>(e)]));
             r.relabelled += e != 0 ? 1 : 0;
         }
-    apply_labeling(group, static_cast<int>(inverse), r.pivot);
+    apply_labeling(group, inverse, r.pivot);
 }
 
 }  // namespace
@@ -142,7 +116,7 @@ std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const std::v
         const Code a = todo.front();
         todo.pop_front();
         for (const Code& g : gens) {
-            Code b = compose(a, g);
+            Code b = code::compose(g, a);
             if (!seen.insert(b).second) continue;
             if (elements.size() == max_labelings) return std::nullopt;
             elements.push_back(b);
@@ -164,10 +138,7 @@ void apply_labeling(const LabelingGroup& group, int e, Eigen::Ref<Eigen::VectorX
     if (e == 0) return;
     const Code& g = group.elements[static_cast<std::size_t>(e)];
     const Eigen::VectorXd old = x;
-    for (int k : group.support) {
-        const int c = g[static_cast<std::size_t>(k)];
-        x[k] = c > 0 ? old[c - 1] : -old[-c - 1];
-    }
+    for (int k : group.support) x[k] = code::entry(g, static_cast<std::size_t>(k), old);
 }
 
 void apply_labeling(const LabelingGroup& group, const std::vector<int>& element, Eigen::MatrixXd& draws) {

@@ -24,8 +24,9 @@ std::vector<std::string> symmetry_generator_names(const std::vector<lang::Approx
     return out;
 }
 
-NamedMoves exact_generators(const ir::Graph& graph) {
-    const lang::Symmetries s = lang::find_symmetries(graph);
+NamedMoves exact_generators(const ir::Graph& graph) { return exact_generators(graph, lang::find_symmetries(graph)); }
+
+NamedMoves exact_generators(const ir::Graph& graph, const lang::Symmetries& s) {
     NamedMoves out;
     const auto name = [&](int e) { return graph.elements[static_cast<std::size_t>(e)].name; };
     for (int h : s.flips) {

@@ -14,6 +14,7 @@
 #include "inference/signed_permutation.hpp"
 #include "lang/approximate_symmetry.hpp"
 #include "lang/ir.hpp"
+#include "lang/symmetry.hpp"
 
 #include <cstddef>
 #include <string>
@@ -27,14 +28,15 @@ std::vector<inference::SignedPermutation> symmetry_generators(const std::vector<
 std::vector<std::string> symmetry_generator_names(const std::vector<lang::ApproximateFlip>& flips,
                                                   const std::vector<lang::ApproximateSwap>& swaps);
 
-// The exact labelings' generators (as runtime/report/relabel.cpp builds the group): each exact
-// flip's negation, then the exchanges of neighbours in each exchangeable class; with names
-// ("h1 (exact)", "h1 <-> h2 (exact)").
+// The exact labelings' generators, from which runtime/report/relabel.cpp builds their group:
+// each exact flip's negation, then the exchanges of neighbours in each exchangeable class;
+// with names ("h1 (exact)", "h1 <-> h2 (exact)").
 struct NamedMoves {
     std::vector<inference::SignedPermutation> moves;
     std::vector<std::string> names;
 };
-NamedMoves exact_generators(const ir::Graph& graph);
+NamedMoves exact_generators(const ir::Graph& graph, const lang::Symmetries& exact);
+NamedMoves exact_generators(const ir::Graph& graph);  // of lang::find_symmetries(graph)
 
 // Whether every e a e⁻¹ (e in `exact`, a in `approximate`) lies in the group the approximate
 // moves generate (false where that group is not enumerated).
