@@ -1,11 +1,10 @@
 #include "runtime/report/mode_masses.hpp"
 
-#include "runtime/report/code.hpp"
-
 #include "inference/diagnostics.hpp"
 #include "inference/parallel.hpp"
 #include "inference/psis.hpp"
 #include "inference/symmetry_jump.hpp"
+#include "runtime/report/code.hpp"
 #include "runtime/sampling/symmetry_moves.hpp"
 
 #include <algorithm>

@@ -375,7 +375,7 @@ void set_q(ComponentState& cs, int u, double d) {
 // their products with Σ and rank-one updates of Σ⁻¹ written out: Eigen's general routines,
 // made for large sizes, cost more in set-up than in arithmetic at 2 × 2, and the mean-field
 // sweep calls them for every factor of every row several times an iteration (`vbn vb` on
-// tests/corpus/housevotes, eight starts: 0.102 s with them, 0.07 s without).
+// tests/corpus/housevotes, eight starts: 0.097-0.102 s with them, 0.070-0.072 without).
 constexpr Eigen::Index kSmallBlock = 4;
 
 // E[η], E[η²] and E[x] of one factor under q(θ_i) q(h). Leaves in the workspace E_q[f]
