@@ -109,13 +109,13 @@ std::vector<std::vector<int>> inverse_labelings(const LabelingGroup* exact, cons
     if (!exact) return out;
     const auto local = [&](int t) { return static_cast<int>(std::lower_bound(theta.begin(), theta.end(), t) - theta.begin()); };
     for (std::size_t e = 1; e < exact->size(); ++e) {
-        // h: (h x)_t = s x_p for code[t] = s (p + 1), so (h⁻¹ y)_p = s y_t.
-        std::vector<int> inv(m);
+        // h restricted to theta's columns (a labeling maps them among themselves), then inverted.
+        code::Code h(m);
         for (std::size_t j = 0; j < m; ++j) {
             const int c = exact->elements[e][at(theta[j])];
-            inv[at(local(std::abs(c) - 1))] = c > 0 ? static_cast<int>(j) + 1 : -(static_cast<int>(j) + 1);
+            h[j] = (c > 0 ? 1 : -1) * (local(std::abs(c) - 1) + 1);
         }
-        out.push_back(std::move(inv));
+        out.push_back(code::inverse(h));
     }
     return out;
 }
