@@ -106,7 +106,11 @@ void keep_majority_labeling(const LabelingGroup& group, PivotRelabelling& r) {
 
 std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const std::vector<int>& order,
                                             std::size_t max_labelings) {
-    const lang::Symmetries s = lang::find_symmetries(graph);
+    return labeling_group(graph, lang::find_symmetries(graph), order, max_labelings);
+}
+
+std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const lang::Symmetries& s,
+                                            const std::vector<int>& order, std::size_t max_labelings) {
     if (!s.any() || !s.labelings || *s.labelings > max_labelings) return std::nullopt;
     const std::vector<Code> gens = generators(graph, s);
     std::set<Code> seen{identity(graph.dim)};

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "lang/ir.hpp"
+#include "lang/symmetry.hpp"
 
 #include <Eigen/Core>
 
@@ -36,6 +37,10 @@ struct LabelingGroup {
 // acting on draws whose column j is θ's entry order[j] (output_order; the identity for θ's own
 // layout). Empty when it has more than max_labelings elements or the model has no symmetry.
 std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const std::vector<int>& order,
+                                            std::size_t max_labelings = max_relabel_labelings);
+// The same from the model's symmetries as found already (FitResult::symmetries).
+std::optional<LabelingGroup> labeling_group(const ir::Graph& graph, const lang::Symmetries& symmetries,
+                                            const std::vector<int>& order,
                                             std::size_t max_labelings = max_relabel_labelings);
 
 // g(x) for the group's element e, in place.

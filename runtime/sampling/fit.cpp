@@ -148,9 +148,9 @@ void resolve_method(RunState& run) {
     run.r.method = run.method->name;
     run.r.threads = run.o.threads;
     run.r.hidden = graph.has_hidden();
-    const lang::Symmetries symmetries = lang::find_symmetries(graph);
-    run.r.symmetry = lang::describe_symmetries(graph, symmetries);
-    run.r.labelings = symmetries.labelings;
+    run.r.symmetries = lang::find_symmetries(graph);
+    run.r.symmetry = lang::describe_symmetries(graph, run.r.symmetries);
+    run.r.labelings = run.r.symmetries.labelings;
     if (run.by_auto) run.r.notes.push_back(fmt::format("method auto chose {}: {}", run.r.method, why));
     if (!graph.scales.empty() && run.method->scales == ScaleMoves::refused)
         throw Error(ErrorKind::usage, fmt::format("--method {} does not move learned prior scales (such as '{}'); use auto "
@@ -474,7 +474,7 @@ std::unique_ptr<inference::Kernel> with_symmetry_jumps(RunState& run, std::uniqu
     for (const auto& w : run.r.approximate_swaps) swaps += fmt::format("{}{{{}}}", swaps.empty() ? "" : ", ", w.name);
     std::vector<inference::SignedPermutation> generators = symmetry_generators(run.r.approximate_flips, run.r.approximate_swaps);
     if (!run.r.approximate_swaps.empty())
-        if (NamedMoves exact = exact_generators(run.graph); !exact.moves.empty() && !normalizes(exact.moves, generators)) {
+        if (NamedMoves exact = exact_generators(run.graph, run.r.symmetries); !exact.moves.empty() && !normalizes(exact.moves, generators)) {
             generators.insert(generators.end(), exact.moves.begin(), exact.moves.end());
             run.r.exact_jump_moves = std::move(exact.moves);
             run.r.exact_jump_names = std::move(exact.names);

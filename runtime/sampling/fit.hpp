@@ -12,6 +12,7 @@
 #include "inference/signed_permutation.hpp"
 #include "lang/approximate_symmetry.hpp"
 #include "lang/ir.hpp"
+#include "lang/symmetry.hpp"
 #include "runtime/data/dataset.hpp"
 #include "runtime/sampling/laplace_proposal.hpp"
 #include "runtime/sampling/methods.hpp"
@@ -141,6 +142,7 @@ struct FitResult {
     double target_seconds = 0, vb_seconds = 0, proposal_seconds = 0, warmup_seconds = 0, sampling_seconds = 0;
     std::vector<std::string> notes;                // things the user should know (not errors)
     bool hidden = false;                           // the model has hidden nodes (several modes are likely)
+    lang::Symmetries symmetries;                   // the model's exact symmetries, found once per fit
     std::string symmetry;                          // lang::describe_symmetries of the model, "" if none
     std::optional<std::uint64_t> labelings = 1;    // equivalent labelings; empty above 10^18
     // The flips and exchanges the symmetry jumps start from (lang/approximate_symmetry.hpp);

@@ -1,5 +1,6 @@
 #include "runtime/services/extension.hpp"
 
+#include "lang/symmetry.hpp"
 #include "runtime/report/relabel.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/services/relabel.hpp"
@@ -35,6 +36,8 @@ Extension::Extension(const ir::Graph& graph, const FitOptions& settings, std::fu
         return;
     }
     enabled_ = true;
+    RelabelFacts facts;
+    group_ = relabel_group(graph_, lang::find_symmetries(graph_), relabel_, output_order(graph_), facts);
     values_.assign(static_cast<std::size_t>(settings.chains), Eigen::MatrixXd(max_draws_, graph.dim));
     lp_.assign(static_cast<std::size_t>(settings.chains), Eigen::VectorXd(max_draws_));
 }
@@ -63,12 +66,11 @@ DrawCheck Extension::check(const std::vector<inference::ChainResult>& chains) co
     const std::vector<int> order = output_order(graph_);
     std::vector<Eigen::MatrixXd> draws;
     for (std::size_t c : kept) draws.push_back(values_[c].topRows(n));
-    RelabelFacts facts;
-    if (const auto group = relabel_group(graph_, relabel_, order, facts)) {
-        const PivotRelabelling r = relabel_to_pivot(*group, kept.size(), [&](std::size_t k) {
+    if (group_) {
+        const PivotRelabelling r = relabel_to_pivot(*group_, kept.size(), [&](std::size_t k) {
             return ChainDraws{draws[k], lp_[kept[k]].head(n)};
         });
-        for (std::size_t k = 0; k < kept.size(); ++k) apply_labeling(*group, r.element[k], draws[k]);
+        for (std::size_t k = 0; k < kept.size(); ++k) apply_labeling(*group_, r.element[k], draws[k]);
     }
     std::vector<std::string> names;
     for (int k : order) names.push_back(graph_.theta_name(k));

@@ -11,11 +11,13 @@
 
 #include "inference/chains.hpp"
 #include "lang/ir.hpp"
+#include "runtime/report/relabel.hpp"
 #include "runtime/sampling/fit.hpp"
 
 #include <Eigen/Core>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,7 @@ private:
     std::vector<Eigen::VectorXd> lp_;
     std::vector<std::string> notes_;
     std::function<void(const std::string&)> note_;
+    std::optional<LabelingGroup> group_;  // the summary's relabelling (relabel_group), made once
 
     void say(std::string note);
 };

@@ -130,7 +130,7 @@ FitRun fit_run(const ir::Graph& graph, const Dataset& data, FitOptions settings,
     if (run.result.symmetry_jumps()) {
         std::vector<int> identity(static_cast<std::size_t>(graph.dim));
         std::iota(identity.begin(), identity.end(), 0);
-        run.labelings = labeling_group(graph, identity);
+        run.labelings = labeling_group(graph, run.result.symmetries, identity);
     }
     for (std::size_t i = announced; i < run.result.notes.size(); ++i) callbacks.note(run.result.notes[i]);
     // The extension's notes were said as it decided.

@@ -79,16 +79,16 @@ void check_relabel_rule(const std::string& rule) {
         throw Error(ErrorKind::usage, fmt::format("unknown relabel rule '{}'; choose pivot or none", rule));
 }
 
-std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const std::string& rule,
-                                           const std::vector<int>& order, RelabelFacts& facts) {
-    const lang::Symmetries s = lang::find_symmetries(graph);
+std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const lang::Symmetries& s,
+                                           const std::string& rule, const std::vector<int>& order,
+                                           RelabelFacts& facts) {
     if (!s.any()) return std::nullopt;
     facts.rule = "none";
     if (rule == "none") {
         facts.why = "relabel = none";
         return std::nullopt;
     }
-    std::optional<LabelingGroup> group = too_many(s) ? std::nullopt : labeling_group(graph, order);
+    std::optional<LabelingGroup> group = too_many(s) ? std::nullopt : labeling_group(graph, s, order);
     if (!group) {
         facts.why = fmt::format("more than {} labelings to compare each draw with", max_relabel_labelings);
         return std::nullopt;
@@ -107,7 +107,7 @@ RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitRe
     RelabelFacts facts;
     std::vector<int> order(static_cast<std::size_t>(graph.dim));
     std::iota(order.begin(), order.end(), 0);
-    const std::optional<LabelingGroup> group = relabel_group(graph, rule, order, facts);
+    const std::optional<LabelingGroup> group = relabel_group(graph, result.symmetries, rule, order, facts);
     if (!group) return facts;
     auto read = [&](std::size_t c) {
         const inference::ChainResult& ch = result.chains[c];
@@ -125,7 +125,7 @@ RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitRe
 RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, const std::string& output,
                                std::size_t files, const FitResult& result) {
     RelabelFacts facts;
-    const std::optional<LabelingGroup> group = relabel_group(graph, rule, result.order, facts);
+    const std::optional<LabelingGroup> group = relabel_group(graph, result.symmetries, rule, result.order, facts);
     if (!group) return facts;
     auto read = [&](std::size_t c) {
         if (c >= result.chains.size() || !result.chains[c].ok()) return ChainDraws{};
@@ -133,7 +133,7 @@ RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, 
         return ChainDraws{f.draws, f.sampler_column("lp__").value_or(Eigen::VectorXd::Zero(f.draws.rows()))};
     };
     const PivotRelabelling r = relabel_to_pivot(*group, files, read);
-    const std::string count = count_text(lang::find_symmetries(graph));
+    const std::string count = count_text(result.symmetries);
     for (std::size_t c = 0; c < files; ++c) {
         if (c >= result.chains.size() || !result.chains[c].ok()) continue;  // a failed chain's file is left as it is
         const std::vector<int>& el = r.element[c];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "lang/ir.hpp"
+#include "lang/symmetry.hpp"
 #include "runtime/report/relabel.hpp"
 #include "runtime/report/summary.hpp"
 #include "runtime/sampling/fit.hpp"
@@ -18,9 +19,11 @@ namespace vbn::services {
 void check_relabel_rule(const std::string& rule);
 
 // The group to relabel with, acting on columns where column j is θ's entry order[j], or none;
-// `facts` gets the rule applied and, if none, why (no symmetry leaves it "").
-std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const std::string& rule,
-                                           const std::vector<int>& order, RelabelFacts& facts);
+// `facts` gets the rule applied and, if none, why (no symmetry leaves it ""). `symmetries`
+// are the model's (lang::find_symmetries, or FitResult::symmetries where a fit found them).
+std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const lang::Symmetries& symmetries,
+                                           const std::string& rule, const std::vector<int>& order,
+                                           RelabelFacts& facts);
 
 // What a CSV file's header says when the draws will not be relabelled though the model has
 // symmetries ("none, 48 labelings"); "" otherwise.

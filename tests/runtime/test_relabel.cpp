@@ -244,7 +244,7 @@ TEST_CASE("above the bound the draws are left as drawn, and the Symmetry line an
                                       "wide.vbn");
     REQUIRE(lang::find_symmetries(g).labelings == 256ULL * 40320ULL);
     RelabelFacts facts;
-    CHECK_FALSE(services::relabel_group(g, "pivot", output_order(g), facts));
+    CHECK_FALSE(services::relabel_group(g, lang::find_symmetries(g), "pivot", output_order(g), facts));
     CHECK(facts.rule == "none");
     CHECK(facts.why == "more than 5040 labelings to compare each draw with");
     CHECK(services::unrelabelled_header(g, "pivot") == "none, 10321920 labelings (more than 5040)");
