@@ -145,12 +145,16 @@ void apply_labeling(const LabelingGroup& group, int e, Eigen::Ref<Eigen::VectorX
     for (int k : group.support) x[k] = code::entry(g, static_cast<std::size_t>(k), old);
 }
 
+// Each row is read from one copy made before the loop, so relabelling a chain allocates once,
+// not once per draw.
 void apply_labeling(const LabelingGroup& group, const std::vector<int>& element, Eigen::MatrixXd& draws) {
-    Eigen::VectorXd row(draws.cols());
+    Eigen::VectorXd row(draws.cols());  // row i as it was before its relabelling
     for (Eigen::Index i = 0; i < draws.rows() && i < static_cast<Eigen::Index>(element.size()); ++i) {
+        const int e = element[static_cast<std::size_t>(i)];
+        if (e == 0) continue;
+        const Code& g = group.elements[static_cast<std::size_t>(e)];
         row = draws.row(i).transpose();
-        apply_labeling(group, element[static_cast<std::size_t>(i)], row);
-        draws.row(i) = row.transpose();
+        for (int k : group.support) draws(i, k) = code::entry(g, static_cast<std::size_t>(k), row);
     }
 }
 
