@@ -29,7 +29,8 @@ std::optional<LabelingGroup> relabel_group(const ir::Graph& graph, const lang::S
 // symmetries ("none, 48 labelings"); "" otherwise.
 std::string unrelabelled_header(const ir::Graph& graph, const std::string& rule);
 
-// Relabels the kept draws of result's chains (θ's layout) in place.
+// Relabels the kept draws of result's chains (θ's layout) in place, by the symmetries the fit
+// found (result.symmetries); so does relabel_csv_files below.
 RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitResult& result);
 
 // Relabels the draws in the finished files FILE_1.csv … (one per chain of result), rewriting
