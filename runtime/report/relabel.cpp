@@ -164,7 +164,7 @@ PivotRelabelling relabel_to_pivot(const LabelingGroup& group, std::size_t chains
     r.pivot = highest_draw(chains, read);
     r.element.assign(chains, {});
     if (r.pivot.size() == 0) return r;
-    Eigen::VectorXd x(r.pivot.size());
+    Eigen::VectorXd x(r.pivot.size()), y(r.pivot.size());  // a draw, and its relabelled copy
     for (r.passes = 1; r.passes <= max_passes; ++r.passes) {
         bool changed = false;
         Eigen::VectorXd sum = Eigen::VectorXd::Zero(r.pivot.size());
@@ -179,8 +179,13 @@ PivotRelabelling relabel_to_pivot(const LabelingGroup& group, std::size_t chains
                 const int e = nearest(group, x, r.pivot);
                 changed = changed || first || e != el[static_cast<std::size_t>(i)];
                 el[static_cast<std::size_t>(i)] = e;
-                apply_labeling(group, e, x);
-                sum += x;
+                // y = g_e x into the buffer (apply_labeling's own copy would allocate per draw).
+                y = x;
+                if (e != 0) {
+                    const Code& g = group.elements[static_cast<std::size_t>(e)];
+                    for (int k : group.support) y[k] = code::entry(g, static_cast<std::size_t>(k), x);
+                }
+                sum += y;
                 r.relabelled += e != 0 ? 1 : 0;
             }
             r.draws += d.draws.rows();
