@@ -332,11 +332,16 @@ void BM_HouseVotesFull(benchmark::State& state) { gradient_loop(state, corpus_ta
 void BM_HouseVotesValue(benchmark::State& state) { value_loop(state, corpus_target("housevotes")); }
 void BM_DiagnosisFull(benchmark::State& state) { gradient_loop(state, corpus_target("diagnosis")); }
 void BM_SurveyFull(benchmark::State& state) { gradient_loop(state, corpus_target("survey")); }
+// 500 sites, each with its own covariates: the hidden node's logit differs in every row.
+void BM_OccupancyFull(benchmark::State& state) { gradient_loop(state, corpus_target("occupancy")); }
+void BM_Sbn3x8Full(benchmark::State& state) { gradient_loop(state, corpus_target("sbn_3x8")); }
 
 BENCHMARK(BM_HouseVotesFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HouseVotesValue)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DiagnosisFull)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SurveyFull)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OccupancyFull)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sbn3x8Full)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sbn2Full)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sbn2Block)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sbn2Patterns)->Unit(benchmark::kMicrosecond);
