@@ -192,6 +192,7 @@ void GaussianProposal::finish() {
     if (map_) {
         map_y_.resize(mean_.size());
     }
+    if (has_split()) split_z_.resize(mean_.size());
 }
 
 void GaussianProposal::set_df(double df) {
@@ -207,6 +208,50 @@ void GaussianProposal::set_map(std::shared_ptr<const TriangularMap> map) {
     }
     map_ = std::move(map);
     finish();
+}
+
+void GaussianProposal::set_split(const Eigen::Ref<const Eigen::VectorXd>& below, const Eigen::Ref<const Eigen::VectorXd>& above) {
+    if (below.size() == 0 && above.size() == 0) {
+        split_below_.resize(0);
+        split_above_.resize(0);
+        log_split_below_.resize(0);
+        log_split_above_.resize(0);
+        return;
+    }
+    if (chol_.size() != 1 || below.size() != dim() || above.size() != dim())
+        throw std::invalid_argument(fmt::format("proposal: split scales of {} and {} entries for a proposal of {} in {} blocks",
+                                                below.size(), above.size(), dim(), chol_.size()));
+    const auto usable = [](const Eigen::Ref<const Eigen::VectorXd>& v) {
+        return v.allFinite() && (v.array() > 0).all();
+    };
+    if (!usable(below) || !usable(above)) throw std::invalid_argument("proposal: a split scale is not positive and finite");
+    split_below_ = below;
+    split_above_ = above;
+    log_split_below_ = below.array().log();
+    log_split_above_ = above.array().log();
+    finish();
+}
+
+// z' = the stretch of z (z_k ≥ 0 by above, below it by below); returns log |∂z'/∂z|.
+double GaussianProposal::stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const {
+    double log_jacobian = 0;
+    for (Eigen::Index k = 0; k < z.size(); ++k) {
+        const bool up = z[k] >= 0;
+        out[k] = z[k] * (up ? split_above_[k] : split_below_[k]);
+        log_jacobian += up ? log_split_above_[k] : log_split_below_[k];
+    }
+    return log_jacobian;
+}
+
+// z from z' in place (the stretch keeps each sign); returns the same log |∂z'/∂z|.
+double GaussianProposal::unstretch(Eigen::Ref<Eigen::VectorXd> z) const {
+    double log_jacobian = 0;
+    for (Eigen::Index k = 0; k < z.size(); ++k) {
+        const bool up = z[k] >= 0;
+        z[k] /= up ? split_above_[k] : split_below_[k];
+        log_jacobian += up ? log_split_above_[k] : log_split_below_[k];
+    }
+    return log_jacobian;
 }
 
 Eigen::MatrixXd GaussianProposal::cholesky() const {
@@ -257,6 +302,7 @@ void GaussianProposal::assign(const Eigen::Ref<const Eigen::VectorXd>& mean, con
     }
     mean_ = mean;
     map_.reset();
+    set_split(Eigen::VectorXd(), Eigen::VectorXd());
     if (chol_.size() != 1) {
         chol_.assign(1, Eigen::MatrixXd(d, d));
         block_offset_.assign(1, 0);
@@ -271,10 +317,10 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
         throw std::invalid_argument(
             fmt::format("proposal: marginal of coordinates {}..{} outside 0..{}", offset, offset + size - 1, dim() - 1));
     }
-    if (map_) {
+    if (map_ || has_split()) {
         if (offset == 0 && size == dim()) return *this;
         throw std::invalid_argument(fmt::format(
-            "proposal: a proposal skewed by a triangular map has no marginal of coordinates {}..{}", offset, offset + size - 1));
+            "proposal: a proposal skewed by a triangular map or split scales has no marginal of coordinates {}..{}", offset, offset + size - 1));
     }
     // The blocks the range overlaps; the marginal of each is taken over its part of the range
     // and the parts stay independent. Σ_rr = L_r· L_r·' over the rows r of a block: recompute
@@ -319,9 +365,16 @@ void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, E
 
 double GaussianProposal::place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out) {
     double log_jacobian = 0;
+    const Eigen::VectorXd* from = nullptr;  // z' (or z itself: `from` unset)
+    if (has_split()) {
+        log_jacobian = stretch(z, split_z_);
+        from = &split_z_;
+    }
     if (map_) {
-        log_jacobian = map_->forward(z, map_y_);
+        log_jacobian += from ? map_->forward(*from, map_y_) : map_->forward(z, map_y_);
         times_lower(map_y_, out);
+    } else if (from) {
+        times_lower(*from, out);
     } else {
         times_lower(z, out);
     }
@@ -329,9 +382,13 @@ double GaussianProposal::place(const Eigen::Ref<const Eigen::VectorXd>& z, doubl
     return log_density_at(mahalanobis) - log_jacobian;
 }
 
+double GaussianProposal::point(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) {
+    return place(z, z.squaredNorm(), out);
+}
+
 double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
-    if (map_) {
+    if (map_ || has_split()) {
         double m = scratch_.squaredNorm();
         if (is_student_t()) {
             const double w = sample_chi_square(rng, df_) / df_;
@@ -366,11 +423,9 @@ double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eige
         const Eigen::Index o = block_offset_[b], n = chol_[b].rows();
         chol_[b].triangularView<Eigen::Lower>().solveInPlace(u.segment(o, n));
     }
-    if (map_) {
-        const double log_jacobian = map_->inverse(u);
-        return log_density_at(u.squaredNorm()) - log_jacobian;
-    }
-    return log_density_at(u.squaredNorm());
+    double log_jacobian = map_ ? map_->inverse(u) : 0.0;
+    if (has_split()) log_jacobian += unstretch(u);
+    return log_density_at(u.squaredNorm()) - log_jacobian;
 }
 
 double GaussianProposal::sample_overrelaxed(Rng& rng, double alpha, const Eigen::Ref<const Eigen::VectorXd>& u,

@@ -16,6 +16,13 @@
 // exact. mean(), cholesky() and the scale then describe the affine part (μ is where z = 0 maps
 // only when T(0) = 0); the whitened coordinates of whiten() and sample_overrelaxed() are z.
 //
+// With split scales (Geweke 1989's split-t; one block only) each whitened coordinate is
+// stretched by a factor of its own on each side of zero before the map and L: z'_k = s_k± z_k,
+// s_k+ for z_k > 0 and s_k− below, a bijection that keeps each coordinate's sign, with
+// log |∂z'/∂z| = Σ_k log s_k± on each orthant. log q(x) = log q₀(z) − Σ_k log s_k± − log |∂T/∂z'|,
+// exact; whiten() then returns z (before the stretch). A side of the posterior bounded only by
+// the prior, far wider than the mode's curvature says, gets a side of the proposal as wide.
+//
 // Sampling and evaluation use scratch space owned by the object and allocate nothing, so one
 // object must not be used by two threads at once (each kernel clone owns its copy).
 #pragma once
@@ -72,10 +79,22 @@ public:
     void set_map(std::shared_ptr<const TriangularMap> map);
     bool has_map() const { return map_ != nullptr; }
 
+    // Stretches whitened coordinate k by below[k] where it is negative and above[k] where it is
+    // positive (see above); empty vectors remove the stretch. Throws std::invalid_argument for a
+    // block-diagonal proposal, sizes other than dim() or a factor that is not positive and finite.
+    void set_split(const Eigen::Ref<const Eigen::VectorXd>& below, const Eigen::Ref<const Eigen::VectorXd>& above);
+    bool has_split() const { return split_below_.size() > 0; }
+    const Eigen::VectorXd& split_below() const { return split_below_; }
+    const Eigen::VectorXd& split_above() const { return split_above_; }
+
+    // The point whose whitened coordinates are z (before any stretch), μ + L T(z'), into out;
+    // returns log q there.
+    double point(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out);
+
     // Replaces the location and the scale's lower Cholesky factor (its strictly upper part is
     // ignored), keeping the family and df and reusing the storage, so an adaptive kernel can
     // re-fit its proposal without allocating (a block-diagonal proposal becomes a dense one; a
-    // map is removed: the re-fit is the plain t or Gaussian of those moments). Throws std::invalid_argument, leaving the
+    // map and a stretch are removed: the re-fit is the plain t or Gaussian of those moments). Throws std::invalid_argument, leaving the
     // proposal unchanged, on a size mismatch, a non-finite entry or a diagonal entry <= 0.
     void assign(const Eigen::Ref<const Eigen::VectorXd>& mean, const Eigen::Ref<const Eigen::MatrixXd>& lower);
 
@@ -125,9 +144,11 @@ public:
 private:
     void finish();  // checks, log normaliser, scratch
     double draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out);  // sample(); returns the draw's log q
-    // out = μ + L T(z) (T the identity without a map); returns log q there given |z|².
+    // out = μ + L T(z') (T the identity without a map, z' = z without split scales); returns log q there given |z|².
     double place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out);
     double log_density_at(double mahalanobis) const;
+    double stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // z' of z
+    double unstretch(Eigen::Ref<Eigen::VectorXd> z) const;                                               // z of z', in place
     void times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // out = L z
 
     Eigen::VectorXd mean_;
@@ -139,6 +160,9 @@ private:
     Eigen::VectorXd scratch_;
     std::shared_ptr<const TriangularMap> map_;  // shared by copies (it is never changed)
     Eigen::VectorXd map_y_;                     // T(z)
+    Eigen::VectorXd split_below_, split_above_;          // the stretch of each whitened coordinate, or empty
+    Eigen::VectorXd log_split_below_, log_split_above_;  // their logs
+    Eigen::VectorXd split_z_;                            // z' = the stretched z
 };
 
 // A χ²_df draw (Marsaglia & Tsang's gamma method), for the t's mixing variable.

@@ -69,6 +69,12 @@ struct LaplaceProposalOptions {
     // one t over all of θ at the mode, piloted against the whole posterior, instead of no
     // proposal. Separable blocks keep their own t's (joint() puts them together).
     bool whole = false;
+    // ... and that t also tried with split scales (Geweke's split-t, inference/gaussian.hpp): each
+    // whitened axis stretched on each side of the centre, by up to max_split, as far as the
+    // posterior's log density, probed along it out to 6 Laplace sds, is wider there than the
+    // Laplace fit; kept where its pilot still fits well.
+    bool split = true;
+    double max_split = 4.0;
     std::uint64_t seed = 1;  // pilot draws come from Rng(seed, 3)
     int threads = 1;         // threads that make and evaluate the pilot draws (the result does not depend on it)
     inference::ChunkShare* share = nullptr;  // instead: this thread and the one joined to it
@@ -82,6 +88,7 @@ struct LaplaceProposal {
     std::vector<int> refits;                          // per block: the round of the one kept (0: Laplace as is)
     std::vector<char> mean_shifted;                   // per block: kept round 0 corrected towards the mean
     std::vector<char> skew_mapped;                    // per block: ... by the triangular map (a subset)
+    std::vector<char> split;                          // per block: the one kept has split scales
     int newton_iterations = 0;
     double seconds = 0;
     bool whole = false;  // blocks holds one t over all of θ (coupled blocks, options.whole)

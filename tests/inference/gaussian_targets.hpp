@@ -279,4 +279,76 @@ inline std::string check_moments(const Eigen::MatrixXd& draws, const Eigen::Vect
 // them (glibc without sanitizers); -1 where it cannot.
 long allocation_count();
 
+// The mass, mean and covariance of a 2-D proposal's density, summed over an n × n grid of
+// points over ±half around centre.
+struct GridMoments {
+    double mass = 0;
+    Eigen::Vector2d mean = Eigen::Vector2d::Zero();
+    Eigen::Matrix2d cov = Eigen::Matrix2d::Zero();
+};
+
+inline GridMoments grid_moments(inference::GaussianProposal& q, const Eigen::Vector2d& centre, double half, int n) {
+    GridMoments g;
+    const double step = 2 * half / (n - 1);
+    Eigen::Matrix2d outer = Eigen::Matrix2d::Zero();
+    Eigen::VectorXd x(2);
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+            x << centre[0] - half + i * step, centre[1] - half + j * step;
+            const double p = std::exp(q.log_density(x)) * step * step;
+            g.mass += p;
+            g.mean += p * x;
+            outer += p * x * x.transpose();
+        }
+    g.mean /= g.mass;
+    g.cov = outer / g.mass - g.mean * g.mean.transpose();
+    return g;
+}
+
+// A 2-D proposal whose density is not its affine part's (a triangular map, split scales)
+// against the mean and covariance of that density (from a grid): `draws` draws from Rng(seed,
+// 4), each with one overrelaxed move (α = −0.5) from its whitened point. Every draw's and
+// move's log q must be log_density's (relative 1e-10), and so must whiten()'s; the draws' and
+// the moves' means and variances must be within 4 Monte Carlo standard errors (the variance's
+// from the fourth central moment); 100 more draws, evaluations and moves must allocate nothing
+// (where allocations are counted). Returns what failed, one line each; empty when nothing did.
+inline std::string check_proposal_draws(inference::GaussianProposal& q, const Eigen::Vector2d& mean,
+                                        const Eigen::Matrix2d& cov, std::uint64_t seed, int draws = 100000) {
+    std::string failures;
+    inference::Rng rng(seed, 4);
+    Eigen::VectorXd x(2), u(2), y(2), v(2);
+    Eigen::MatrixXd plain(draws, 2), moved(draws, 2);
+    const auto close = [](double a, double b) { return std::abs(a - b) <= 1e-10 * std::max(std::abs(a), std::abs(b)); };
+    for (int k = 0; k < draws; ++k) {
+        const double lq = q.sample_log_density(rng, x);
+        const double lu = q.whiten(x, u);
+        const double ly = q.sample_overrelaxed(rng, -0.5, u, y, v);
+        if (!close(lq, q.log_density(x)) || !close(lu, lq) || !close(ly, q.log_density(y)))
+            return fmt::format("draw {}: log q {} / whitened {} / log_density {}; moved {} / {}\n", k, lq, lu,
+                               q.log_density(x), ly, q.log_density(y));
+        plain.row(k) = x.transpose();
+        moved.row(k) = y.transpose();
+    }
+    const long before = allocation_count();
+    for (int k = 0; k < 100; ++k) {
+        q.sample_log_density(rng, x);
+        q.whiten(x, u);
+        q.sample_overrelaxed(rng, -0.5, u, y, v);
+    }
+    if (before >= 0 && allocation_count() != before) failures += "drawing, evaluating or moving allocated\n";
+    for (const Eigen::MatrixXd* s : {&plain, &moved})
+        for (int c = 0; c < 2; ++c) {
+            const char* which = s == &plain ? "draws" : "moves";
+            const Eigen::ArrayXd col = s->col(c).array();
+            const double se = std::sqrt(cov(c, c) / draws);
+            if (!(std::abs(col.mean() - mean[c]) < 4 * se))
+                failures += fmt::format("{}' mean[{}]: {:.5g} vs {:.5g}, se {:.3g}\n", which, c, col.mean(), mean[c], se);
+            const Eigen::ArrayXd sq = (col - mean[c]).square();
+            const double se2 = std::sqrt(((sq - sq.mean()).square().sum() / (draws - 1)) / draws);
+            if (!(std::abs(sq.mean() - cov(c, c)) < 4 * se2))
+                failures += fmt::format("{}' var[{}]: {:.5g} vs {:.5g}, se {:.3g}\n", which, c, sq.mean(), cov(c, c), se2);
+        }
+    return failures;
+}
+
 }  // namespace vbn::test

@@ -124,60 +124,16 @@ TEST_CASE("a proposal skewed by a map: its density integrates to one, its draws 
         GaussianProposal q(mu, cov, df);
         q.set_map(map);
         REQUIRE(q.has_map());
-        // Grid over ±14 units around μ: the mass, mean and second moment of the density.
-        const int n = 1401;
-        const double half = 14, step = 2 * half / (n - 1);
-        double mass = 0;
-        Eigen::Vector2d m1 = Eigen::Vector2d::Zero();
-        Eigen::Matrix2d m2 = Eigen::Matrix2d::Zero();
-        Eigen::VectorXd x(2);
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j) {
-                x << mu[0] - half + i * step, mu[1] - half + j * step;
-                const double p = std::exp(q.log_density(x)) * step * step;
-                mass += p;
-                m1 += p * x;
-                m2 += p * x * x.transpose();
-            }
-        CHECK(mass == doctest::Approx(1.0).epsilon(2e-3));
-        m1 /= mass;
-        const Eigen::Matrix2d var = m2 / mass - m1 * m1.transpose();
+        // Grid over ±14 units around μ: the mass, mean and covariance of the density.
+        const vbn::test::GridMoments g = vbn::test::grid_moments(q, mu, 14, 1401);
+        CHECK(g.mass == doctest::Approx(1.0).epsilon(2e-3));
+        const Eigen::Vector2d m1 = g.mean;
+        const Eigen::Matrix2d var = g.cov;
         // The map moved the mean off μ, else the moment checks below could not tell.
         CHECK((m1 - mu).norm() > 0.1);
         // Independent draws, and one overrelaxed move from each: both have the grid's moments.
-        const int draws = 100000;
-        Rng rng(21, 4);
-        Eigen::VectorXd u(2), y(2), v(2);
-        Eigen::MatrixXd plain(draws, 2), moved(draws, 2);
-        for (int k = 0; k < draws; ++k) {
-            const double lq = q.sample_log_density(rng, x);
-            REQUIRE(lq == doctest::Approx(q.log_density(x)).epsilon(1e-10));
-            const double lu = q.whiten(x, u);
-            REQUIRE(lu == doctest::Approx(lq).epsilon(1e-10));
-            const double ly = q.sample_overrelaxed(rng, -0.5, u, y, v);
-            REQUIRE(ly == doctest::Approx(q.log_density(y)).epsilon(1e-10));
-            plain.row(k) = x.transpose();
-            moved.row(k) = y.transpose();
-        }
-        // Drawing, evaluating and overrelaxing allocate nothing (where allocations are counted).
-        const long before = vbn::test::allocation_count();
-        for (int k = 0; k < 100; ++k) {
-            q.sample_log_density(rng, x);
-            q.whiten(x, u);
-            q.sample_overrelaxed(rng, -0.5, u, y, v);
-        }
-        if (before >= 0) CHECK(vbn::test::allocation_count() == before);
-        for (const Eigen::MatrixXd* s : {&plain, &moved}) {
-            for (int c = 0; c < 2; ++c) {
-                const Eigen::ArrayXd col = s->col(c).array();
-                const double se = std::sqrt(var(c, c) / draws);
-                CHECK(std::abs(col.mean() - m1[c]) < 4 * se);
-                // The variance: se from the fourth central moment.
-                const Eigen::ArrayXd sq = (col - m1[c]).square();
-                const double se2 = std::sqrt(((sq - sq.mean()).square().sum() / (draws - 1)) / draws);
-                CHECK(std::abs(sq.mean() - var(c, c)) < 4 * se2);
-            }
-        }
+        const std::string failed = vbn::test::check_proposal_draws(q, m1, var, 21);
+        CHECK_MESSAGE(failed.empty(), failed);
         // A map needs one block of its own size; a marginal other than the whole is refused;
         // assign() removes the map.
         CHECK_THROWS_AS(q.marginal(0, 1), std::invalid_argument);
