@@ -331,7 +331,16 @@ struct ComponentState {
     Vec m;  // E_q[x] = tanh(d / 2)
     Vec v;  // Var_q[x] = 1 - m², computed without cancellation
     std::vector<double> xi;  // per factor
+    // λ(ξ) and log g(ξ) per factor, made with each new ξ (update_lambda's reasons): the block
+    // updates, the sweeps over q(h) and the bound read them.
+    std::vector<double> lambda, log_g;
 };
+
+void update_lambda(ComponentState& cs) {
+    cs.lambda.resize(cs.xi.size());
+    cs.log_g.resize(cs.xi.size());
+    inference::jj_lambda_log_inv_logit(cs.xi.data(), static_cast<Eigen::Index>(cs.xi.size()), cs.lambda.data(), cs.log_g.data());
+}
 
 struct Workspace {
     Vec fbar, sf;
@@ -367,8 +376,7 @@ void update_scales(const Problem& p, State& s) {
 
 void set_q(ComponentState& cs, int u, double d) {
     cs.d[u] = d;
-    cs.m[u] = std::tanh(d / 2.0);
-    cs.v[u] = 4.0 * inv_logit(d) * inv_logit(-d);
+    inference::spin_moments(d, cs.m[u], cs.v[u]);
 }
 
 // Blocks of at most this many weights (a latent class's item: intercept and class weight) have
@@ -517,10 +525,6 @@ double bound_term(double xi, double lambda, double ex_eta, double e_eta2, double
     return log_g_xi + 0.5 * (ex_eta - xi) - lambda * (e_eta2 - xi * xi);
 }
 
-double bound_term(double xi, double lambda, double ex_eta, double e_eta2) {
-    return bound_term(xi, lambda, ex_eta, e_eta2, log_inv_logit(xi));
-}
-
 // Entropy of a Bernoulli with natural parameter d.
 double bernoulli_entropy(double d) {
     return -(inv_logit(d) * log_inv_logit(d) + inv_logit(-d) * log_inv_logit(-d));
@@ -627,7 +631,7 @@ void rows_to_block(const Problem& p, State& s, int b) {
         const ComponentState& cs = s.comps[sz(ci)];
         const Factor& f = *mf.src;
         const double weight = mc.src->weight;
-        const double lam = jj_lambda(cs.xi[sz(fi)]);
+        const double lam = cs.lambda[sz(fi)];
         auto fbar = w.fbar.head(f.f.size());
         fbar = f.f;
         double a = f.base;
@@ -726,6 +730,7 @@ void update_xi_component(const Problem& p, State& s, int ci) {
         const Moments mo = factor_moments(mf, cs, block_of(s, *mf.src), s.w);
         cs.xi[fi] = std::sqrt(mo.e_eta2);
     }
+    update_lambda(cs);
 }
 
 // One sweep of coordinate ascent over q(h) in a component. The bound is affine in each
@@ -747,7 +752,7 @@ void sweep_component(const Problem& p, State& s, int ci) {
                 const Moments one = product_moments(mf, cs, bs, w, u, 1.0);
                 const Moments zero = product_moments(mf, cs, bs, w, u, 0.0);
                 grad += 0.5 * one.ex * (one.e_eta - zero.e_eta) -
-                        jj_lambda(cs.xi[sz(t.factor)]) * (one.e_eta2 - zero.e_eta2);
+                        cs.lambda[sz(t.factor)] * (one.e_eta2 - zero.e_eta2);
                 continue;
             }
             const Moments mo = factor_moments(mf, cs, block_of(s, *mf.src), w);
@@ -760,7 +765,7 @@ void sweep_component(const Problem& p, State& s, int ci) {
             double gsf = 0;
             for (const auto& [j, sj] : l.g) gsf += sj * w.sf[j];
             const double d_eta2 = 2.0 * (mo.e_eta * r + gsf - cs.m[u] * (r * r + q));
-            grad += 0.5 * mo.ex * r - jj_lambda(cs.xi[sz(t.factor)]) * d_eta2;
+            grad += 0.5 * mo.ex * r - cs.lambda[sz(t.factor)] * d_eta2;
         }
         set_q(cs, u, 2.0 * grad);
     }
@@ -824,7 +829,7 @@ double add_components_bound(const Problem& p, State& s, double total) {
         for (std::size_t fi = 0; fi < mc.factors.size(); ++fi) {
             const MfFactor& mf = mc.factors[fi];
             const Moments mo = factor_moments(mf, cs, block_of(s, *mf.src), s.w);
-            part += bound_term(cs.xi[fi], jj_lambda(cs.xi[fi]), mo.ex * mo.e_eta, mo.e_eta2);
+            part += bound_term(cs.xi[fi], cs.lambda[fi], mo.ex * mo.e_eta, mo.e_eta2, cs.log_g[fi]);
         }
         for (Eigen::Index u = 0; u < cs.d.size(); ++u) part += bernoulli_entropy(cs.d[u]);
         total += mc.src->weight * part;
@@ -893,6 +898,7 @@ State initial_state(const Problem& p, int restart, std::uint64_t seed, std::uint
         cs.m.setZero(n);
         cs.v.setOnes(n);
         cs.xi.assign(mc.factors.size(), 0.0);
+        update_lambda(cs);
         for (int u = 0; u < n; ++u) {
             double d = 0;
             if (restart > 0) {
@@ -1091,6 +1097,7 @@ private:
         for (ComponentState& c : s.comps) {
             for (int u = 0; u < static_cast<int>(c.d.size()); ++u) set_q(c, u, x[at++]);
             for (double& xi : c.xi) xi = std::abs(x[at++]);
+            update_lambda(c);
         }
     }
     // After a plain step the complete patterns' ξ, λ, log g, E[η] and E[η²] are functions of
