@@ -16,7 +16,9 @@
 # auto,varblock,regen,varmix,nuts); PEERS_SEEDS and PEERS_JAGS_SEEDS: see run_peers.R.
 # The corpus: WINDOW_CORPUS (the models, MODEL:K for at most K runs of each; default
 # diagnosis,survey,occupancy,housevotes,sbn_3x8,sbn2:1, as sbn2's runs take minutes; empty to
-# skip), CORPUS_REPEAT (default 20) runs of `auto`, CORPUS_STAN_SEEDS (default 20, as the
+# skip), CORPUS_REPEAT (default 20) runs of each of CORPUS_METHODS (default auto,varmh: varmh
+# proposes all weights from one split t, the fastest kernel where it does not stick, beside
+# what auto picks), CORPUS_STAN_SEEDS (default 20, as the
 # errors over seeds need) and CORPUS_JAGS_SEEDS (default 5). WINDOW_EXAMPLES=0
 # skips the paper's examples.
 # Then `python3 bench/make_tables.py` regenerates the tables. bimodal has no peer programs.
@@ -46,7 +48,7 @@ fact R "$(Rscript -e 'cat(R.version.string)' 2>/dev/null)"
 fact rstan "$(Rscript -e 'suppressMessages(library(rstan)); cat(as.character(packageVersion("rstan")), "Stan", stan_version())' 2>/dev/null)"
 fact jags "$(Rscript -e 'suppressMessages(library(rjags)); cat(as.character(packageVersion("rjags")), "JAGS", as.character(jags.version()))' 2>/dev/null)"
 corpus=${WINDOW_CORPUS-diagnosis,survey,occupancy,housevotes,sbn_3x8,sbn2:1}
-fact settings "WINDOW_REPEAT=${WINDOW_REPEAT:-20} PEERS_SEEDS=${PEERS_SEEDS:-20} PEERS_JAGS_SEEDS=${PEERS_JAGS_SEEDS:-5} WINDOW_METHODS=${WINDOW_METHODS:-auto,varblock,regen,varmix,nuts} WINDOW_EXAMPLES=${WINDOW_EXAMPLES:-1} WINDOW_CORPUS=$corpus CORPUS_REPEAT=${CORPUS_REPEAT:-20} CORPUS_STAN_SEEDS=${CORPUS_STAN_SEEDS:-20} CORPUS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-5}"
+fact settings "WINDOW_REPEAT=${WINDOW_REPEAT:-20} PEERS_SEEDS=${PEERS_SEEDS:-20} PEERS_JAGS_SEEDS=${PEERS_JAGS_SEEDS:-5} WINDOW_METHODS=${WINDOW_METHODS:-auto,varblock,regen,varmix,nuts} WINDOW_EXAMPLES=${WINDOW_EXAMPLES:-1} WINDOW_CORPUS=$corpus CORPUS_METHODS=${CORPUS_METHODS:-auto,varmh} CORPUS_REPEAT=${CORPUS_REPEAT:-20} CORPUS_STAN_SEEDS=${CORPUS_STAN_SEEDS:-20} CORPUS_JAGS_SEEDS=${CORPUS_JAGS_SEEDS:-5}"
 fact load_before "$(load)"
 
 paper=examples/paper
@@ -68,7 +70,7 @@ if [ -n "$corpus" ]; then
     Rscript "$root/bench/peers/run_corpus.R" "$dir/corpus_peers.tsv" $(echo "$corpus" | tr , ' ') \
     > "$dir/corpus_peers.log" 2>&1
   fact load_corpus_between "$(load)"
-  "$root/bench/speed_table" --vbn "$vbn" --examples "" --corpus "$corpus" --corpus-methods auto \
+  "$root/bench/speed_table" --vbn "$vbn" --examples "" --corpus "$corpus" --corpus-methods "${CORPUS_METHODS:-auto,varmh}" \
       --corpus-repeat "${CORPUS_REPEAT:-20}" --out "$dir/corpus_vbn.tsv"
 fi
 fact load_after "$(load)"
