@@ -131,9 +131,10 @@ inline void jj_lambda_log_inv_logit(const double* xi, Eigen::Index n, double* la
 }
 
 // E[x] = tanh(d/2) and Var[x] = 1 − E[x]² = 4 g(d) g(−d) of x = ±1 with q(x = +1) = g(d), from
-// one e = exp(−|d|): a tanh (the C library's goes through expm1) and the two exps of g(d) g(−d)
-// were a third of a variational fit's time on tests/corpus/housevotes, which sets them for every
-// hidden value at every sweep. tanh(|d|/2) = (1 − e) / (1 + e) from |d| = 0.2 on and below it
+// one e = exp(−|d|), for every hidden value at every sweep: its tanh (the C library's goes
+// through expm1) and the two exps of g(d) g(−d), with the sweeps' own tanh in λ(ξ) (now
+// jj_lambda_log_inv_logit's), were a third of a variational fit's time on
+// tests/corpus/housevotes. tanh(|d|/2) = (1 − e) / (1 + e) from |d| = 0.2 on and below it
 // by the series (1 − e would lose digits there); the variance is 4e / (1 + e)², with no
 // cancellation at any d.
 inline void spin_moments(double d, double& mean, double& var) {
