@@ -232,23 +232,13 @@ void GaussianProposal::set_split(const Eigen::Ref<const Eigen::VectorXd>& below,
     finish();
 }
 
-// z' = the stretch of z (z_k ≥ 0 by above, below it by below); returns log |∂z'/∂z|.
-double GaussianProposal::stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const {
+// out = z' (inverse: z from z', the stretch keeping each sign; out may be z); returns log |∂z'/∂z|.
+double GaussianProposal::stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out, bool inverse) const {
     double log_jacobian = 0;
     for (Eigen::Index k = 0; k < z.size(); ++k) {
         const bool up = z[k] >= 0;
-        out[k] = z[k] * (up ? split_above_[k] : split_below_[k]);
-        log_jacobian += up ? log_split_above_[k] : log_split_below_[k];
-    }
-    return log_jacobian;
-}
-
-// z from z' in place (the stretch keeps each sign); returns the same log |∂z'/∂z|.
-double GaussianProposal::unstretch(Eigen::Ref<Eigen::VectorXd> z) const {
-    double log_jacobian = 0;
-    for (Eigen::Index k = 0; k < z.size(); ++k) {
-        const bool up = z[k] >= 0;
-        z[k] /= up ? split_above_[k] : split_below_[k];
+        const double s = up ? split_above_[k] : split_below_[k];
+        out[k] = inverse ? z[k] / s : z[k] * s;
         log_jacobian += up ? log_split_above_[k] : log_split_below_[k];
     }
     return log_jacobian;
@@ -364,19 +354,14 @@ void GaussianProposal::times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, E
 }
 
 double GaussianProposal::place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out) {
-    double log_jacobian = 0;
-    const Eigen::VectorXd* from = nullptr;  // z' (or z itself: `from` unset)
-    if (has_split()) {
-        log_jacobian = stretch(z, split_z_);
-        from = &split_z_;
-    }
+    const double split_jacobian = has_split() ? stretch(z, split_z_) : 0.0;
+    const Eigen::Ref<const Eigen::VectorXd> stretched = has_split() ? Eigen::Ref<const Eigen::VectorXd>(split_z_) : z;
+    double log_jacobian = split_jacobian;
     if (map_) {
-        log_jacobian += from ? map_->forward(*from, map_y_) : map_->forward(z, map_y_);
+        log_jacobian += map_->forward(stretched, map_y_);
         times_lower(map_y_, out);
-    } else if (from) {
-        times_lower(*from, out);
     } else {
-        times_lower(z, out);
+        times_lower(stretched, out);
     }
     out += mean_;
     return log_density_at(mahalanobis) - log_jacobian;
@@ -424,7 +409,7 @@ double GaussianProposal::whiten(const Eigen::Ref<const Eigen::VectorXd>& x, Eige
         chol_[b].triangularView<Eigen::Lower>().solveInPlace(u.segment(o, n));
     }
     double log_jacobian = map_ ? map_->inverse(u) : 0.0;
-    if (has_split()) log_jacobian += unstretch(u);
+    if (has_split()) log_jacobian += stretch(u, u, true);
     return log_density_at(u.squaredNorm()) - log_jacobian;
 }
 

@@ -147,8 +147,8 @@ private:
     // out = μ + L T(z') (T the identity without a map, z' = z without split scales); returns log q there given |z|².
     double place(const Eigen::Ref<const Eigen::VectorXd>& z, double mahalanobis, Eigen::Ref<Eigen::VectorXd> out);
     double log_density_at(double mahalanobis) const;
-    double stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // z' of z
-    double unstretch(Eigen::Ref<Eigen::VectorXd> z) const;                                               // z of z', in place
+    // z' of z (or z of z'); returns log |∂z'/∂z|.
+    double stretch(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out, bool inverse = false) const;
     void times_lower(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen::Ref<Eigen::VectorXd> out) const;  // out = L z
 
     Eigen::VectorXd mean_;

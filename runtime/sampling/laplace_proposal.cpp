@@ -366,9 +366,9 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         GaussianProposal best = q;
         Pilot best_pilot = p;
         int best_round = 0, round = 0, stale = 0;
-        auto consider = [&](GaussianProposal next, bool keep_if_good = false, std::optional<std::uint64_t> same = std::nullopt) {
+        auto consider = [&](GaussianProposal next, bool keep_if_good = false) {
             ++round;
-            p = pilot(target, part, next, x, o.pilot_draws, o, rng, pilot_scratch, same);
+            p = pilot(target, part, next, x, o.pilot_draws, o, rng, pilot_scratch);
             const bool better = (keep_if_good && p.k <= o.good_k) || p.better_than(best_pilot);
             if (better) {
                 best = std::move(next);
@@ -394,11 +394,13 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         bool split = false;
         if (b < 0 && o.split)
             if (auto stretched = split_scales(target, best, o, ws)) {
-                const Pilot last = p;
-                split = consider(std::move(*stretched), true, best_pilot.seed);
-                if (!split) {
-                    p = last;
-                    --round;
+                Pilot sp = pilot(target, part, *stretched, x, o.pilot_draws, o, rng, pilot_scratch, best_pilot.seed);
+                split = sp.k <= o.good_k || sp.better_than(best_pilot);
+                if (split) {
+                    best = std::move(*stretched);
+                    best_pilot = sp;
+                    p = std::move(sp);
+                    best_round = ++round;
                 }
             }
         while (std::isfinite(p.k) && round < o.max_rounds && !(best_pilot.k <= o.good_k && best_pilot.ess >= o.good_ess)) {
