@@ -106,10 +106,13 @@ public:
     void finish(const FitResult& result);  // the timing blocks; flushes
     // After finish(): relabels the files' draws to one labeling as FitOptions::relabel says,
     // rewriting each file with a `# relabel = …` line; records what was done in run.relabel.
-    void relabel(FitRun& run) const;
+    // Where every chain's parameter columns fit in hold_budget bytes, the files are parsed
+    // once here and held, as rewritten, for read_back.
+    void relabel(FitRun& run, double hold_budget);
     std::size_t files() const { return writers_.size(); }
     const std::string& output() const { return output_; }
-    // Chain c's draws of output columns first .. first+count-1, read back from its file.
+    // Chain c's draws of output columns first .. first+count-1, as its file holds them (from
+    // what relabel() held, or read back from the file).
     Eigen::MatrixXd read_back(std::size_t chain, Eigen::Index first, Eigen::Index count) const;
 
 private:
@@ -123,6 +126,7 @@ private:
     std::vector<PointwiseLogLik::Workspace> log_lik_ws_;
     std::vector<Eigen::VectorXd> theta_, line_;
     std::vector<int> order_;
+    std::vector<ChainDraws> parsed_;  // the files' θ columns, as relabel() left them; empty: not held
 };
 
 }  // namespace vbn::services

@@ -1,5 +1,6 @@
 #include "runtime/services/relabel.hpp"
 
+#include "inference/parallel.hpp"
 #include "lang/symmetry.hpp"
 #include "runtime/error.hpp"
 #include "runtime/report/output_csv.hpp"
@@ -63,7 +64,12 @@ void rewrite(const std::string& path, const LabelingGroup& group, const std::vec
         }
         if (line.starts_with('#') || line.empty()) out << line << '\n';
         else if (!header_seen) header_seen = true, out << line << '\n';
-        else out << relabelled_line(line, group, draw < element.size() ? element[draw] : 0) << '\n', ++draw;
+        else {
+            // Most draws keep their labeling: their lines are copied as they are.
+            const int e = draw < element.size() ? element[draw] : 0;
+            out << (e == 0 ? line : relabelled_line(line, group, e)) << '\n';
+            ++draw;
+        }
     }
     out.close();
     if (!out) throw Error(ErrorKind::io, fmt::format("{}: cannot write the relabelled draws", tmp));
@@ -122,26 +128,45 @@ RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitRe
     return facts;
 }
 
+ChainDraws parse_chain_file(const std::string& output, std::size_t c, const FitResult& result) {
+    if (c >= result.chains.size() || !result.chains[c].ok()) return {};
+    StanCsv f = read_stan_csv(chain_file_path(output, static_cast<int>(c) + 1), ParameterRange{0, result.order.size()});
+    Eigen::VectorXd lp = f.sampler_column("lp__").value_or(Eigen::VectorXd::Zero(f.draws.rows()));
+    return ChainDraws{std::move(f.draws), std::move(lp)};
+}
+
+// One file per thread at a time: each is parsed into its own entry.
+std::vector<ChainDraws> parse_chain_files(const std::string& output, std::size_t files, const FitResult& result) {
+    std::vector<ChainDraws> parsed(files);
+    inference::parallel_ranges(inference::threads_or_cores(result.threads), files, [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t c = begin; c < end; ++c) parsed[c] = parse_chain_file(output, c, result);
+    });
+    return parsed;
+}
+
 RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, const std::string& output,
-                               std::size_t files, const FitResult& result) {
+                               std::size_t files, const FitResult& result, std::vector<ChainDraws>& parsed) {
     RelabelFacts facts;
     const std::optional<LabelingGroup> group = relabel_group(graph, result.symmetries, rule, result.order, facts);
     if (!group) return facts;
-    auto read = [&](std::size_t c) {
-        if (c >= result.chains.size() || !result.chains[c].ok()) return ChainDraws{};
-        const StanCsv f = read_stan_csv(chain_file_path(output, static_cast<int>(c) + 1));
-        return ChainDraws{f.draws, f.sampler_column("lp__").value_or(Eigen::VectorXd::Zero(f.draws.rows()))};
-    };
+    // The group acts on θ's columns only (the log-likelihood's are the same under every labeling).
+    const bool held = parsed.size() == files;
+    auto read = [&](std::size_t c) { return held ? parsed[c] : parse_chain_file(output, c, result); };
     const PivotRelabelling r = relabel_to_pivot(*group, files, read);
     const std::string count = count_text(result.symmetries);
-    for (std::size_t c = 0; c < files; ++c) {
-        if (c >= result.chains.size() || !result.chains[c].ok()) continue;  // a failed chain's file is left as it is
+    auto relabel_chain = [&](std::size_t c) {
+        if (c >= result.chains.size() || !result.chains[c].ok()) return;  // a failed chain's file is left as it is
         const std::vector<int>& el = r.element[c];
         const auto moved = static_cast<long>(el.size()) - std::count(el.begin(), el.end(), 0);
         rewrite(chain_file_path(output, static_cast<int>(c) + 1), *group, el,
                 fmt::format("pivot, {}, {} of this chain's {} draws relabelled ({:.0f}%)", count, moved, el.size(),
                             100.0 * static_cast<double>(moved) / static_cast<double>(std::max<std::size_t>(el.size(), 1))));
-    }
+        if (held) apply_labeling(*group, el, parsed[c].draws);
+    };
+    // Each file rewritten, and its held draws relabelled, on one thread.
+    inference::parallel_ranges(inference::threads_or_cores(result.threads), files, [&](std::size_t begin, std::size_t end, std::size_t) {
+        for (std::size_t c = begin; c < end; ++c) relabel_chain(c);
+    });
     facts.relabelled = r.relabelled;
     facts.draws = r.draws;
     return facts;

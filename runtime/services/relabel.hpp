@@ -33,10 +33,16 @@ std::string unrelabelled_header(const ir::Graph& graph, const std::string& rule)
 // found (result.symmetries); so does relabel_csv_files below.
 RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitResult& result);
 
+// The θ columns (output order) and lp__ of the finished files FILE_1.csv … as written, one
+// entry per file (empty for a chain that failed).
+ChainDraws parse_chain_file(const std::string& output, std::size_t chain, const FitResult& result);
+std::vector<ChainDraws> parse_chain_files(const std::string& output, std::size_t files, const FitResult& result);
+
 // Relabels the draws in the finished files FILE_1.csv … (one per chain of result), rewriting
-// each with a `# relabel = …` line in its header. Throws vbn::Error (io) if one cannot be
-// rewritten.
+// each with a `# relabel = …` line in its header. `parsed` is empty, or holds the files as
+// parse_chain_files read them: then they are read from there, not again from the files, and
+// relabelled in place as the files are. Throws vbn::Error (io) if a file cannot be rewritten.
 RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, const std::string& output,
-                               std::size_t files, const FitResult& result);
+                               std::size_t files, const FitResult& result, std::vector<ChainDraws>& parsed);
 
 }  // namespace vbn::services

@@ -176,6 +176,12 @@ started=$(date +%s%N)
 run "fit timings with modes" 0 -- "$vbn" fit "$ex/paper/multimodal.vbn" --data "$ex/paper/multimodal.csv" \
   --seed 3 --warmup 100 --draws 150 --summary-json "$tmp/timed_modes.json" --quiet
 if timings_ok "$tmp/timed_modes.json" "${phases}modes " $(($(date +%s%N) - started)); then ok; else bad "fit summary json timings with modes"; fi
+# With --output, finishing the files and relabelling their draws is a phase of its own.
+started=$(date +%s%N)
+run "fit timings with files" 0 -- "$vbn" fit "$m" --data "$d" --seed 3 --warmup 100 --draws 150 \
+  --output "$tmp/timed.csv" --summary-json "$tmp/timed_files.json" --quiet
+if timings_ok "$tmp/timed_files.json" "load target variational proposal warmup sampling files summary " \
+  $(($(date +%s%N) - started)); then ok; else bad "fit summary json timings with files"; fi
 run "summary of our CSV" 0 -- "$vbn" summary "$tmp/fit_1.csv" "$tmp/fit_2.csv" &&
   if [ "$(grep '^w ' "$tmp/out")" = "$(grep '^w ' "$tmp/fit_table.txt")" ]; then ok; else bad "vbn summary reproduces the fit's row"; fi
 # With --output the draws are streamed to the files, not kept, and the summary is read back

@@ -185,11 +185,14 @@ TEST_CASE("services: kept draws are labelings of the streamed ones, and the file
     };
     services::FitRun streamed = services::fit(g, d, o, fcb, [&](const services::FitStart& s) { files.start(s); });
     files.finish(streamed.result);
-    files.relabel(streamed);
+    files.relabel(streamed, 64e6);  // the files parsed once and held
     CHECK(streamed.relabel.relabelled == run.relabel.relabelled);
     for (std::size_t c = 0; c < 2; ++c) {
         const StanCsv f = read_stan_csv(chain_file_path((dir / "fit.csv").string(), static_cast<int>(c) + 1));
         CHECK(f.draws == services::output_draws(run.result, run.result.chains[c]));
+        // What is held was relabelled as the text was: the same doubles as the file read again.
+        CHECK(files.read_back(c, 0, f.draws.cols()) == f.draws);
+        CHECK(files.read_back(c, 3, 2) == f.draws.middleCols(3, 2));
         REQUIRE(f.config_value("relabel"));
         CHECK(f.config_value("relabel")->starts_with("pivot, 8 labelings, "));
     }

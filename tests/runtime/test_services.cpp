@@ -144,7 +144,7 @@ TEST_CASE("services: draws streamed to CmdStan CSV files give the summary of the
     };
     services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
     files.finish(run.result);
-    files.relabel(run);  // as the kept draws were
+    files.relabel(run, 64e6);  // as the kept draws were; the files held once parsed
     CHECK(run.relabel.rule == "pivot");
     CHECK(files.files() == 2);
     CHECK(run.result.chains[0].draws.rows() == 0);  // nothing held
@@ -193,7 +193,7 @@ TEST_CASE("services::fit runs the chains on while the ESS is short: the longer r
     cb.log = [&](services::LogLevel, const std::string& m) { notes.push_back(m); };
     services::FitRun run = services::fit(g, d, o, cb, [&](const services::FitStart& s) { files.start(s); });
     files.finish(run.result);
-    files.relabel(run);
+    files.relabel(run, 0);  // nothing held: read back from the files
     REQUIRE(run.draws > 60);
     CHECK(run.draws <= 2000);
     for (const auto& ch : run.result.chains) CHECK(ch.iterations_done == run.draws);

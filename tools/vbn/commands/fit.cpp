@@ -110,23 +110,37 @@ void write_plots(const FitArgs& args, const services::FitRun& run, const FitSumm
     if (!args.quiet) err << fmt::format("wrote {} pictures to {}\n", made.images.size(), *args.plots);
 }
 
+// Draws read back from the CSV files are held at most this many bytes at a time.
+constexpr double readback_budget = 64e6;
+
 // The summary of what ran, the table, the JSON and the plots; the exit status.
-int report(const FitArgs& args, const services::FitRun& run, const services::CsvDrawFiles* files, double load_seconds,
+// The phases the command line runs around the fit: loading, and (with --output) finishing the
+// files and relabelling their draws.
+struct OwnPhases {
+    double load_seconds = 0, files_seconds = 0;
+};
+
+int report(const FitArgs& args, const services::FitRun& run, const services::CsvDrawFiles* files, const OwnPhases& own,
            const services::Callbacks& cb, std::ostream& out, std::ostream& err) {
     const FitResult& r = run.result;
     const int dim = static_cast<int>(r.order.size());
-    // Streamed: the summary reads the draws back from the files, one chain at a time. The
-    // plots need every draw at once; the summary alone reads them in groups of columns, at
-    // most readback_budget bytes of draws at a time (one pass over the files per group).
+    // Streamed: the summary reads the draws back (held since relabelling, or from the files),
+    // one chain at a time. The plots need every draw at once; the summary alone reads them in
+    // groups of columns, at most readback_budget bytes of draws at a time (one pass over the
+    // files per group).
     if (files && args.plots) check_readback_memory(r, dim, files->output());
-    constexpr double readback_budget = 64e6;
     FitSummary fs = !files ? services::summarize(run, args.model, args.plots.has_value(), cb)
                            : services::summarize(run, args.model, args.plots.has_value(), cb,
                                                  [files](std::size_t c, Eigen::Index first, Eigen::Index count) {
                                                      return files->read_back(c, first, count);
                                                  },
                                                  readback_budget);
-    fs.facts.phase_seconds.insert(fs.facts.phase_seconds.begin(), {"load", load_seconds});
+    auto& phases = fs.facts.phase_seconds;
+    phases.insert(phases.begin(), {"load", own.load_seconds});
+    if (files) {
+        const auto summary = std::find_if(phases.begin(), phases.end(), [](const auto& p) { return p.first == "summary"; });
+        phases.insert(summary, {"files", own.files_seconds});
+    }
     // One line on what the summary holds when it is not every draw asked for.
     const std::string kept = files ? " (the CSV files hold every draw made)" : "";
     if (run.interrupted && fs.truncation.empty())
@@ -196,8 +210,10 @@ int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& o
         return services::fit(l.graph, std::move(l.data), o, cb, on_start);
     }();
     if (progress) progress->finish();
+    const auto files_started = std::chrono::steady_clock::now();
     if (files) files->finish(run.result);
-    if (files && services::has_draws(run)) files->relabel(run);
+    if (files && services::has_draws(run)) files->relabel(run, readback_budget);
+    const double files_seconds = inference::seconds_since(files_started);
     if (run.interrupted && !services::has_draws(run)) {
         if (files && !args.quiet)
             err << fmt::format("wrote {} CmdStan CSV file{} {}, with no draws\n", files->files(), files->files() == 1 ? "" : "s",
@@ -205,7 +221,7 @@ int run_fit(const FitArgs& args, Loaded& l, double load_seconds, std::ostream& o
         throw Error(ErrorKind::cancelled, "interrupted before any chain kept a draw (in warmup or before starting): "
                                           "nothing to summarise");
     }
-    return report(args, run, files ? &*files : nullptr, load_seconds, printed, out, err);
+    return report(args, run, files ? &*files : nullptr, {load_seconds, files_seconds}, printed, out, err);
 }
 
 // --shards: every rank loads its shards; rank 0 runs the fit over all of them and alone
