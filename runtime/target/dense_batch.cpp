@@ -52,34 +52,79 @@ void dots_block(const double* p, const double* w, int stride, int i0, double* h)
     }
 }
 
-}  // namespace
-
-std::optional<DenseBatch> DenseBatch::make(int len, const std::vector<Component>& comps) {
-    std::map<std::vector<int>, int> index;  // a pattern's entries → its column
+// The distinct entry patterns a batch's refs read, numbered in order of first read.
+struct PatternReads {
+    std::vector<std::vector<int>> keys;      // pattern u's entries
+    std::vector<char> fixed;                 // per pattern: its table is a fixed term
+    std::vector<int> readers;                // per pattern: how many refs read it
     std::vector<std::pair<int, int>> reads;  // (component, pattern), one per ref
     long refs = 0;
-    DenseBatch d;
+};
+
+PatternReads read_patterns(int len, const std::vector<DenseBatch::Component>& comps) {
+    PatternReads out;
+    std::map<std::vector<int>, int> index;  // a pattern's entries → its number
     for (std::size_t k = 0; k < comps.size(); ++k) {
-        const Component& c = comps[k];
+        const DenseBatch::Component& c = comps[k];
         for (int r = 0; r < c.refs; ++r) {
             std::vector<int> key(c.entries + static_cast<long>(r) * len, c.entries + static_cast<long>(r + 1) * len);
             // A fixed term and a weighted one never share a table, so the entries say which.
-            const auto [it, added] = index.emplace(std::move(key), static_cast<int>(index.size()));
-            if (added) d.fixed_.push_back(c.blocks[r] < 0 ? 1 : 0);
-            reads.emplace_back(static_cast<int>(k), it->second);
+            const auto [it, added] = index.emplace(key, static_cast<int>(index.size()));
+            if (added) {
+                out.keys.push_back(std::move(key));
+                out.fixed.push_back(c.blocks[r] < 0 ? 1 : 0);
+                out.readers.push_back(0);
+            }
+            ++out.readers[sz(it->second)];
+            out.reads.emplace_back(static_cast<int>(k), it->second);
         }
-        refs += c.refs;
+        out.refs += c.refs;
     }
-    d.len_ = len;
+    return out;
+}
+
+}  // namespace
+
+std::optional<DenseBatch> DenseBatch::make(int len, const std::vector<Component>& comps) {
+    const PatternReads pr = read_patterns(len, comps);
+    const std::vector<std::vector<int>>& keys = pr.keys;
     const int n = static_cast<int>(comps.size());
-    d.stride_ = (n + kRows - 1) / kRows * kRows;
-    d.patterns_ = static_cast<int>(index.size());
-    const long counts = static_cast<long>(d.stride_) * d.patterns_;
-    if (counts > kMaxCounts || counts > kDenseRatio * refs) return std::nullopt;
-    d.entries_.resize(sz(d.patterns_ * len));
-    for (const auto& [key, u] : index) std::copy(key.begin(), key.end(), d.entries_.begin() + static_cast<long>(u) * len);
-    d.counts_.assign(sz(counts), 0.0);
-    for (const auto& [k, u] : reads) d.counts_[sz(static_cast<long>(u) * d.stride_ + k)] += 1.0;
+    const int stride = (n + kRows - 1) / kRows * kRows;
+    const auto fits = [&](long patterns, long sparse_refs) {
+        const long counts = static_cast<long>(stride) * patterns;
+        return counts <= kMaxCounts && counts <= kDenseRatio * sparse_refs;
+    };
+    std::vector<char> shared(keys.size(), 1);
+    if (!fits(static_cast<long>(keys.size()), pr.refs)) {
+        // Too many patterns for one product: try it over the patterns two or more refs read,
+        // each of the others (a row's own covariates, say) added to its component alone.
+        long shared_refs = 0, count = 0;
+        for (std::size_t u = 0; u < keys.size(); ++u) {
+            shared[u] = pr.readers[u] >= 2 ? 1 : 0;
+            if (shared[u]) shared_refs += pr.readers[u], ++count;
+        }
+        if (count == 0 || !fits(count, shared_refs)) return std::nullopt;
+    }
+    DenseBatch d;
+    d.len_ = len;
+    d.stride_ = stride;
+    std::vector<int> column(keys.size(), -1);  // a shared pattern's column of P
+    for (std::size_t u = 0; u < keys.size(); ++u) {
+        if (!shared[u]) continue;
+        column[u] = d.patterns_++;
+        d.entries_.insert(d.entries_.end(), keys[u].begin(), keys[u].end());
+        d.fixed_.push_back(pr.fixed[u]);
+    }
+    d.counts_.assign(sz(static_cast<long>(d.stride_) * d.patterns_), 0.0);
+    for (const auto& [k, u] : pr.reads) {
+        if (shared[sz(u)]) {
+            d.counts_[sz(static_cast<long>(column[sz(u)]) * d.stride_ + k)] += 1.0;
+            continue;
+        }
+        d.own_component_.push_back(k);
+        d.own_entries_.insert(d.own_entries_.end(), keys[sz(u)].begin(), keys[sz(u)].end());
+        d.own_fixed_.push_back(pr.fixed[sz(u)]);
+    }
     return d;
 }
 
@@ -97,6 +142,20 @@ bool DenseBatch::terms(const double* logs, double* scratch) const {
             if (step == 2) terms_block<2>(counts_.data(), stride_, patterns_, g, len_, i0, k0, t);
             else terms_block<kConfigs>(counts_.data(), stride_, patterns_, g, len_, i0, k0, t);
         }
+    return own_component_.empty() || add_own_terms(logs, t);
+}
+
+// The patterns one ref reads, each into its own component's row of T.
+bool DenseBatch::add_own_terms(const double* logs, double* t) const {
+    for (std::size_t r = 0; r < own_component_.size(); ++r) {
+        const int* e = own_entries_.data() + static_cast<long>(r) * len_;
+        double* row = t + own_component_[r];
+        for (int i = 0; i < len_; ++i) {
+            const double x = logs[e[i]];
+            if (!std::isfinite(x)) return false;
+            row[static_cast<long>(i) * stride_] += x;
+        }
+    }
     return true;
 }
 
@@ -112,6 +171,17 @@ void DenseBatch::accumulate(const double* w, double* acc) const {
             else dots_block<kConfigs>(p, w, stride_, i0, h);
             for (int i = 0; i < step; ++i) acc[entries_[sz(u * len_ + i0 + i)]] += h[i];
         }
+    }
+    if (!own_component_.empty()) add_own_weights(w, acc);
+}
+
+// A pattern one ref reads: its component's weights, into its entries.
+void DenseBatch::add_own_weights(const double* w, double* acc) const {
+    for (std::size_t r = 0; r < own_component_.size(); ++r) {
+        if (own_fixed_[r]) continue;
+        const int* e = own_entries_.data() + static_cast<long>(r) * len_;
+        const double* row = w + own_component_[r];
+        for (int i = 0; i < len_; ++i) acc[e[i]] += row[static_cast<long>(i) * stride_];
     }
 }
 

@@ -9,7 +9,11 @@
 // and configuration: both products run as vector instructions over the batch's components,
 // where the sparse form gathered and scattered one entry at a time (the scatter's adds to the
 // same few entries wait on one another). Chosen only where P is small and its work at most a
-// few times the sparse form's (make).
+// few times the sparse form's (make). Where it is not, because most patterns are read once
+// (an occupancy model's site covariates give each row's hidden node a table of its own, read
+// by that row alone), P may still be small over the patterns two or more refs read: then
+// those go through P and each of the others is added to its one component's T, and its
+// component's weights to its entries, directly.
 #pragma once
 
 #include <optional>
@@ -21,7 +25,9 @@ class DenseBatch {
 public:
     // The batch's components, each as its refs' kept entries (len per ref, one ref after
     // another) and each ref's block (< 0: a fixed term, read but given no gradient). Returns
-    // the dense form where np × U ≤ 4 × Σ refs and np × U ≤ 2^16 (np: n rounded up to 32).
+    // the dense form where np × U ≤ 4 × Σ refs and np × U ≤ 2^16 (np: n rounded up to 32),
+    // else where the same holds of the patterns two or more refs read and theirs (the others
+    // then taken one by one).
     struct Component {
         const int* entries;
         const int* blocks;
@@ -45,10 +51,17 @@ public:
     double* table_part(double* scratch) const { return scratch + patterns_ * len_; }
 
 private:
+    bool add_own_terms(const double* logs, double* t) const;  // false where a log g is not finite
+    void add_own_weights(const double* w, double* acc) const;
+
     int len_ = 0, stride_ = 0, patterns_ = 0;
     std::vector<int> entries_;  // pattern u's entry at configuration i: entries_[u · len + i]
     std::vector<char> fixed_;   // per pattern: its table is a fixed term
     std::vector<double> counts_;  // P, column u at counts_[u · stride], rows k ≥ n zero
+    // Where P over every pattern is too large (make): the patterns a single ref reads, kept
+    // out of P, each with its component and len entries.
+    std::vector<int> own_component_, own_entries_;
+    std::vector<char> own_fixed_;
 };
 
 }  // namespace vbn
