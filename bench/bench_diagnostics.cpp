@@ -1,5 +1,6 @@
 // The summary's convergence diagnostics (`diagnose`) for one parameter of 4 chains × 1,000
-// draws, as `vbn fit` computes them for every parameter at the end of a run.
+// draws (and of 4 × 4,000 slowly mixing ones), as `vbn fit` computes them for every parameter
+// at the end of a run.
 //
 // The draws are those of a random-walk Metropolis chain on a normal (autocorrelated, with runs
 // of repeated values where moves are rejected), and of a sampler that never repeats a value.
@@ -40,12 +41,35 @@ Eigen::MatrixXd draws(std::uint64_t seed, Eigen::Index n, Eigen::Index chains, d
     return x;
 }
 
-void BM_Diagnose(benchmark::State& state, double step) {
-    const Eigen::MatrixXd x = draws(1, 1000, 4, 0.7, step);
+void BM_Diagnose(benchmark::State& state, double step, Eigen::Index n) {
+    const Eigen::MatrixXd x = draws(1, n, 4, 0.7, step);
     for (auto _ : state) benchmark::DoNotOptimize(inference::diagnose(x));
 }
-BENCHMARK_CAPTURE(BM_Diagnose, metropolis, 2.4);
-BENCHMARK_CAPTURE(BM_Diagnose, independent, 0.0);
+BENCHMARK_CAPTURE(BM_Diagnose, metropolis, 2.4, 1000);
+BENCHMARK_CAPTURE(BM_Diagnose, independent, 0.0, 1000);
+// Chains run on to 4,000 draws because they mix slowly (FitOptions::max_draws), as an
+// independence sampler's that sticks now and then: a fresh normal with probability 1 − stay,
+// else the value before, so ρ_k = stay^k, and Geyer's sequence runs to tens or hundreds of lags.
+Eigen::MatrixXd sticky(std::uint64_t seed, Eigen::Index n, Eigen::Index chains, double stay) {
+    inference::Rng rng(seed);
+    Eigen::MatrixXd x(n, chains);
+    for (Eigen::Index c = 0; c < chains; ++c) {
+        double v = rng.normal();
+        for (Eigen::Index i = 0; i < n; ++i) {
+            if (rng.uniform() >= stay) v = rng.normal();
+            x(i, c) = v;
+        }
+    }
+    return x;
+}
+
+void BM_DiagnoseSticky(benchmark::State& state, double stay) {
+    const Eigen::MatrixXd x = sticky(1, 4000, 4, stay);
+    for (auto _ : state) benchmark::DoNotOptimize(inference::diagnose(x));
+}
+BENCHMARK_CAPTURE(BM_DiagnoseSticky, stay_0_9, 0.9);
+BENCHMARK_CAPTURE(BM_DiagnoseSticky, stay_0_97, 0.97);
+BENCHMARK_CAPTURE(BM_DiagnoseSticky, stay_0_995, 0.995);
 
 void print_cases() {
     const double steps[] = {0.0, 0.3, 2.4, 50.0};

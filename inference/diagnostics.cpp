@@ -151,27 +151,51 @@ double mcse_quantile_sorted(const std::vector<double>& sorted, double prob, doub
     return (sorted[i2 - 1] - sorted[i1 - 1]) / 2.0;
 }
 
-// In-place iterative radix-2 FFT (decimation in time); tw[j] = exp(−2πi j / size).
-void fft_inplace(std::vector<std::complex<double>>& a, const std::vector<std::complex<double>>& tw) {
-    const std::size_t n = a.size();
+// The twiddle factors of a radix-2 FFT of `size` points, stage by stage: the stage that joins
+// transforms of len/2 points into ones of len reads exp(−2πi k / len), k < len/2, side by
+// side from offset len/2 − 1, real and imaginary parts apart. Made once per size and thread.
+struct Twiddles {
+    std::size_t size = 0;
+    std::vector<double> re, im;
+
+    void make(std::size_t n) {
+        if (n == size) return;
+        size = n;
+        re.assign(n, 0.0);
+        im.assign(n, 0.0);
+        for (std::size_t len = 2; len <= n; len <<= 1)
+            for (std::size_t k = 0; k < len / 2; ++k) {
+                const std::complex<double> w = std::polar(1.0, -2.0 * std::numbers::pi * static_cast<double>(k * (n / len)) /
+                                                                     static_cast<double>(n));
+                re[len / 2 - 1 + k] = w.real();
+                im[len / 2 - 1 + k] = w.imag();
+            }
+    }
+};
+
+// In-place iterative radix-2 FFT (decimation in time) of re + i·im, `size` points each, with
+// the parts in separate arrays so that each stage's butterflies run in vector instructions
+// (std::complex's interleaved parts went through the stack, 8 ns a butterfly).
+void fft_inplace(double* re, double* im, std::size_t n, const Twiddles& tw) {
     for (std::size_t i = 1, j = 0; i < n; ++i) {
         std::size_t bit = n >> 1;
         for (; j & bit; bit >>= 1) j ^= bit;
         j ^= bit;
-        if (i < j) std::swap(a[i], a[j]);
+        if (i < j) std::swap(re[i], re[j]), std::swap(im[i], im[j]);
     }
     for (std::size_t len = 2; len <= n; len <<= 1) {
-        const std::size_t step = n / len;
+        const std::size_t half = len / 2;
+        const double* wr = tw.re.data() + half - 1;
+        const double* wi = tw.im.data() + half - 1;
         for (std::size_t i = 0; i < n; i += len) {
-            for (std::size_t k = 0; k < len / 2; ++k) {
-                // Spelled out: std::complex's operator* guards against NaN/inf operands
-                // through a library call, which would dominate the transform's cost.
-                const std::complex<double> u = a[i + k];
-                const std::complex<double> b = a[i + k + len / 2], w = tw[k * step];
-                const std::complex<double> v(b.real() * w.real() - b.imag() * w.imag(),
-                                             b.real() * w.imag() + b.imag() * w.real());
-                a[i + k] = u + v;
-                a[i + k + len / 2] = u - v;
+            double *ur = re + i, *ui = im + i, *br = re + i + half, *bi = im + i + half;
+            for (std::size_t k = 0; k < half; ++k) {
+                const double vr = br[k] * wr[k] - bi[k] * wi[k];
+                const double vi = br[k] * wi[k] + bi[k] * wr[k];
+                br[k] = ur[k] - vr;
+                bi[k] = ui[k] - vi;
+                ur[k] += vr;
+                ui[k] += vi;
             }
         }
     }
@@ -521,19 +545,22 @@ void autocovariance_fft(std::span<const double> x, std::span<double> out) {
     }
     std::size_t size = 1;
     while (size < 2 * n) size <<= 1;
-    std::vector<std::complex<double>> tw(size / 2);
-    for (std::size_t j = 0; j < size / 2; ++j)
-        tw[j] = std::polar(1.0, -2.0 * std::numbers::pi * static_cast<double>(j) / static_cast<double>(size));
-
+    thread_local Twiddles tw;
+    thread_local std::vector<double> re, im;
+    tw.make(size);
     const double mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(n);
-    std::vector<std::complex<double>> a(size, 0.0);
-    for (std::size_t i = 0; i < n; ++i) a[i] = x[i] - mean;
-    fft_inplace(a, tw);
-    for (auto& c : a) c = c.real() * c.real() + c.imag() * c.imag();
+    re.assign(size, 0.0);
+    im.assign(size, 0.0);
+    for (std::size_t i = 0; i < n; ++i) re[i] = x[i] - mean;
+    fft_inplace(re.data(), im.data(), size, tw);
+    for (std::size_t j = 0; j < size; ++j) {
+        re[j] = re[j] * re[j] + im[j] * im[j];
+        im[j] = 0.0;
+    }
     // The power spectrum is real and even, so a forward transform inverts it up to 1/size.
-    fft_inplace(a, tw);
+    fft_inplace(re.data(), im.data(), size, tw);
     const double scale = 1.0 / (static_cast<double>(size) * static_cast<double>(n));
-    for (std::size_t k = 0; k < n; ++k) out[k] = a[k].real() * scale;
+    for (std::size_t k = 0; k < n; ++k) out[k] = re[k] * scale;
 }
 
 void autocovariance(std::span<const double> x, std::span<double> out) {

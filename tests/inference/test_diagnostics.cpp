@@ -279,11 +279,20 @@ TEST_CASE("FFT and direct autocovariances agree, and match a hand-computed serie
         diag::autocovariance_fft(x, b);
         for (std::size_t k = 0; k < n; ++k) CHECK(std::abs(a[k] - b[k]) <= 1e-12 * a[0]);
     }
+    // The twiddle factors are kept per transform size: series of other lengths in between
+    // leave the same series' autocovariances bit for bit the same.
+    std::vector<double> x(3000), first(3000), again(3000), other(100), scratch(100);
+    for (double& v : x) v = rng.normal();
+    for (double& v : other) v = rng.normal();
+    diag::autocovariance_fft(x, first);
+    diag::autocovariance_fft(other, scratch);
+    diag::autocovariance_fft(x, again);
+    CHECK(first == again);
     // Alternating ±1 has mean 0 and γ_k = (−1)^k (n − k) / n.
     const std::size_t n = 300;
-    std::vector<double> x(n), g(n);
-    for (std::size_t i = 0; i < n; ++i) x[i] = i % 2 == 0 ? 1.0 : -1.0;
-    diag::autocovariance(x, g);
+    std::vector<double> alt(n), g(n);
+    for (std::size_t i = 0; i < n; ++i) alt[i] = i % 2 == 0 ? 1.0 : -1.0;
+    diag::autocovariance(alt, g);
     for (std::size_t k = 0; k < n; ++k) {
         const double expected = (k % 2 == 0 ? 1.0 : -1.0) * static_cast<double>(n - k) / static_cast<double>(n);
         CHECK(g[k] == doctest::Approx(expected).epsilon(1e-12));
