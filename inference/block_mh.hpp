@@ -101,9 +101,10 @@ struct BlockSplit {
     bool recentre = false;  // re-centre on the warmup's draws
 
     bool splits(int size) const { return above > 0 && size > above; }
-    // A block proposed from q: never split when q carries a triangular map, which the
-    // sub-block moves would drop (they use only its affine part), and which fits the whole block.
-    bool splits(const GaussianProposal& q) const { return splits(q.dim()) && !q.has_map() && !q.has_split(); }
+    // A block proposed from q: never split when q is not affine (a triangular map or split
+    // scales, which the sub-block moves would drop, using only its affine part, and which fit
+    // the whole block).
+    bool splits(const GaussianProposal& q) const { return splits(q.dim()) && q.affine(); }
     // The number of sub-blocks a block of `size` coordinates is moved in (1 if not split).
     int parts(int size) const;
     // "sub-blocks of at most 10 whitened coordinates (t(30), scale x 1.1, re-centred in warmup)"

@@ -307,7 +307,7 @@ GaussianProposal GaussianProposal::marginal(int offset, int size) const {
         throw std::invalid_argument(
             fmt::format("proposal: marginal of coordinates {}..{} outside 0..{}", offset, offset + size - 1, dim() - 1));
     }
-    if (map_ || has_split()) {
+    if (!affine()) {
         if (offset == 0 && size == dim()) return *this;
         throw std::invalid_argument(fmt::format(
             "proposal: a proposal skewed by a triangular map or split scales has no marginal of coordinates {}..{}", offset, offset + size - 1));
@@ -373,7 +373,7 @@ double GaussianProposal::point(const Eigen::Ref<const Eigen::VectorXd>& z, Eigen
 
 double GaussianProposal::draw(Rng& rng, Eigen::Ref<Eigen::VectorXd> out) {
     for (Eigen::Index i = 0; i < scratch_.size(); ++i) scratch_[i] = rng.normal();
-    if (map_ || has_split()) {
+    if (!affine()) {
         double m = scratch_.squaredNorm();
         if (is_student_t()) {
             const double w = sample_chi_square(rng, df_) / df_;

@@ -84,6 +84,10 @@ public:
     // block-diagonal proposal, sizes other than dim() or a factor that is not positive and finite.
     void set_split(const Eigen::Ref<const Eigen::VectorXd>& below, const Eigen::Ref<const Eigen::VectorXd>& above);
     bool has_split() const { return split_below_.size() > 0; }
+    // μ + L z of a standard Gaussian or t z, with neither a triangular map nor split scales:
+    // only then are its marginals and sub-blocks proposals of the same kind, and its draws
+    // made straight from z.
+    bool affine() const { return !has_map() && !has_split(); }
     const Eigen::VectorXd& split_below() const { return split_below_; }
     const Eigen::VectorXd& split_above() const { return split_above_; }
 
