@@ -301,7 +301,8 @@ void CsvDrawFiles::relabel(FitRun& run, double hold_budget) {
 }
 
 Eigen::MatrixXd CsvDrawFiles::read_back(std::size_t chain, Eigen::Index first, Eigen::Index count) const {
-    if (chain < parsed_.size()) {
+    // A failed chain's entry is empty: its file is read, as it was left.
+    if (chain < parsed_.size() && parsed_[chain].draws.cols() > 0) {
         const Eigen::MatrixXd& d = parsed_[chain].draws;
         first = std::min(first, d.cols());
         return d.middleCols(first, std::min(count, d.cols() - first));

@@ -128,6 +128,7 @@ RelabelFacts relabel_kept(const ir::Graph& graph, const std::string& rule, FitRe
     return facts;
 }
 
+// θ's columns only: the group acts on them (the log-likelihood's are the same under every labeling).
 ChainDraws parse_chain_file(const std::string& output, std::size_t c, const FitResult& result) {
     if (c >= result.chains.size() || !result.chains[c].ok()) return {};
     StanCsv f = read_stan_csv(chain_file_path(output, static_cast<int>(c) + 1), ParameterRange{0, result.order.size()});
@@ -149,7 +150,6 @@ RelabelFacts relabel_csv_files(const ir::Graph& graph, const std::string& rule, 
     RelabelFacts facts;
     const std::optional<LabelingGroup> group = relabel_group(graph, result.symmetries, rule, result.order, facts);
     if (!group) return facts;
-    // The group acts on θ's columns only (the log-likelihood's are the same under every labeling).
     const bool held = parsed.size() == files;
     auto read = [&](std::size_t c) { return held ? parsed[c] : parse_chain_file(output, c, result); };
     const PivotRelabelling r = relabel_to_pivot(*group, files, read);

@@ -110,16 +110,17 @@ void write_plots(const FitArgs& args, const services::FitRun& run, const FitSumm
     if (!args.quiet) err << fmt::format("wrote {} pictures to {}\n", made.images.size(), *args.plots);
 }
 
-// Draws read back from the CSV files are held at most this many bytes at a time.
+// Draws read back from the CSV files: held whole after relabelling where they fit in this many
+// bytes, and summarised in groups of columns of at most this many.
 constexpr double readback_budget = 64e6;
 
-// The summary of what ran, the table, the JSON and the plots; the exit status.
 // The phases the command line runs around the fit: loading, and (with --output) finishing the
 // files and relabelling their draws.
 struct OwnPhases {
     double load_seconds = 0, files_seconds = 0;
 };
 
+// The summary of what ran, the table, the JSON and the plots; the exit status.
 int report(const FitArgs& args, const services::FitRun& run, const services::CsvDrawFiles* files, const OwnPhases& own,
            const services::Callbacks& cb, std::ostream& out, std::ostream& err) {
     const FitResult& r = run.result;
