@@ -387,10 +387,11 @@ std::optional<LaplaceProposal> laplace_proposal(const Target& target, const Vec&
         }
         // Coupled blocks, proposed whole: the best so far with split scales, its pilot on the same
         // random numbers as the best's, kept whenever it still fits well (k̂ ≤ good_k) as the
-        // re-centred t is: what the stretch buys is in the tails, where 500 pilot draws' ESS sees
-        // little (on tests/corpus/housevotes its pilot ESS was 54% against the unsplit t's 64%,
-        // yet over seeds 1-12 its chains' smallest ESS per second was 1,293 against 57). Where it
-        // is not kept, the rounds go on as though it had not been tried.
+        // re-centred t is, or fits better than the t it stretches: what the stretch buys is in
+        // the tails, where 500 pilot draws' ESS sees little (on tests/corpus/housevotes its pilot
+        // ESS was 54% against the unsplit t's 64%, yet over seeds 1-12 its chains' smallest ESS
+        // per second was 1,293 against 57). Where it is not kept, the rounds go on as though it
+        // had not been tried.
         bool split = false;
         if (b < 0 && o.split)
             if (auto stretched = split_scales(target, best, o, ws)) {
